@@ -1,0 +1,18 @@
+// Bundles the CLI and the library with esbuild so `npx berth` starts in one file read,
+// then type-checks and emits declarations with tsc (the bundle does no type checking).
+import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
+import { chmodSync } from 'node:fs';
+
+const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', sourcemap: false, logLevel: 'warning' };
+await build({
+  ...common,
+  entryPoints: ['src/cli/main.ts'],
+  outfile: 'dist/berth.js',
+  banner: { js: "#!/usr/bin/env node\nimport { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);" },
+});
+chmodSync('dist/berth.js', 0o755);
+await build({ ...common, entryPoints: ['src/index.ts'], outfile: 'dist/index.js', packages: 'external' });
+
+const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', '.'], { stdio: 'inherit' });
+if (tsc.status !== 0) process.exit(tsc.status ?? 1);

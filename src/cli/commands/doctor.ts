@@ -1,0 +1,61 @@
+import { readHostMap } from '../../host/read-host.js';
+import { defaultLayout } from '../../layout/default-layout.js';
+import { loadLayout } from '../../layout/parse.js';
+import { collectReport } from '../../report/collect.js';
+import { parseCommandArgs, type Command } from '../command.js';
+import { procRoot } from '../env.js';
+import { readLeasesForReport } from '../leases-view.js';
+import { emitReport } from '../report-output.js';
+import { parseRange } from '../values.js';
+
+const help = `Usage: berth doctor [--layout FILE] [--range LO-HI]… [--html FILE] [--json]
+
+Audit this host (network namespace) and a layout: is every band above the unprivileged
+start, clear of the other bands, and outside the unreserved ephemeral range? Each finding
+says what to do: the exact 'sysctl -w net.ipv4.ip_local_reserved_ports=…' line that makes a
+band safe (merged with the ports already reserved), or a band range of the same size that
+lies outside the ephemeral range.
+
+Without --layout the built-in default layout is checked: one band "default", the largest
+run of ports above the unprivileged start and outside the unreserved ephemeral range.
+
+Options:
+  --layout FILE   layout file (YAML or JSON): bands: { NAME: { range: LO-HI, window: N } }
+  --range LO-HI   also show the sockets of this range (repeatable)
+  --html FILE     also write a self-contained HTML picture of the port space
+  --json          the full report as JSON (the same data the HTML embeds)
+
+Examples:
+  berth doctor
+  berth doctor --layout examples/layouts/rl-framework.yaml
+  berth doctor --layout layout.yaml --html port-space.html
+
+Exit codes: 0 no errors (warnings may be shown); 1 errors found; 65 the layout cannot be
+read or is invalid (file:line and band named); 74 cannot write the HTML file.`;
+
+export const doctorCommand: Command = {
+  name: 'doctor',
+  summary: 'audit host port ranges and a layout; say exactly what to fix',
+  help,
+  async run(argv) {
+    const { values } = parseCommandArgs('doctor', argv, {
+      layout: { type: 'string' },
+      range: { type: 'string', multiple: true },
+      html: { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const root = procRoot();
+    const host = readHostMap({ procRoot: root });
+    const layout = values.layout !== undefined ? loadLayout(values.layout) : defaultLayout(host);
+    const report = collectReport({
+      kind: 'doctor',
+      procRoot: root,
+      host,
+      layout,
+      ranges: (values.range ?? []).map((r) => parseRange('doctor', '--range', r)),
+      leases: readLeasesForReport(host.netns),
+    });
+    emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
+    return report.summary.errors > 0 ? 1 : 0;
+  },
+};

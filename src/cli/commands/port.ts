@@ -1,0 +1,84 @@
+import { reserve } from '../../allocate/reserve.js';
+import type { ReserveOptions, Strategy } from '../../allocate/types.js';
+import { readSysctls } from '../../host/sysctl.js';
+import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
+import { procRoot } from '../env.js';
+import { resolveSource, sourceOptions } from '../source.js';
+import { parseCount, parseDurationArg } from '../values.js';
+
+const help = `Usage: berth port [SOURCE] [--count N] [--owner PID] [--ttl DUR] [--name NAME]
+                  [--format plain|env|json] [--strategy lowest|random] [--allow-ephemeral]
+
+Lease N distinct ports that nothing else on this host (network namespace) can take:
+outside the unreserved ephemeral range, with no socket in any state, not leased to anyone
+else, and bindable right now. All or none.
+
+SOURCE (one of; default: the built-in "default" band, see 'berth doctor'):
+  --port P                     exactly this port
+  --range LO-HI                any port of this inclusive range
+  --layout FILE --band NAME [--instance N]
+                               a band of a layout file, or instance N's window of it
+
+Options:
+  --count N          how many distinct ports (default 1)
+  --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script)
+  --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h). Default without
+                     --owner: 10m. With --owner, an optional extra limit.
+  --name NAME        a label stored in the lease (shown by 'berth leases')
+  --format F         plain: one port per line (default); env: BERTH_PORT=… lines
+                     (BERTH_PORT_0…); json: the leases as JSON (same as --json)
+  --strategy S       lowest (default: predictable ports) or random
+  --allow-ephemeral  allow ports inside the unreserved ephemeral range (risky: any
+                     outgoing connection may take them before your service binds)
+  --json             JSON output
+
+Examples:
+  PORT=$(berth port --owner $$)                      # one port while this shell lives
+  read A B < <(berth port --count 2 --owner $$ | xargs)
+  berth port --layout layout.yaml --band engines --instance $SLURM_LOCALID --ttl 1h
+  berth port --range 20000-20999 --count 4 --format env --name proxy
+
+Exit codes: 0 leased; 64 usage; 65 bad layout; 69 no usable port (the message says why:
+in the ephemeral range, in use and by whom, or leased); 74 cannot write leases.`;
+
+export const portCommand: Command = {
+  name: 'port',
+  summary: 'lease free ports (race-free across processes)',
+  help,
+  async run(argv) {
+    const { values } = parseCommandArgs('port', argv, {
+      ...sourceOptions,
+      count: { type: 'string' },
+      owner: { type: 'string' },
+      ttl: { type: 'string' },
+      name: { type: 'string' },
+      format: { type: 'string' },
+      strategy: { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const format = values.json ? 'json' : (values.format ?? 'plain');
+    if (!['plain', 'env', 'json'].includes(format)) throw usage('port', `--format ${format}: expected plain, env or json`);
+    const strategy = values.strategy ?? 'lowest';
+    if (strategy !== 'lowest' && strategy !== 'random') throw usage('port', `--strategy ${strategy}: expected lowest or random`);
+    const root = procRoot();
+    const source = resolveSource('port', values, readSysctls(root));
+    const opts: ReserveOptions = {
+      source,
+      count: values.count === undefined ? 1 : parseCount('port', '--count', values.count),
+      strategy: strategy as Strategy,
+      hold: false,
+      procRoot: root,
+    };
+    if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner);
+    if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
+    if (values.name !== undefined) opts.name = values.name;
+    if (values['allow-ephemeral']) opts.allowEphemeral = true;
+    const r = await reserve(opts);
+    if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
+    else if (format === 'env') {
+      const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
+      process.stdout.write(lines.join('\n') + '\n');
+    } else process.stdout.write(r.ports.join('\n') + '\n');
+    return 0;
+  },
+};

@@ -1,0 +1,63 @@
+import { BerthError, EXIT } from '../errors.js';
+import type { Command } from './command.js';
+import { commands } from './commands/index.js';
+
+const VERSION = '0.1.0';
+
+function topHelp(): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  return [
+    'berth — race-free TCP ports for the services of one job',
+    '',
+    'Usage: berth <command> [options]',
+    '',
+    'Commands:',
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    "Run 'berth <command> --help' for a command's options and examples.",
+    '',
+    'Exit codes: 0 ok; 1 doctor found errors; 64 usage; 65 invalid layout/stack/input;',
+    '69 no usable port; 70 service failed before ready; 74 cannot write state/logs; 75 readiness deadline passed.',
+  ].join('\n');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(topHelp() + '\n');
+    return name === undefined ? EXIT.USAGE : EXIT.OK;
+  }
+  if (name === '--version' || name === '-V') {
+    process.stdout.write(`berth ${VERSION}\n`);
+    return EXIT.OK;
+  }
+  const cmd: Command | undefined = commands.find((c) => c.name === name);
+  if (!cmd) throw new BerthError(EXIT.USAGE, `unknown command ${JSON.stringify(name)}\n\n${topHelp()}`);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    const dd = rest.indexOf('--');
+    const helpAt = Math.max(rest.indexOf('--help'), rest.indexOf('-h'));
+    if (dd < 0 || helpAt < dd) {
+      process.stdout.write(cmd.help.trimEnd() + '\n');
+      return EXIT.OK;
+    }
+  }
+  return cmd.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof BerthError) {
+      process.stderr.write(`berth: ${e.message}\n`);
+      if (process.argv.includes('--json')) {
+        process.stdout.write(JSON.stringify({ error: { exitCode: e.exitCode, message: e.message, ...(e.details ?? {}) } }, null, 2) + '\n');
+      }
+      process.exitCode = e.exitCode;
+    } else {
+      process.stderr.write(`berth: internal error (a bug in berth; please report it with this text):\n${(e as Error)?.stack ?? String(e)}\n`);
+      process.exitCode = EXIT.SOFTWARE;
+    }
+  },
+);

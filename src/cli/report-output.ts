@@ -1,0 +1,20 @@
+import { BerthError, EXIT } from '../errors.js';
+import { renderHtml } from '../report/html.js';
+import { renderText } from '../report/text.js';
+import type { PortSpaceReport } from '../report/types.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { err, printJson } from './command.js';
+
+/** Print a doctor/inspect report as JSON or text, and write the HTML picture when asked. */
+export function emitReport(report: PortSpaceReport, opts: { json?: boolean; html?: string }): void {
+  if (opts.html !== undefined) {
+    try {
+      writeFileAtomic(opts.html, renderHtml(report), 0o644);
+    } catch (e) {
+      throw new BerthError(EXIT.IOERR, `cannot write the HTML report to ${opts.html}: ${(e as Error).message}`);
+    }
+    err(`berth: wrote ${opts.html}`);
+  }
+  if (opts.json) printJson(report);
+  else process.stdout.write(renderText(report, { color: process.stdout.isTTY === true && !process.env.NO_COLOR }));
+}

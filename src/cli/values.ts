@@ -1,0 +1,30 @@
+import type { PortRange } from '../host/types.js';
+import { parseDuration } from '../util/duration.js';
+import { usage } from './command.js';
+
+export function parsePort(command: string, flag: string, text: string): number {
+  if (!/^\d+$/.test(text)) throw usage(command, `${flag} ${JSON.stringify(text)}: expected a port number 1-65535`);
+  const p = Number(text);
+  if (p < 1 || p > 65535) throw usage(command, `${flag} ${text}: ports are 1-65535`);
+  return p;
+}
+
+export function parseRange(command: string, flag: string, text: string): PortRange {
+  const m = /^(\d+)-(\d+)$/.exec(text.trim());
+  if (!m) throw usage(command, `${flag} ${JSON.stringify(text)}: expected LO-HI, e.g. 20000-20999`);
+  const lo = Number(m[1]);
+  const hi = Number(m[2]);
+  if (lo < 1 || hi > 65535 || lo > hi) throw usage(command, `${flag} ${text}: need 1 ≤ LO ≤ HI ≤ 65535`);
+  return { lo, hi };
+}
+
+export function parseCount(command: string, flag: string, text: string, min = 1): number {
+  if (!/^\d+$/.test(text) || Number(text) < min) throw usage(command, `${flag} ${JSON.stringify(text)}: expected an integer ≥ ${min}`);
+  return Number(text);
+}
+
+export function parseDurationArg(command: string, flag: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined) throw usage(command, `${flag} ${JSON.stringify(text)}: expected a duration like 500ms, 10s, 5m`);
+  return ms;
+}

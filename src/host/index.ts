@@ -1,0 +1,8 @@
+// Public face of the host layer: Linux facts read from an injectable /proc root.
+export type { HostMap, HostSysctls, PortRange, SocketOwner, SocketRow, SocketTable, TcpState } from './types.js';
+export { formatRange, inRanges, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from './intervals.js';
+export { parseStatPpid, parseStatStartTime, processStartTime } from './proc-stat.js';
+export { formatReservedPorts, parsePortRange, parseReservedPorts, parseUnprivilegedStart, readSysctls, sysctlDir } from './sysctl.js';
+export { formatIPv6, parseTcpTable, portsInUse, tcpStateName, type ParseTcpOptions } from './socket-table.js';
+export { findSocketOwners, parseCmdline, parseStatusUid, socketInode } from './owners.js';
+export { describeOwner, readHostMap, readNetns, socketsOnPort, type ReadHostOptions } from './read-host.js';

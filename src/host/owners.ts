@@ -1,0 +1,128 @@
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SocketOwner } from './types.js';
+
+/*
+ * Who holds which socket, from /proc/<pid>/fd/* links of the form "socket:[INODE]".
+ * Processes come and go while we walk, and other users' fd directories are unreadable
+ * without privilege, so every per-process read failure is treated as "not visible".
+ */
+
+const SOCKET_PREFIX = 'socket:[';
+
+/** Inode of a "socket:[123]" link target, undefined for anything else. */
+export function socketInode(target: string): number | undefined {
+  if (!target.startsWith(SOCKET_PREFIX) || target.charCodeAt(target.length - 1) !== 93 /* ] */) return undefined;
+  const digits = target.slice(SOCKET_PREFIX.length, -1);
+  if (digits.length === 0 || digits.length > 15) return undefined;
+  for (let k = 0; k < digits.length; k++) {
+    const c = digits.charCodeAt(k);
+    if (c < 48 || c > 57) return undefined;
+  }
+  return Number(digits);
+}
+
+function isPidName(name: string): boolean {
+  if (name.length === 0) return false;
+  for (let k = 0; k < name.length; k++) {
+    const c = name.charCodeAt(k);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+function tryRead(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Real uid from the "Uid:\treal\teffective\tsaved\tfs" line of /proc/<pid>/status. */
+export function parseStatusUid(status: string): number | undefined {
+  let at = 0;
+  if (!status.startsWith('Uid:')) {
+    const k = status.indexOf('\nUid:');
+    if (k < 0) return undefined;
+    at = k + 1;
+  }
+  let i = at + 4;
+  while (status.charCodeAt(i) === 9 || status.charCodeAt(i) === 32) i++;
+  let j = i;
+  while (j < status.length && status.charCodeAt(j) >= 48 && status.charCodeAt(j) <= 57) j++;
+  return j > i ? Number(status.slice(i, j)) : undefined;
+}
+
+/** argv from /proc/<pid>/cmdline: NUL-separated with a trailing NUL; empty for kernel threads. */
+export function parseCmdline(raw: string): string[] {
+  if (raw.length === 0) return [];
+  const parts = raw.split('\0');
+  if (parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}
+
+function describeProcess(procRoot: string, pid: number): SocketOwner {
+  const dir = join(procRoot, String(pid));
+  const comm = (tryRead(join(dir, 'comm')) ?? '').replace(/\n$/, '');
+  const cmdline = parseCmdline(tryRead(join(dir, 'cmdline')) ?? '');
+  const owner: SocketOwner = { pid, comm, cmdline };
+  const status = tryRead(join(dir, 'status'));
+  let uid = status === undefined ? undefined : parseStatusUid(status);
+  if (uid === undefined) {
+    try {
+      uid = statSync(dir).uid;
+    } catch {
+      // vanished: leave uid unknown
+    }
+  }
+  if (uid !== undefined) owner.uid = uid;
+  return owner;
+}
+
+/**
+ * inode -> processes holding it, for every socket fd visible under procRoot (or only
+ * the inodes in `inodes`). A socket shared across fork() lists every holder, in pid
+ * order. Expensive (one readlink per fd on the host): call only when owners matter.
+ */
+export function findSocketOwners(procRoot = '/proc', inodes?: ReadonlySet<number>): Map<number, SocketOwner[]> {
+  const found = new Map<number, SocketOwner[]>();
+  if (inodes !== undefined && inodes.size === 0) return found;
+  let names: string[];
+  try {
+    names = readdirSync(procRoot);
+  } catch {
+    return found;
+  }
+  const pids = names.filter(isPidName).map(Number).sort((a, b) => a - b);
+  for (const pid of pids) {
+    const fdDir = join(procRoot, String(pid), 'fd');
+    let fds: string[];
+    try {
+      fds = readdirSync(fdDir);
+    } catch {
+      continue; // gone, or another user's process
+    }
+    const held = new Set<number>();
+    for (const fd of fds) {
+      let target: string;
+      try {
+        target = readlinkSync(join(fdDir, fd));
+      } catch {
+        continue; // fd closed meanwhile
+      }
+      const inode = socketInode(target);
+      if (inode === undefined || inode === 0) continue;
+      if (inodes !== undefined && !inodes.has(inode)) continue;
+      held.add(inode);
+    }
+    if (held.size === 0) continue;
+    const owner = describeProcess(procRoot, pid);
+    for (const inode of held) {
+      const list = found.get(inode);
+      if (list) list.push(owner);
+      else found.set(inode, [owner]);
+    }
+  }
+  return found;
+}

@@ -1,0 +1,76 @@
+import { hostname } from 'node:os';
+import type { LeaseRecord } from '../allocate/types.js';
+import { normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
+import { readHostMap } from '../host/read-host.js';
+import type { HostMap, PortRange, SocketRow } from '../host/types.js';
+import { checkLayout, summarizeFindings } from '../layout/check.js';
+import type { Finding, Layout } from '../layout/types.js';
+import type { PortSpaceReport } from './types.js';
+
+export interface CollectOptions {
+  kind: 'doctor' | 'inspect';
+  procRoot?: string;
+  layout?: Layout;
+  /** Asked ports and ranges (inspect --port/--range, doctor --range). */
+  ranges?: PortRange[];
+  /** Leases with liveness, from the lease store of this namespace. */
+  leases?: (LeaseRecord & { live: boolean })[];
+  /** Extra findings from outside the layout check (e.g. lease store problems). */
+  extraFindings?: Finding[];
+  host?: HostMap;
+}
+
+function inAny(port: number, ranges: readonly PortRange[]): boolean {
+  for (const r of ranges) if (port >= r.lo && port <= r.hi) return true;
+  return false;
+}
+
+/** Gather what doctor/inspect show: one value for the text, JSON and HTML renderings alike. */
+export function collectReport(opts: CollectOptions): PortSpaceReport {
+  const ranges = opts.ranges ?? [];
+  const bandRanges = (opts.layout?.bands ?? []).map((b) => ({ lo: b.lo, hi: b.hi }));
+  const interest = normalizeRanges([...ranges, ...bandRanges]);
+  const base = opts.host ?? readHostMap({ procRoot: opts.procRoot ?? '/proc' });
+  const rows: SocketRow[] = base.sockets.filter((r) => inAny(r.localPort, interest));
+  const inodes = new Set(rows.map((r) => r.inode).filter((i) => i !== 0));
+  const host = inodes.size > 0 && !base.owners ? readHostMap({ procRoot: opts.procRoot ?? '/proc', owners: inodes }) : base;
+  const sockets = host.sockets
+    .filter((r) => inAny(r.localPort, interest))
+    .sort((a, b) => a.localPort - b.localPort || a.state.localeCompare(b.state))
+    .map((r) => {
+      const owners = r.inode !== 0 ? host.owners?.get(r.inode) : undefined;
+      return owners && owners.length > 0 ? { ...r, owners } : { ...r };
+    });
+  const socketCounts: Record<string, number> = {};
+  for (const r of host.sockets) socketCounts[r.state] = (socketCounts[r.state] ?? 0) + 1;
+  const findings = [...(opts.layout ? checkLayout(opts.layout, host) : []), ...(opts.extraFindings ?? [])];
+  if (host.skippedLines > 0) {
+    findings.push({
+      severity: 'warning',
+      code: 'socket-table-garbage',
+      message: `${host.skippedLines} malformed line(s) in the socket table were skipped; ports on them may be reported free`,
+    });
+  }
+  const report: PortSpaceReport = {
+    kind: opts.kind,
+    generatedAt: new Date().toISOString(),
+    hostname: hostname(),
+    host: {
+      ephemeral: host.ephemeral,
+      reserved: host.reserved,
+      unprivilegedStart: host.unprivilegedStart,
+      netns: host.netns,
+      ipv6: host.ipv6,
+      unreservedEphemeral: unreservedEphemeral(host.ephemeral, host.reserved),
+      skippedLines: host.skippedLines,
+    },
+    ranges,
+    findings,
+    summary: summarizeFindings(findings),
+    sockets,
+    socketCounts,
+    leases: opts.leases ?? [],
+  };
+  if (opts.layout) report.layout = { source: opts.layout.source, bands: opts.layout.bands };
+  return report;
+}

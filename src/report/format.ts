@@ -1,0 +1,113 @@
+// Wording shared by the text and HTML renderings, so both say the same thing the same way.
+import { formatRange } from '../host/intervals.js';
+import type { PortRange, SocketOwner, SocketRow } from '../host/types.js';
+import type { Band, Fix } from '../layout/types.js';
+import { locatePort } from './geometry.js';
+import type { PortSpaceReport } from './types.js';
+
+export type ReportSocket = PortSpaceReport['sockets'][number];
+export type ReportLease = PortSpaceReport['leases'][number];
+
+// C0/C1 controls, DEL, and bidi overrides/isolates: a hostile command line must not move the
+// terminal cursor, inject escape sequences, or reorder what a reader sees.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Untrusted text (owners' comm and argv, lease names) made printable: controls become \xNN. */
+export function cleanText(s: string): string {
+  return s.replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+/** An argv as a reader would retype it: shell-quoted where needed, controls escaped. */
+export function formatArgv(argv: readonly string[]): string {
+  return argv.map((a) => (a === '' || /[^\w@%+=:,./-]/.test(a) ? `'${a.replace(/'/g, `'\\''`)}'` : a)).map(cleanText).join(' ');
+}
+
+export function formatOwner(o: SocketOwner): string {
+  return `pid ${o.pid} (${cleanText(o.comm) || '?'})`;
+}
+
+/** "pid N (comm)", several joined; "uid U" when no owner is visible; kernel-held for inode 0. */
+export function socketOwnerText(row: SocketRow & { owners?: SocketOwner[] }): string {
+  if (row.owners && row.owners.length > 0) return row.owners.map(formatOwner).join(', ');
+  if (row.inode === 0) return 'none (kernel-held)';
+  return `uid ${row.uid}`;
+}
+
+export function formatRanges(ranges: readonly PortRange[]): string {
+  return ranges.length === 0 ? 'none' : ranges.map(formatRange).join(',');
+}
+
+/** "vllm#3" (band and instance window) or "vllm", "" outside every band. */
+export function placeText(port: number, bands: readonly Band[]): string {
+  const at = locatePort(port, bands);
+  if (!at) return '';
+  return at.instance !== undefined ? `${cleanText(at.band.name)}#${at.instance}` : cleanText(at.band.name);
+}
+
+export function bandText(b: Band): string {
+  const base = `${formatRange(b)} (${b.hi - b.lo + 1} ports`;
+  if (b.window === undefined || !(b.window > 0)) return `${base})`;
+  return `${base}, window ${b.window} = ${Math.ceil((b.hi - b.lo + 1) / b.window)} instances)`;
+}
+
+/** Address as it is written with a port: [::1]:7000, 127.0.0.1:7000. */
+export function endpoint(address: string, port: number): string {
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
+/** Whole seconds as "1h 2m", "4m 10s", "12s". */
+export function formatDuration(ms: number): string {
+  let s = Math.round(Math.abs(ms) / 1000);
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
+  if (m > 0) return s > 0 ? `${m}m ${s}s` : `${m}m`;
+  return `${s}s`;
+}
+
+/** Expiry relative to when the report was made (not to now: a saved report keeps its words). */
+export function expiryText(lease: ReportLease, reportTime: number): string {
+  if (lease.expiresAt === undefined) return lease.pid !== undefined ? 'while owner lives' : 'never';
+  const d = lease.expiresAt - reportTime;
+  return Number.isFinite(reportTime) ? (d >= 0 ? `in ${formatDuration(d)}` : `${formatDuration(d)} ago`) : new Date(lease.expiresAt).toISOString();
+}
+
+export function leaseOwnerText(lease: ReportLease): string {
+  return lease.pid !== undefined ? `pid ${lease.pid}` : 'none (expiry only)';
+}
+
+export function leaseJobText(lease: ReportLease): string {
+  if (lease.slurmJobId === undefined) return '';
+  return lease.slurmStepId !== undefined ? `${cleanText(lease.slurmJobId)}.${cleanText(lease.slurmStepId)}` : cleanText(lease.slurmJobId);
+}
+
+/**
+ * The text to copy for a fix: the sysctl command as given, or the band's new line in the
+ * layout file's own syntax (window kept) so it can be pasted over the old one.
+ */
+export function fixCode(fix: Fix, bands: readonly Band[]): string {
+  if (fix.kind === 'sysctl') return cleanText(fix.command);
+  const win = bands.find((b) => b.name === fix.band)?.window;
+  const w = win !== undefined && win > 0 ? `, window: ${win}` : '';
+  return `${cleanText(fix.band)}: { range: ${formatRange(fix.range)}${w} }`;
+}
+
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** States in a fixed reading order (LISTEN first), then any the kernel adds. */
+export function orderedCounts(counts: Record<string, number>): [string, number][] {
+  const order = ['LISTEN', 'ESTABLISHED', 'TIME_WAIT', 'CLOSE_WAIT', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'LAST_ACK', 'CLOSING', 'CLOSE'];
+  const keys = Object.keys(counts).sort((a, b) => {
+    const ia = order.indexOf(a);
+    const ib = order.indexOf(b);
+    return (ia === -1 ? 99 : ia) - (ib === -1 ? 99 : ib) || a.localeCompare(b);
+  });
+  return keys.map((k) => [k, counts[k] ?? 0]);
+}
