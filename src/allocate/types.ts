@@ -65,6 +65,11 @@ export interface AllocationReport {
     leased: { port: number; pid?: number; name?: string }[];
     /** Ports whose bind failed although the table showed them free (a race lost). */
     bindFailed: { port: number; code: string }[];
+    /**
+     * Ports lost to a concurrent allocator: leased by someone else between our look at
+     * the directory and our create, or our lease replaced before the hold was confirmed.
+     */
+    raced: { port: number; reason: string }[];
   };
 }
 

@@ -97,6 +97,35 @@ class Parser {
     return Math.max(1, this.lc.linePos(off).line);
   }
 
+  /**
+   * yaml notices an unclosed "{", "[" or quote only where the next line starts; point at the
+   * line that opened it instead (the nearest earlier line with more openers than closers).
+   */
+  private unclosedBefore(message: string, errLine: number): { line: number; char: string } | undefined {
+    const pairs: [string, string, string, string][] = [
+      ['Flow map', '{', '}', '"{"'],
+      ['Flow sequence', '[', ']', '"["'],
+      ['"quote', '"', '"', 'double quote'],
+      ["'quote", "'", "'", 'single quote'],
+    ];
+    const hit = pairs.find(([m]) => message.includes(m));
+    if (!hit) return undefined;
+    const [, open, close, shown] = hit;
+    const lines = this.text.split('\n');
+    for (let n = Math.min(errLine, lines.length); n >= 1; n--) {
+      const l = lines[n - 1]!;
+      let opens = 0;
+      let closes = 0;
+      for (const ch of l) {
+        if (ch === open) opens++;
+        else if (ch === close) closes++;
+      }
+      const unbalanced = open === close ? opens % 2 === 1 : opens > closes;
+      if (unbalanced) return { line: n, char: shown };
+    }
+    return undefined;
+  }
+
   private lineOf(node: Node | null | undefined, fallback: number): number {
     const start = node?.range?.[0];
     return start === undefined ? fallback : this.lineAt(start);
@@ -118,10 +147,15 @@ class Parser {
     this.doc = parseDocument(this.text, { lineCounter: this.lc, uniqueKeys: false, prettyErrors: false });
     if (this.doc.errors.length > 0) {
       for (const e of this.doc.errors) {
-        const msg = e.code === 'MULTIPLE_DOCS'
-          ? 'the file holds several YAML documents ("---"); a layout is a single document'
-          : `YAML syntax error: ${e.message.split('\n')[0]}`;
-        this.add(this.lineAt(e.pos[0]), msg);
+        const line = this.lineAt(e.pos[0]);
+        if (e.code === 'MULTIPLE_DOCS') {
+          this.add(line, 'the file holds several YAML documents ("---"); a layout is a single document');
+          continue;
+        }
+        const msg = `YAML syntax error: ${e.message.split('\n')[0]}`;
+        const opened = this.unclosedBefore(e.message, line);
+        if (opened) this.add(opened.line, `${msg} (the ${opened.char} opened on this line is never closed)`);
+        else this.add(line, msg);
       }
       return [];
     }

@@ -53,7 +53,7 @@ export const doctorCommand: Command = {
       host,
       layout,
       ranges: (values.range ?? []).map((r) => parseRange('doctor', '--range', r)),
-      leases: readLeasesForReport(host.netns),
+      leases: readLeasesForReport(),
     });
     emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
     return report.summary.errors > 0 ? 1 : 0;

@@ -45,7 +45,7 @@ export const inspectCommand: Command = {
     ];
     const root = procRoot();
     const host = readHostMap({ procRoot: root });
-    const report = collectReport({ kind: 'inspect', procRoot: root, host, ranges, leases: readLeasesForReport(host.netns) });
+    const report = collectReport({ kind: 'inspect', procRoot: root, host, ranges, leases: readLeasesForReport() });
     emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
     return 0;
   },

@@ -1,0 +1,130 @@
+/**
+ * Benchmark 4: duplicate ports under concurrency. N allocator processes start together in
+ * a fresh network namespace, each takes one port from one shared range and binds it for
+ * real ~50 ms later; berth against get-port, portfinder and a naive bind-and-release scan.
+ */
+import type { AllocatorKind, DupChildResult } from './dup-child.js';
+import type { BenchContext } from './lib/context.js';
+import { table, type Section } from './lib/markdown.js';
+import { runChildInNetns } from './lib/netns.js';
+import { fmt, max, median, verdict } from './lib/stats.js';
+
+const LO = 20000;
+const HI = 20999;
+const BIND_DELAY_MS = 50;
+const KINDS: AllocatorKind[] = ['berth', 'get-port', 'portfinder', 'naive'];
+const LABEL: Record<AllocatorKind, string> = {
+  berth: 'berth `reserve()` (lease + hold, unhold before bind)',
+  'get-port': 'get-port 7 `getPort({port: portNumbers(lo, hi)})`',
+  portfinder: 'portfinder 1 `getPortPromise({port: lo, stopPort: hi})`',
+  naive: 'naive bind-and-release scan from lo',
+};
+
+interface Trial {
+  duplicates: number;
+  failedBinds: number;
+  allocErrors: number;
+  lost: number;
+  allocMsMedian: number;
+  allocMsMax: number;
+  lateMsMax: number;
+  loadMs: number;
+  totalMs: number;
+  firstError?: string;
+}
+
+function summarize(raw: { results: (DupChildResult | { lost: string })[]; loadMs: number; totalMs: number }): Trial {
+  const done = raw.results.filter((r): r is DupChildResult => !('lost' in r));
+  const ports = done.filter((r) => r.port !== undefined).map((r) => r.port!);
+  const errs = done.filter((r) => r.allocError !== undefined);
+  const t: Trial = {
+    duplicates: ports.length - new Set(ports).size,
+    failedBinds: done.filter((r) => r.port !== undefined && !r.bindOk).length,
+    allocErrors: errs.length,
+    lost: raw.results.length - done.length,
+    allocMsMedian: median(done.map((r) => r.allocMs)),
+    allocMsMax: max(done.map((r) => r.allocMs)),
+    lateMsMax: max(done.map((r) => r.lateMs)),
+    loadMs: raw.loadMs,
+    totalMs: raw.totalMs,
+  };
+  if (errs[0]?.allocError) t.firstError = errs[0].allocError;
+  return t;
+}
+
+/** "3" when all trials agree, else "median (max M)". */
+function cell(xs: number[]): string {
+  const m = median(xs);
+  const mx = max(xs);
+  return m === mx ? fmt(m, 0) : `${fmt(m, m % 1 === 0 ? 0 : 1)} (max ${fmt(mx, 0)})`;
+}
+
+export async function benchDuplicates(ctx: BenchContext): Promise<Section> {
+  const title = '4. Duplicate ports under concurrency';
+  const { path: lib, from } = await ctx.berthLib(['reserve']);
+  const scripts = await ctx.childScripts();
+  const levels = ctx.quick ? [8, 32] : [8, 32, 128, 256];
+  const reps = ctx.quick ? 1 : 3;
+  const trials = new Map<string, Trial[]>();
+  for (const n of levels) {
+    for (let rep = 0; rep < reps; rep++) {
+      // Allocators alternate within a repetition so no one of them always runs on a quieter box.
+      for (const kind of KINDS) {
+        const stateDir = kind === 'berth' ? ctx.privateDir(`dup-state-${n}`) : undefined;
+        const raw = await runChildInNetns<{ results: (DupChildResult | { lost: string })[]; loadMs: number; totalMs: number }>(
+          scripts['dup-coordinator'],
+          { child: scripts['dup-child'], n, timeoutMs: 120_000, childConfig: { kind, lo: LO, hi: HI, lib, stateDir, bindDelayMs: BIND_DELAY_MS } },
+          { maxFiles: true },
+        );
+        const t = summarize(raw);
+        const key = `${kind}:${n}`;
+        trials.set(key, [...(trials.get(key) ?? []), t]);
+        ctx.log(`duplicates: ${kind} x${n} (rep ${rep + 1}/${reps}): ${t.duplicates} duplicates, ${t.failedBinds} failed binds, ${t.allocErrors} allocation errors${t.firstError ? ` (${t.firstError})` : ''}, ${t.totalMs} ms`);
+      }
+    }
+  }
+  const get = (kind: AllocatorKind, n: number) => trials.get(`${kind}:${n}`) ?? [];
+  const header = ['allocator', ...levels.map((n) => `${n} procs`)];
+  const dupRows = KINDS.map((k) => [LABEL[k], ...levels.map((n) => cell(get(k, n).map((t) => t.duplicates)))]);
+  const bindRows = KINDS.map((k) => [LABEL[k], ...levels.map((n) => cell(get(k, n).map((t) => t.failedBinds)))]);
+  const errRows = KINDS.map((k) => [LABEL[k], ...levels.map((n) => cell(get(k, n).map((t) => t.allocErrors + t.lost)))]);
+  const latRows = KINDS.map((k) => [LABEL[k], ...levels.map((n) => {
+    const ts = get(k, n);
+    return `${fmt(median(ts.map((t) => t.allocMsMedian)), 0)} / ${fmt(median(ts.map((t) => t.allocMsMax)), 0)}`;
+  })]);
+  const berthDup = levels.reduce((s, n) => s + max(get('berth', n).map((t) => t.duplicates)), 0);
+  const berthBind = levels.reduce((s, n) => s + max(get('berth', n).map((t) => t.failedBinds)), 0);
+  const late = max([...trials.values()].flat().map((t) => t.lateMsMax));
+  const errors = [...trials.entries()].flatMap(([k, ts]) => ts.filter((t) => t.firstError).map((t) => `${k}: ${t.firstError}`));
+  const body = [
+    '**Duplicate ports handed out** (allocations that returned a port another process of the same trial also got):',
+    '',
+    table(header, dupRows),
+    '',
+    `**Failed real binds** (the process then listened on its port ${BIND_DELAY_MS} ms after getting it, as a service would, and got EADDRINUSE):`,
+    '',
+    table(header, bindRows),
+    '',
+    '**Allocation errors** (no port returned, or the process was lost):',
+    '',
+    table(header, errRows),
+    '',
+    '**Time from the start barrier to a port in hand, ms** (median process / slowest process):',
+    '',
+    table(header, latRows),
+    '',
+    `Each cell is the median over ${reps} trial${reps === 1 ? '' : 's'} (with the maximum when trials differ). Every trial runs in a fresh network namespace; all processes share the range ${LO}-${HI}. ` +
+      'Each allocator is its own node process; the coordinator starts them all, waits until every one has loaded its allocator, then hands out one start time (ms since epoch) ~0.2 s ahead and each process sleeps until it. ' +
+      `The latest wake-up after the start time in any trial was ${fmt(late, 0)} ms (two cores shared by up to ${max(levels)} processes). ` +
+      'Each process keeps its real listener open until all have reported, so a second service on the same port fails as it would in life. ' +
+      `berth processes share one fresh private lease directory per trial and use \`reserve({source: range, count: 1, ttlMs: 120000})\`, then \`unhold()\` right before the real bind (the \`release\` handoff). Library: ${from}.`,
+    ...(errors.length > 0 ? ['', `Allocation errors seen: ${[...new Set(errors)].slice(0, 8).join('; ')}.`] : []),
+  ].join('\n');
+  return {
+    title,
+    body,
+    summary: [
+      { what: `berth duplicates at ${levels.join(', ')} processes`, measured: `${berthDup} duplicates, ${berthBind} failed binds (worst trial per level, summed)`, target: '0 duplicates', verdict: verdict(berthDup === 0) },
+    ],
+  };
+}

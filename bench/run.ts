@@ -1,0 +1,158 @@
+/**
+ * `npm run bench`: runs berth's benchmarks side by side in one run and writes
+ * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
+ * asserted: the tests check correctness, this file records what a machine measured.
+ *
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready] [--out FILE]
+ *
+ * With --only or --quick the report goes to stdout unless --out is given, so a partial or
+ * rough run never overwrites the committed numbers.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpus, release, totalmem, availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { writeFileAtomic } from '../src/util/atomic-write.js';
+import { benchAllocRate } from './alloc-rate.js';
+import { benchDuplicates } from './duplicates.js';
+import { BenchContext, repoRoot } from './lib/context.js';
+import { table, type Section } from './lib/markdown.js';
+import { netnsUnavailable } from './lib/netns.js';
+import { fmt } from './lib/stats.js';
+import { benchPortCli } from './port-cli.js';
+import { benchSocketTable } from './socket-table.js';
+
+interface Bench {
+  key: string;
+  title: string;
+  needsNetns: boolean;
+  run: (ctx: BenchContext) => Promise<Section>;
+}
+
+const READY_FILE = join(repoRoot, 'bench', 'ready-latency.ts');
+
+async function benchReady(ctx: BenchContext): Promise<Section> {
+  const title = '5. `berth run` readiness latency';
+  if (!existsSync(READY_FILE)) {
+    return { title, body: '_Not measured: bench/ready-latency.ts (from the `berth run` work) does not exist yet._', summary: [{ what: 'readiness latency', measured: 'not measured', target: '—', verdict: 'skipped' }] };
+  }
+  ctx.log('ready latency: bench/ready-latency.ts');
+  const mod = (await import(pathToFileURL(READY_FILE).href)) as { benchReadyLatency?: () => Promise<{ berthMedianMs: number; curlLoopMedianMs: number; samples: number }> };
+  if (typeof mod.benchReadyLatency !== 'function') throw new Error('bench/ready-latency.ts does not export benchReadyLatency()');
+  const r = await mod.benchReadyLatency();
+  const body = [
+    table(
+      ['readiness detected by', 'median ms from the service\'s listen()', 'samples'],
+      [
+        ['`berth run --ready …` (ready line)', fmt(r.berthMedianMs, 1), String(r.samples)],
+        ['a `curl` loop sleeping 0.5 s between tries', fmt(r.curlLoopMedianMs, 1), String(r.samples)],
+      ],
+    ),
+    '',
+    `Median of ${r.samples} launches each, measured by bench/ready-latency.ts.`,
+  ].join('\n');
+  return {
+    title,
+    body,
+    summary: [{ what: 'readiness latency, `berth run` vs curl loop', measured: `${fmt(r.berthMedianMs, 1)} vs ${fmt(r.curlLoopMedianMs, 1)} ms`, target: '—', verdict: 'reported' }],
+  };
+}
+
+const BENCHES: Bench[] = [
+  { key: 'alloc', title: '1. Allocation rate (in-process)', needsNetns: true, run: benchAllocRate },
+  { key: 'port', title: '2. `berth port` wall time', needsNetns: false, run: benchPortCli },
+  { key: 'table', title: '3. Socket-table read and parse', needsNetns: true, run: benchSocketTable },
+  { key: 'dup', title: '4. Duplicate ports under concurrency', needsNetns: true, run: benchDuplicates },
+  { key: 'ready', title: '5. `berth run` readiness latency', needsNetns: false, run: benchReady },
+];
+
+function sh(cmd: string, args: string[]): string | undefined {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+function machine(): string[][] {
+  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+  const commit = sh('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']);
+  const dirty = commit && sh('git', ['-C', repoRoot, 'status', '--porcelain']) ? ' (with uncommitted changes)' : '';
+  return [
+    ['date', new Date().toISOString().replace(/\.\d+Z$/, 'Z')],
+    ['nproc', String(availableParallelism())],
+    ['CPU', cpus()[0]?.model.trim() ?? 'unknown'],
+    ['memory', `${(totalmem() / 2 ** 30).toFixed(1)} GiB`],
+    ['kernel', `Linux ${release()}`],
+    ['node', process.version],
+    ['ephemeral range (host)', (sh('cat', ['/proc/sys/net/ipv4/ip_local_port_range']) ?? '?').replace(/\s+/, '-')],
+    ['berth', `${pkg.version}${commit ? ` at ${commit}${dirty}` : ' (no commit yet)'}`],
+  ];
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' } } });
+  const only = values.only?.split(',').map((s) => s.trim());
+  const unknown = only?.filter((k) => !BENCHES.some((b) => b.key === k)) ?? [];
+  if (unknown.length > 0) throw new Error(`--only ${unknown.join(',')}: expected some of ${BENCHES.map((b) => b.key).join(',')}`);
+  const partial = only !== undefined || values.quick === true;
+  const out = values.out ?? (partial ? undefined : join(repoRoot, 'docs', 'benchmarks.md'));
+  const ctx = new BenchContext(values.quick === true);
+  const netnsWhy = netnsUnavailable();
+  const started = Date.now();
+  const sections: Section[] = [];
+  try {
+    for (const b of BENCHES) {
+      if (only && !only.includes(b.key)) continue;
+      if (b.needsNetns && netnsWhy !== undefined) {
+        sections.push({ title: b.title, body: `_Not measured: needs a network namespace (${netnsWhy})._`, summary: [{ what: b.title.replace(/^\d+\. /, ''), measured: 'not measured', target: '—', verdict: 'skipped' }] });
+        ctx.log(`${b.title}: skipped (${netnsWhy})`);
+        continue;
+      }
+      const t0 = Date.now();
+      ctx.log(`${b.title}: start`);
+      try {
+        sections.push(await b.run(ctx));
+        ctx.log(`${b.title}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      } catch (e) {
+        ctx.log(`${b.title}: FAILED: ${(e as Error).message}`);
+        sections.push({ title: b.title, body: `_Not measured: ${(e as Error).message.replace(/\n/g, ' ')}_`, summary: [{ what: b.title.replace(/^\d+\. /, ''), measured: 'failed', target: '—', verdict: 'failed' }] });
+      }
+    }
+  } finally {
+    ctx.cleanup();
+  }
+  const summary = sections.flatMap((s) => s.summary ?? []);
+  const doc = [
+    '# berth benchmarks',
+    '',
+    `Generated by \`npm run bench\` (bench/run.ts) in one run of ${((Date.now() - started) / 1000).toFixed(0)} s. ` +
+      'These are measurements on the machine below, not assertions: the tests check correctness, this file records speed and the race comparison. ' +
+      'Every number is a median of several repetitions; each section says how many.',
+    '',
+    '## Machine',
+    '',
+    table(['', ''], machine()),
+    '',
+    '## Summary',
+    '',
+    table(['benchmark', 'measured', 'target', 'verdict'], summary.map((s) => [s.what, s.measured, s.target, s.verdict])),
+    '',
+    ...sections.flatMap((s) => [`## ${s.title}`, '', s.body, '']),
+  ].join('\n');
+  if (out) {
+    const path = resolve(out);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileAtomic(path, doc, 0o644);
+    ctx.log(`wrote ${path}`);
+  } else {
+    process.stdout.write(doc);
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,108 @@
+import { formatRange, normalizeRanges } from '../host/intervals.js';
+import { formatReservedPorts } from '../host/sysctl.js';
+import type { PortRange } from '../host/types.js';
+import type { AllocationReport, PortSource } from './types.js';
+
+/*
+ * The exit-69 message: why a source could not give `needed` ports. Pure, so every
+ * branch is tested without a host. Each reason says what to do about it.
+ */
+
+export interface ExplainInput {
+  report: AllocationReport;
+  needed: number;
+  got: number;
+  ranges: readonly PortRange[];
+  ephemeralInSource: readonly PortRange[];
+  host: { ephemeral: PortRange; reserved: readonly PortRange[]; unprivilegedStart: number };
+}
+
+const SHOWN = 5;
+
+export function describeSource(s: PortSource): string {
+  if (s.kind === 'port') return `port ${s.port}`;
+  if (s.kind === 'range') return `range ${formatRange(s.range)}`;
+  const inst = s.instance === undefined ? '' : ` instance ${s.instance}`;
+  const file = s.layoutFile === undefined ? '' : ` of ${s.layoutFile}`;
+  return `band ${s.band}${inst}${file} (${formatRange(s.range)})`;
+}
+
+type InUse = AllocationReport['excluded']['inUse'][number];
+type Leased = AllocationReport['excluded']['leased'][number];
+
+export function describeInUse(u: InUse): string {
+  const who =
+    u.pid !== undefined
+      ? `pid ${u.pid}${u.command ? ` (${truncate(u.command, 60)})` : ''}`
+      : u.state === 'TIME_WAIT'
+        ? 'kernel-held, closing'
+        : u.uid !== undefined
+          ? `uid ${u.uid}, process not visible`
+          : 'owner unknown';
+  return `${u.port} ${u.state} by ${who}`;
+}
+
+export function describeLeased(l: Leased): string {
+  const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid (expiry only)';
+  return `${l.port} leased to ${owner}${l.name !== undefined ? ` "${l.name}"` : ''}`;
+}
+
+function truncate(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+function list<T>(items: readonly T[], show: (t: T) => string): string {
+  const head = items.slice(0, SHOWN).map(show).join('; ');
+  return items.length > SHOWN ? `${head}; and ${items.length - SHOWN} more` : head;
+}
+
+function sysctlHint(input: ExplainInput): string {
+  const wanted = formatReservedPorts(normalizeRanges([...input.host.reserved, ...input.ephemeralInSource]));
+  return `sysctl -w net.ipv4.ip_local_reserved_ports=${wanted}`;
+}
+
+export function explainUnavailable(input: ExplainInput): string {
+  const { report, host } = input;
+  const x = report.excluded;
+  const eph = `the ephemeral range ${formatRange(host.ephemeral)} (net.ipv4.ip_local_port_range)`;
+  if (report.source.kind === 'port') {
+    const p = report.source.port;
+    const head = `port ${p} is not available`;
+    if (x.privileged > 0) {
+      return `${head}: it is below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}; pick a port >= ${host.unprivilegedStart}, or run as root with --allow-privileged`;
+    }
+    if (x.ephemeral > 0) {
+      return `${head}: it is inside ${eph} and not reserved, so any outgoing connection may take it; reserve it (${sysctlHint(input)}), pick a port outside the range, or pass --allow-ephemeral`;
+    }
+    const u = x.inUse[0];
+    if (u) return `${head}: it is in use: ${describeInUse(u)}`;
+    const l = x.leased[0];
+    if (l) return `${head}: ${describeLeased(l)}; if that lease is stale, end it with: berth release --port ${p}`;
+    const b = x.bindFailed[0];
+    if (b) return `${head}: binding it failed (${b.code})${b.code === 'EADDRINUSE' ? ', although no socket was listed a moment before: another process took it just now' : ''}`;
+    const r = x.raced[0];
+    if (r) return `${head}: lost to a concurrent allocator (${r.reason})`;
+    return `${head}`;
+  }
+  const src = describeSource(report.source);
+  const lines = [`no usable port in ${src}: needed ${input.needed}, got ${input.got} of ${report.considered} considered`];
+  if (x.ephemeral > 0) {
+    lines.push(
+      `  ${x.ephemeral} inside ${eph} and not reserved (${input.ephemeralInSource.map(formatRange).join(',')}): ` +
+        `any outgoing connection may take them. Reserve them (${sysctlHint(input)}), use a band outside the range, or pass --allow-ephemeral`,
+    );
+  }
+  if (x.privileged > 0) {
+    lines.push(`  ${x.privileged} below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}: allowed only as root with --allow-privileged`);
+  }
+  if (x.inUse.length > 0) lines.push(`  ${x.inUse.length} in use: ${list(x.inUse, describeInUse)}`);
+  if (x.leased.length > 0) lines.push(`  ${x.leased.length} leased: ${list(x.leased, describeLeased)} (see berth leases)`);
+  if (x.bindFailed.length > 0) {
+    lines.push(`  ${x.bindFailed.length} could not be bound: ${list(x.bindFailed, (b) => `${b.port} ${b.code}`)}`);
+  }
+  if (x.raced.length > 0) {
+    lines.push(`  ${x.raced.length} lost to concurrent allocators: ${list(x.raced, (r) => `${r.port} (${r.reason})`)}`);
+  }
+  lines.push(`  use a wider range, ask for fewer ports (--count), or free some of the ports above`);
+  return lines.join('\n');
+}

@@ -1,0 +1,128 @@
+import { inRanges, intersectRanges, normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
+import type { PortRange, SocketOwner, SocketRow } from '../host/types.js';
+import type { AllocationReport, PortSource, Strategy } from './types.js';
+
+/*
+ * Which ports of a source may be tried, in which order, and why the others may not.
+ * Pure: host facts, leases and randomness come in as data.
+ */
+
+export interface PlanHost {
+  ephemeral: PortRange;
+  reserved: readonly PortRange[];
+  unprivilegedStart: number;
+  sockets: readonly SocketRow[];
+  owners?: ReadonlyMap<number, SocketOwner[]>;
+}
+
+export interface PlanInput {
+  source: PortSource;
+  host: PlanHost;
+  /** Ports with a live lease (stale ones are reclaimable, so not listed). */
+  leased?: ReadonlyMap<number, { pid?: number; name?: string }>;
+  allowEphemeral?: boolean;
+  allowPrivileged?: boolean;
+  isRoot?: boolean;
+  strategy?: Strategy;
+  /** [0, 1) like Math.random; injectable for tests. */
+  rng?: () => number;
+}
+
+export interface Plan {
+  /** Ports to try, in order. */
+  candidates: number[];
+  report: AllocationReport;
+  /** The source as normalized ranges. */
+  ranges: PortRange[];
+  /** Parts of the source inside the unreserved ephemeral range (for the sysctl hint). */
+  ephemeralInSource: PortRange[];
+}
+
+export function sourceRanges(source: PortSource): PortRange[] {
+  if (source.kind === 'port') return [{ lo: source.port, hi: source.port }];
+  return normalizeRanges([source.range]);
+}
+
+export function emptyReport(source: PortSource): AllocationReport {
+  return { source, considered: 0, excluded: { ephemeral: 0, privileged: 0, inUse: [], leased: [], bindFailed: [], raced: [] } };
+}
+
+// LISTEN explains a busy port best; TIME_WAIT (kernel-held, no owner) least.
+function rank(r: SocketRow): number {
+  if (r.state === 'LISTEN') return 0;
+  if (r.inode !== 0) return 1;
+  return 2;
+}
+
+/** The most telling socket row per local port, for ports inside `ranges` only. */
+export function busyPorts(sockets: readonly SocketRow[], ranges: readonly PortRange[]): Map<number, SocketRow> {
+  const busy = new Map<number, SocketRow>();
+  for (const r of sockets) {
+    // Any state, either family: each blocks a bind of the port (TIME_WAIT included, see design §1).
+    if (!inRanges(r.localPort, ranges)) continue;
+    const prev = busy.get(r.localPort);
+    if (prev === undefined || rank(r) < rank(prev)) busy.set(r.localPort, r);
+  }
+  return busy;
+}
+
+function shuffle(a: number[], rng: () => number): void {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.min(i, Math.floor(rng() * (i + 1)));
+    const t = a[i]!;
+    a[i] = a[j]!;
+    a[j] = t;
+  }
+}
+
+export function planCandidates(input: PlanInput): Plan {
+  const { source, host } = input;
+  const ranges = sourceRanges(source);
+  const report = emptyReport(source);
+  const ephemeral = input.allowEphemeral ? [] : unreservedEphemeral(host.ephemeral, host.reserved);
+  const ephemeralInSource: PortRange[] = [];
+  for (const e of ephemeral) {
+    for (const r of ranges) {
+      const x = intersectRanges(e, r);
+      if (x) ephemeralInSource.push(x);
+    }
+  }
+  const privilegedOk = input.allowPrivileged === true && input.isRoot === true;
+  const busy = busyPorts(host.sockets, ranges);
+  const candidates: number[] = [];
+  for (const r of ranges) {
+    for (let p = r.lo; p <= r.hi; p++) {
+      report.considered++;
+      if (p < host.unprivilegedStart && !privilegedOk) {
+        report.excluded.privileged++;
+        continue;
+      }
+      if (inRanges(p, ephemeralInSource)) {
+        report.excluded.ephemeral++;
+        continue;
+      }
+      const row = busy.get(p);
+      if (row !== undefined) {
+        const entry: AllocationReport['excluded']['inUse'][number] = { port: p, state: row.state, uid: row.uid };
+        const owner = row.inode !== 0 ? host.owners?.get(row.inode)?.[0] : undefined;
+        if (owner) {
+          entry.pid = owner.pid;
+          entry.command = owner.cmdline.length > 0 ? owner.cmdline.join(' ') : owner.comm;
+        }
+        report.excluded.inUse.push(entry);
+        continue;
+      }
+      const lease = input.leased?.get(p);
+      if (lease !== undefined) {
+        const entry: AllocationReport['excluded']['leased'][number] = { port: p };
+        if (lease.pid !== undefined) entry.pid = lease.pid;
+        if (lease.name !== undefined) entry.name = lease.name;
+        report.excluded.leased.push(entry);
+        continue;
+      }
+      candidates.push(p);
+    }
+  }
+  if (input.strategy === 'random') shuffle(candidates, input.rng ?? Math.random);
+  return { candidates, report, ranges, ephemeralInSource };
+}

@@ -1,0 +1,201 @@
+import type net from 'node:net';
+import { BerthError, EXIT } from '../errors.js';
+import type { SocketRow } from '../host/types.js';
+import { inRanges } from '../host/intervals.js';
+import { findSocketOwners } from '../host/owners.js';
+import { processStartTime } from '../host/proc-stat.js';
+import { readHostMap } from '../host/read-host.js';
+import { explainUnavailable } from './explain.js';
+import { closeServer, holdPortAll, readBindV6Only, serverFd, type HoldError } from './hold.js';
+import { newLeaseRecord } from './lease-record.js';
+import { acquireLease, leaseStillOurs, removeOwnLease, scanLeaseDir } from './lease-store.js';
+import { busyPorts, planCandidates, sourceRanges, type Plan } from './plan.js';
+import { openStateDir, resolveStateDir } from './state-dir.js';
+import type { AllocationReport, Lease, PortSource, Reservation, ReserveOptions } from './types.js';
+
+/** Lease lifetime when there is no owner pid and no explicit ttl. */
+export const DEFAULT_TTL_MS = 10 * 60_000;
+
+/** In-use rows whose owners are looked up for the message (each lookup walks /proc/<pid>/fd). */
+const OWNERS_SHOWN = 5;
+
+function usage(msg: string): BerthError {
+  return new BerthError(EXIT.USAGE, msg);
+}
+
+const isPort = (p: number) => Number.isInteger(p) && p >= 1 && p <= 65535;
+
+function checkSource(s: PortSource): void {
+  if (s.kind === 'port') {
+    if (!isPort(s.port)) throw usage(`port ${s.port} is not a port number 1-65535`);
+    return;
+  }
+  const { lo, hi } = s.range;
+  if (!isPort(lo) || !isPort(hi) || lo > hi) throw usage(`range ${lo}-${hi} is not a range LO-HI of ports 1-65535 with LO <= HI`);
+}
+
+interface Taken {
+  lease: Lease;
+  ino: number;
+  servers: net.Server[];
+}
+
+class HeldReservation implements Reservation {
+  readonly ports: number[];
+  readonly leases: Lease[];
+  readonly report: AllocationReport;
+  private readonly taken: Taken[];
+  private releasing: Promise<void> | undefined;
+
+  constructor(taken: Taken[], report: AllocationReport) {
+    this.taken = taken;
+    this.ports = taken.map((t) => t.lease.port);
+    this.leases = taken.map((t) => t.lease);
+    this.report = report;
+  }
+
+  holdFd(port: number): number | undefined {
+    const s = this.taken.find((t) => t.lease.port === port)?.servers[0];
+    return s === undefined ? undefined : serverFd(s);
+  }
+
+  async unhold(port?: number): Promise<void> {
+    await Promise.all(
+      this.taken
+        .filter((t) => port === undefined || t.lease.port === port)
+        .map(async (t) => {
+          const servers = t.servers;
+          t.servers = [];
+          await Promise.all(servers.map(closeServer));
+        }),
+    );
+  }
+
+  release(): Promise<void> {
+    // Idempotent, also when called again before the first call finished.
+    this.releasing ??= (async () => {
+      await this.unhold();
+      for (const t of this.taken) await removeOwnLease(t.lease.path, t.ino);
+    })();
+    return this.releasing;
+  }
+}
+
+/** Look up owners of the first few in-use rows so the message can name them. */
+function addOwners(plan: Plan, procRoot: string, busy: Map<number, SocketRow>): void {
+  const shown = plan.report.excluded.inUse.slice(0, OWNERS_SHOWN);
+  const inodes = new Set<number>();
+  for (const u of shown) {
+    const ino = busy.get(u.port)?.inode;
+    if (ino !== undefined && ino !== 0) inodes.add(ino);
+  }
+  if (inodes.size === 0) return;
+  const owners = findSocketOwners(procRoot, inodes);
+  for (const u of shown) {
+    const o = owners.get(busy.get(u.port)?.inode ?? 0)?.[0];
+    if (o === undefined) continue;
+    u.pid = o.pid;
+    u.command = o.cmdline.length > 0 ? o.cmdline.join(' ') : o.comm;
+  }
+}
+
+/**
+ * Lease and hold `count` distinct ports of a source, all or none (design.md §2
+ * Reservation). Throws BerthError 69 explaining every excluded port, 74 when the lease
+ * directory is unusable, 64 for bad options.
+ */
+export async function reserve(opts: ReserveOptions): Promise<Reservation> {
+  const count = opts.count ?? 1;
+  if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
+  checkSource(opts.source);
+  if (opts.ttlMs !== undefined && !(Number.isFinite(opts.ttlMs) && opts.ttlMs > 0)) throw usage(`ttl ${opts.ttlMs}ms: expected a positive duration`);
+  let owner: { pid: number; start: number } | undefined;
+  if (opts.ownerPid !== undefined) {
+    const start = Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 ? processStartTime(opts.ownerPid) : undefined;
+    if (start === undefined) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would be stale at once`);
+    owner = { pid: opts.ownerPid, start };
+  }
+  const procRoot = opts.procRoot ?? '/proc';
+
+  const host = readHostMap({ procRoot });
+  const dir = openStateDir(opts.stateDir ?? resolveStateDir(), host.netns);
+  const srcRanges = sourceRanges(opts.source);
+  const scan = scanLeaseDir(dir, { ports: (p) => inRanges(p, srcRanges) });
+  const leased = new Map<number, { pid?: number; name?: string }>();
+  for (const l of scan.leases) if (l.live) leased.set(l.port, l);
+  const plan = planCandidates({
+    source: opts.source,
+    host,
+    leased,
+    allowEphemeral: opts.allowEphemeral === true,
+    allowPrivileged: opts.allowPrivileged === true,
+    isRoot: process.geteuid?.() === 0,
+    strategy: opts.strategy ?? 'lowest',
+  });
+  const report = plan.report;
+  const v6only = host.ipv6 && readBindV6Only(procRoot);
+  const now = Date.now();
+  const expiresAt = opts.ttlMs !== undefined ? now + opts.ttlMs : owner === undefined ? now + DEFAULT_TTL_MS : undefined;
+
+  const taken: Taken[] = [];
+  const giveBack = async () => {
+    for (const t of taken) {
+      await Promise.all(t.servers.map(closeServer));
+      await removeOwnLease(t.lease.path, t.ino);
+    }
+  };
+  try {
+    for (const port of plan.candidates) {
+      // Too few candidates: fail before touching anything.
+      if (taken.length === count || plan.candidates.length < count) break;
+      const record = newLeaseRecord({
+        port,
+        netns: host.netns,
+        ...(owner ? { owner } : {}),
+        ...(expiresAt !== undefined ? { expiresAt } : {}),
+        ...(opts.name !== undefined ? { name: opts.name } : {}),
+        now: Date.now(),
+        createdBy: process.pid,
+      });
+      const got = await acquireLease(dir, record);
+      if (!got.ok) {
+        if (got.reason === 'leased') {
+          const e: AllocationReport['excluded']['leased'][number] = { port };
+          if (got.holder?.pid !== undefined) e.pid = got.holder.pid;
+          if (got.holder?.name !== undefined) e.name = got.holder.name;
+          report.excluded.leased.push(e);
+        } else report.excluded.raced.push({ port, reason: 'lease taken concurrently' });
+        continue;
+      }
+      let servers: net.Server[];
+      try {
+        servers = await holdPortAll(port, host.ipv6, v6only);
+      } catch (e) {
+        await removeOwnLease(got.lease.path, got.ino);
+        report.excluded.bindFailed.push({ port, code: (e as HoldError).code ?? 'UNKNOWN' });
+        continue;
+      }
+      // A reclaimer that judged an older file may have moved ours aside; we only keep a
+      // port whose lease file is ours once we hold it (see lease-store.ts).
+      if (!(await leaseStillOurs(got.lease.path, got.ino))) {
+        await Promise.all(servers.map(closeServer));
+        report.excluded.raced.push({ port, reason: 'lease replaced while binding' });
+        continue;
+      }
+      taken.push({ lease: got.lease, ino: got.ino, servers });
+    }
+  } catch (e) {
+    await giveBack();
+    throw e;
+  }
+
+  if (taken.length < count) {
+    const got = taken.length;
+    await giveBack();
+    addOwners(plan, procRoot, busyPorts(host.sockets, plan.ranges));
+    const message = explainUnavailable({ report, needed: count, got, ranges: plan.ranges, ephemeralInSource: plan.ephemeralInSource, host });
+    throw new BerthError(EXIT.UNAVAILABLE, message, report as unknown as Record<string, unknown>);
+  }
+  if (opts.hold === false) for (const t of taken) await Promise.all(t.servers.splice(0).map(closeServer));
+  return new HeldReservation(taken, report);
+}

@@ -1,0 +1,55 @@
+import { releaseLeases } from '../../allocate/leases.js';
+import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
+import { procRoot } from '../env.js';
+import { parseCount, parsePort } from '../values.js';
+
+const help = `Usage: berth release [--port P]… [--owner PID] [--job ID] [--all] [--json]
+
+End leases in this network namespace. Stale leases (owner gone, expired) and garbage lease
+files are cleaned on the way; a live lease is removed only when you target it.
+
+Options:
+  --port P      release the lease of port P (repeatable)
+  --owner PID   release every lease owned by process PID
+  --job ID      release every lease made inside Slurm job ID (for an epilog)
+  --all         release every lease of this user in this namespace
+  --json        machine-readable output
+
+Examples:
+  berth release --port 20001
+  berth release --owner $$            # at the end of a job script
+  trap 'berth release --owner $$' EXIT
+
+Exit codes: 0 ok (also when nothing matched); 64 usage; 74 the lease directory is unsafe.`;
+
+export const releaseCommand: Command = {
+  name: 'release',
+  summary: 'end port leases',
+  help,
+  async run(argv) {
+    const { values } = parseCommandArgs('release', argv, {
+      port: { type: 'string', multiple: true },
+      owner: { type: 'string' },
+      job: { type: 'string' },
+      all: { type: 'boolean' },
+      json: { type: 'boolean' },
+    });
+    const ports = (values.port ?? []).map((p) => parsePort('release', '--port', p));
+    if (ports.length === 0 && values.owner === undefined && values.job === undefined && !values.all) {
+      throw usage('release', 'say what to release: --port P, --owner PID, --job ID or --all');
+    }
+    const filter = {
+      ports,
+      all: values.all === true,
+      ...(values.owner !== undefined ? { ownerPid: parseCount('release', '--owner', values.owner) } : {}),
+      ...(values.job !== undefined ? { jobId: values.job } : {}),
+    };
+    const result = await releaseLeases({ ...filter, procRoot: procRoot() });
+    if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned });
+    else {
+      process.stdout.write(result.released.length > 0 ? `released ${result.released.map((l) => l.port).join(' ')}\n` : 'no matching lease\n');
+      if (result.cleaned > 0) process.stderr.write(`berth: cleaned ${result.cleaned} stale lease file(s)\n`);
+    }
+    return 0;
+  },
+};

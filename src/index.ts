@@ -1,0 +1,18 @@
+/**
+ * berth's library: the same operations the CLI performs, typed.
+ *
+ * - Host port map: readHostMap() reads the ephemeral/reserved ranges, the unprivileged start
+ *   and every TCP socket (any state, v4 and v6), with owners when asked.
+ * - Layouts: loadLayout()/parseLayout() read band files; checkLayout() audits them against a
+ *   host and says what to fix; defaultLayout() is the built-in one.
+ * - Allocation: reserve() leases and holds ports race-free across processes and returns a
+ *   Reservation that owns the listening sockets until unhold()/release().
+ * - Leases: currentLeases(), releaseLeases(), releaseJob().
+ */
+export { BerthError, EXIT, type ExitCode } from './errors.js';
+export * from './host/index.js';
+export * from './layout/index.js';
+export * from './allocate/index.js';
+export { collectReport, type CollectOptions } from './report/collect.js';
+export type { PortSpaceReport } from './report/types.js';
+export { parseDuration, formatDuration } from './util/duration.js';

@@ -1,0 +1,129 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { findSocketOwners, socketInode } from '../host/owners.js';
+import { parseTcpTable } from '../host/socket-table.js';
+import type { SocketOwner, SocketRow } from '../host/types.js';
+import type { ProcessTree } from './process-tree.js';
+
+/*
+ * "Who owns the listener on P?" asked many times a second while a service starts, so the
+ * common answers are cheap: the table is searched for the port's hex text and only those
+ * lines are parsed, and /proc/<pid>/fd is read only for tree members and only once some
+ * LISTEN socket exists on the port. The host-wide owner scan runs only for a listener the
+ * tree does not hold, which is the rare (stolen) case.
+ */
+
+function readTable(path: string): string {
+  try {
+    return readFileSync(path, 'latin1');
+  } catch {
+    return '';
+  }
+}
+
+/** Rows of one table whose local port is `port`. */
+export function rowsForPort(text: string, family: 4 | 6, port: number): SocketRow[] {
+  const needle = ':' + port.toString(16).toUpperCase().padStart(4, '0') + ' ';
+  const lines: string[] = [];
+  let lastStart = -1;
+  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) {
+    const start = text.lastIndexOf('\n', i) + 1;
+    if (start === lastStart) continue; // local and remote port both matched
+    lastStart = start;
+    const end = text.indexOf('\n', i);
+    lines.push(text.slice(start, end < 0 ? text.length : end));
+  }
+  if (lines.length === 0) return [];
+  return parseTcpTable(lines.join('\n'), family).rows.filter((r) => r.localPort === port);
+}
+
+/** Every socket, v4 and v6, any state, whose local port is `port`. */
+export function readPortRows(procRoot: string, port: number): SocketRow[] {
+  return rowsForPort(readTable(join(procRoot, 'net', 'tcp')), 4, port).concat(rowsForPort(readTable(join(procRoot, 'net', 'tcp6')), 6, port));
+}
+
+/** Which of `wanted` socket inodes process `pid` holds open. */
+export function socketsHeldBy(procRoot: string, pid: number, wanted: ReadonlySet<number>): number[] {
+  const dir = join(procRoot, String(pid), 'fd');
+  let fds: string[];
+  try {
+    fds = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const fd of fds) {
+    let target: string;
+    try {
+      target = readlinkSync(join(dir, fd));
+    } catch {
+      continue;
+    }
+    const inode = socketInode(target);
+    if (inode !== undefined && wanted.has(inode) && !out.includes(inode)) out.push(inode);
+  }
+  return out;
+}
+
+export interface Stranger {
+  row: SocketRow;
+  /** Holders found under /proc (empty: not visible to us, e.g. another user's process). */
+  owners: SocketOwner[];
+}
+
+export type Ownership =
+  /** No LISTEN socket on the port yet. */
+  | { state: 'waiting'; rows: SocketRow[] }
+  /** The tree holds every LISTEN socket on the port. */
+  | { state: 'owned'; rows: SocketRow[]; listening: SocketRow[]; ownerPids: number[] }
+  /** A LISTEN socket on the port is held by someone else (or by nobody we can see). */
+  | { state: 'foreign'; rows: SocketRow[]; listening: SocketRow[]; strangers: Stranger[] };
+
+/**
+ * One look at the port. A listener whose holder cannot be seen is reported as foreign with no
+ * owners; when its uid is ours the caller should look again before calling it stolen (a
+ * process caught between fork and exit, or closing the socket, can hide for a moment).
+ */
+export function checkOwnership(procRoot: string, port: number, tree: ProcessTree): Ownership {
+  const rows = readPortRows(procRoot, port);
+  const listening = rows.filter((r) => r.state === 'LISTEN' && r.inode !== 0);
+  if (listening.length === 0) return { state: 'waiting', rows };
+  tree.scan();
+  const wanted = new Set(listening.map((r) => r.inode));
+  const held = new Set<number>();
+  const ownerPids: number[] = [];
+  for (const m of tree.alive()) {
+    const got = socketsHeldBy(procRoot, m.pid, wanted);
+    if (got.length > 0) ownerPids.push(m.pid);
+    for (const inode of got) held.add(inode);
+  }
+  const unheld = listening.filter((r) => !held.has(r.inode));
+  if (unheld.length === 0) return { state: 'owned', rows, listening, ownerPids };
+  const owners = findSocketOwners(procRoot, new Set(unheld.map((r) => r.inode)));
+  const strangers: Stranger[] = [];
+  for (const row of unheld) {
+    const list = owners.get(row.inode) ?? [];
+    // A holder we had not scanned yet may be a fresh tree member (forked since the scan).
+    if (list.some((o) => tree.claims(o.pid))) {
+      for (const o of list) if (tree.has(o.pid) && !ownerPids.includes(o.pid)) ownerPids.push(o.pid);
+      continue;
+    }
+    strangers.push({ row, owners: list });
+  }
+  if (strangers.length === 0) return { state: 'owned', rows, listening, ownerPids };
+  return { state: 'foreign', rows, listening, strangers };
+}
+
+/** "pid 4242 (python3 -m http.server 20000), uid 1000" or "uid 1001 (process not visible)". */
+export function describeStranger(s: Stranger): string {
+  const where = `${s.row.family === 6 ? `[${s.row.localAddress}]` : s.row.localAddress}:${s.row.localPort}`;
+  if (s.owners.length === 0) return `a process of uid ${s.row.uid} (not visible to berth) listening on ${where}`;
+  const who = s.owners
+    .map((o) => {
+      const cmd = o.cmdline.length > 0 ? o.cmdline.join(' ') : o.comm;
+      const short = cmd.length > 120 ? `${cmd.slice(0, 117)}...` : cmd;
+      return `pid ${o.pid} (${short || '?'})${o.uid !== undefined ? ` uid ${o.uid}` : ''}`;
+    })
+    .join(', ');
+  return `${who} listening on ${where}`;
+}

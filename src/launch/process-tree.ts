@@ -1,0 +1,178 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/*
+ * The service is the child and every process descending from it, including daemons that
+ * double-forked or called setsid(): their parent exits and they are re-parented to init (or
+ * a subreaper), so the ppid chain alone loses them. Node cannot make berth a subreaper, so a
+ * process belongs to the tree when any of these holds:
+ *   - its parent is a member (checked when first seen, while the chain is still intact),
+ *   - it is in the child's process group or session (the child is a session leader),
+ *   - its initial environment carries this run's marker (BERTH_RUN_ID=<uuid>), which
+ *     survives fork, setsid and exec unless the program scrubs its environment.
+ * Every member ever seen is remembered (pid + start time, so a reused pid is not mistaken
+ * for one), so a daemon whose parent is long gone is still known.
+ */
+
+export interface StatIds {
+  state: string;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  /** Field 22, clock ticks since boot. */
+  start: number;
+}
+
+/** Fields 3–6 and 22 of /proc/<pid>/stat; comm (field 2) may hold spaces and parentheses. */
+export function parseStatIds(stat: string): StatIds | undefined {
+  const close = stat.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const f = stat.slice(close + 2).split(' ');
+  const ppid = Number(f[1]);
+  const pgrp = Number(f[2]);
+  const session = Number(f[3]);
+  const start = Number(f[19]);
+  if (!Number.isInteger(ppid) || !Number.isInteger(pgrp) || !Number.isInteger(session) || !Number.isInteger(start)) return undefined;
+  return { state: f[0] ?? '?', ppid, pgrp, session, start };
+}
+
+export type JoinedBy = 'root' | 'parent' | 'group' | 'session' | 'marker';
+
+export interface TreeMember {
+  pid: number;
+  start: number;
+  ppid: number;
+  pgrp: number;
+  session: number;
+  joinedBy: JoinedBy;
+}
+
+function isPidName(name: string): boolean {
+  if (name.length === 0) return false;
+  for (let k = 0; k < name.length; k++) {
+    const c = name.charCodeAt(k);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+export class ProcessTree {
+  readonly members = new Map<number, TreeMember>();
+  /** pid → start time of processes judged not to belong (judged once: membership starts at fork). */
+  private readonly outsiders = new Map<number, number>();
+  private readonly rootStart: number;
+  private readonly marker: Buffer;
+
+  /**
+   * `existing`: pids listed just before the spawn; they predate the child, so they are never
+   * members and their stat need not be read (the first scan on a busy host stays cheap).
+   */
+  constructor(
+    private readonly procRoot: string,
+    readonly rootPid: number,
+    marker: string,
+    existing: Iterable<number> = [],
+  ) {
+    this.marker = Buffer.from(marker);
+    for (const pid of existing) if (pid !== rootPid) this.outsiders.set(pid, -1);
+    const ids = this.readStat(rootPid);
+    this.rootStart = ids?.start ?? 0;
+    if (ids) this.members.set(rootPid, { pid: rootPid, ...ids, joinedBy: 'root' });
+  }
+
+  private readStat(pid: number): StatIds | undefined {
+    try {
+      return parseStatIds(readFileSync(join(this.procRoot, String(pid), 'stat'), 'latin1'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  private hasMarker(pid: number): boolean {
+    try {
+      return readFileSync(join(this.procRoot, String(pid), 'environ')).indexOf(this.marker) >= 0;
+    } catch {
+      return false; // gone, or another user's process
+    }
+  }
+
+  /** Look at processes not seen before; returns the members found by this scan. */
+  scan(): TreeMember[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.procRoot);
+    } catch {
+      return [];
+    }
+    const fresh: { pid: number; ids: StatIds }[] = [];
+    const present = new Set<number>();
+    for (const name of names) {
+      if (!isPidName(name)) continue;
+      const pid = Number(name);
+      present.add(pid);
+      if (this.members.has(pid) || this.outsiders.has(pid)) continue;
+      const ids = this.readStat(pid);
+      if (!ids) continue;
+      if (ids.start < this.rootStart) {
+        this.outsiders.set(pid, ids.start); // older than the child: cannot descend from it
+        continue;
+      }
+      fresh.push({ pid, ids });
+    }
+    // Forget outsiders that are gone so a reused pid is judged afresh.
+    for (const pid of this.outsiders.keys()) if (!present.has(pid)) this.outsiders.delete(pid);
+    // Parents start before their children: in start order, a parent found in this scan
+    // already counts when its child is judged.
+    fresh.sort((a, b) => a.ids.start - b.ids.start || a.pid - b.pid);
+    const added: TreeMember[] = [];
+    for (const { pid, ids } of fresh) {
+      let joinedBy: JoinedBy | undefined;
+      if (this.members.has(ids.ppid)) joinedBy = 'parent';
+      else if (ids.pgrp === this.rootPid) joinedBy = 'group';
+      else if (ids.session === this.rootPid) joinedBy = 'session';
+      else if (this.hasMarker(pid)) joinedBy = 'marker';
+      if (joinedBy === undefined) {
+        this.outsiders.set(pid, ids.start);
+        continue;
+      }
+      const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy };
+      this.members.set(pid, m);
+      added.push(m);
+    }
+    return added;
+  }
+
+  /** Members still running (same pid and start time, not a zombie). */
+  alive(): TreeMember[] {
+    const out: TreeMember[] = [];
+    for (const m of this.members.values()) {
+      const ids = this.readStat(m.pid);
+      if (ids && ids.start === m.start && ids.state !== 'Z' && ids.state !== 'X') out.push(m);
+    }
+    return out;
+  }
+
+  has(pid: number): boolean {
+    return this.members.has(pid);
+  }
+
+  /**
+   * Whether `pid` (e.g. the owner of a listening socket) belongs: a member, or a process
+   * this tree has not scanned yet whose marker or ancestry says so.
+   */
+  claims(pid: number): boolean {
+    if (this.members.has(pid)) return true;
+    this.outsiders.delete(pid);
+    this.scan();
+    return this.members.has(pid);
+  }
+}
+
+/** Pids under procRoot now (the "existing" list before a spawn). */
+export function listPids(procRoot = '/proc'): number[] {
+  try {
+    return readdirSync(procRoot).filter(isPidName).map(Number);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,121 @@
+import type { PortSource, Reservation } from '../allocate/types.js';
+
+/** How the held port passes to the service (design.md §2 "Handoff"). */
+export type Handoff = 'release' | 'fd';
+
+/** A parsed `--ready` value. */
+export type ReadySpec =
+  /** GET this URL (after `{port}` substitution); any 2xx is ready. */
+  | { kind: 'http'; url: string }
+  /** A TCP connect to the service's port succeeds (refused with fd handoff: proves nothing). */
+  | { kind: 'tcp' }
+  /** `sh -c COMMAND` exits 0 (the user's own text, so a shell is what they asked for). */
+  | { kind: 'cmd'; command: string };
+
+/** Where a launch is: diagnostics name the phase a failure happened in. */
+export type LaunchPhase = 'reserve' | 'spawn' | 'ownership' | 'probe' | 'ready' | 'stopping' | 'exited';
+
+export interface LaunchOptions {
+  /** Argv of the service, no shell. `{port}` in any element is replaced by the port. */
+  command: string[];
+  /** Where the port comes from. Ignored when `reservation` is given. */
+  source?: PortSource;
+  /** A reservation made by the caller (e.g. a stack that allocates up front); its first port is used. */
+  reservation?: Reservation;
+  /** Label for messages, leases, the run folder (default: basename of command[0]). */
+  name?: string;
+  /** The address the service is told to listen on (`{host}`, BERTH_HOST) and berth probes on. */
+  bind?: string;
+  /** Environment variable that carries the port (default PORT). BERTH_PORT is always set. */
+  envName?: string;
+  /** Base environment of the service (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Default 'release'. */
+  handoff?: Handoff;
+  /** A spec (`http://127.0.0.1:{port}/health`, `tcp`, `cmd:…`) or a parsed one. No probe: ownership is readiness. */
+  ready?: string | ReadySpec;
+  /** Overall deadline for readiness, from launch() (default 10 minutes). */
+  readyTimeoutMs?: number;
+  /** One probe attempt may take this long (default 5s, never past the deadline). */
+  probeTimeoutMs?: number;
+  /** Write {name, host, port, pid, readyAt, waitedMs} here atomically when ready. */
+  readyFile?: string;
+  /**
+   * The run's folder: stdout.log, stderr.log and, on failure, diagnostics.json. Default: a
+   * private per-run folder under the state directory, removed after a clean run.
+   */
+  diagDir?: string;
+  allowEphemeral?: boolean;
+  /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
+  stopGraceMs?: number;
+  /** Where the child's output is streamed through (default process.stdout / process.stderr; null: logs only). */
+  stdout?: NodeJS.WritableStream | null;
+  stderr?: NodeJS.WritableStream | null;
+  /** The child's stdin (default 'ignore'; the CLI passes 'inherit'). */
+  stdin?: 'inherit' | 'ignore';
+  /** Every state change, for callers that keep an event log. */
+  onEvent?: (event: LaunchEvent) => void;
+  /** Lease directory override (else $BERTH_STATE_DIR, $XDG_RUNTIME_DIR/berth, /tmp/berth-<uid>). */
+  stateDir?: string;
+  /** /proc root (default '/proc'). */
+  procRoot?: string;
+}
+
+export interface ReadyInfo {
+  name: string;
+  /** Address berth reached the service on: never "localhost". */
+  host: string;
+  port: number;
+  /** The child's pid; the listening process's pid once the child has exited (daemonized service). */
+  pid: number;
+  /** ISO 8601 UTC. */
+  readyAt: string;
+  /** From spawn to ready. */
+  waitedMs: number;
+}
+
+export interface ExitInfo {
+  /** What `berth run` exits with: the child's status once ready (128+N for signal N), else 69/70/75/64/74. */
+  exitCode: number;
+  /** The child's own exit, when it ran. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Whether the service was ever ready. */
+  ready: boolean;
+  /** The launch failure, when there was one (also the rejection of `ready`). */
+  error?: Error;
+  /** The run folder (logs; diagnostics.json on failure), when it was kept. */
+  runDir?: string;
+  /** Path of diagnostics.json when a bundle was written. */
+  bundle?: string;
+}
+
+export interface LaunchHandle {
+  readonly name: string;
+  /** Resolves once the service is ready; rejects with a LaunchError (exitCode 69/70/75…) otherwise. */
+  readonly ready: Promise<ReadyInfo>;
+  /** Resolves (never rejects) when the service has ended and everything is cleaned up. */
+  readonly exited: Promise<ExitInfo>;
+  /** The chosen port, once reserved. */
+  readonly port: number | undefined;
+  /** The child's pid, once spawned. */
+  readonly pid: number | undefined;
+  readonly phase: LaunchPhase;
+  /** The run folder (logs; diagnostics.json on failure). */
+  readonly runDir: string;
+  /** Send a signal to the service's process group (and tree members outside it). */
+  signal(sig: NodeJS.Signals): void;
+  /** Send `signal` (default SIGTERM), then SIGKILL after the grace; resolves like `exited`. */
+  stop(opts?: { signal?: NodeJS.Signals; graceMs?: number }): Promise<ExitInfo>;
+}
+
+export type LaunchEvent =
+  | { type: 'reserved'; port: number; t: string }
+  | { type: 'spawned'; pid: number; port: number; handoff: Handoff; t: string }
+  | { type: 'owned'; pid: number; port: number; owners: number[]; t: string }
+  | { type: 'ready'; info: ReadyInfo; t: string }
+  | { type: 'stopping'; signal: NodeJS.Signals; t: string }
+  | { type: 'failed'; phase: LaunchPhase; exitCode: number; message: string; bundle?: string; t: string }
+  | { type: 'exited'; code: number | null; signal: NodeJS.Signals | null; exitCode: number; t: string }
+  | { type: 'warning'; message: string; t: string };

@@ -1,0 +1,16 @@
+export type { Band, Layout, Finding, Fix, Severity } from './types.js';
+export { parseLayout, loadLayout } from './parse.js';
+export { instanceWindow, instanceCount } from './windows.js';
+export { defaultLayout, usableRanges, usableFloor, DEFAULT_SOURCE, DEFAULT_BAND } from './default-layout.js';
+export { suggestBandRange } from './suggest.js';
+export type { RangeSuggestion } from './suggest.js';
+export {
+  checkLayout,
+  summarizeFindings,
+  reservedPortsCommand,
+  portRangeCommand,
+  SMALL_EPHEMERAL_PORTS,
+  LINUX_EPHEMERAL_START,
+  LINUX_EPHEMERAL_END,
+  SYSCTL_CONF,
+} from './check.js';

@@ -1,0 +1,399 @@
+// One horizontal strip of the port space as SVG: bands (with instance windows), the host's
+// ranges (privileged, ephemeral, reserved), sockets and leases, and an axis. The full
+// 0-65535 strip and every zoomed strip are drawn by the same code at different scales.
+import { formatRange, normalizeRanges } from '../host/intervals.js';
+import type { PortRange } from '../host/types.js';
+import type { Band } from '../layout/types.js';
+import { bandText, endpoint, formatArgv, leaseJobText, expiryText, placeText, plural, socketOwnerText, type ReportLease, type ReportSocket } from './format.js';
+import {
+  assignLanes, bandWindows, ephemeralOverlap, groupByColumn, labelSpan, laneCount, makeScale, niceTicks, portCenterX, portX,
+  pxPerPort, rangeRect, textWidth, type Scale, type Span,
+} from './geometry.js';
+import { esc, h, num, title, v } from './markup.js';
+import type { PortSpaceReport } from './types.js';
+
+export const STRIP_WIDTH = 1200;
+const GUTTER = 104; // room for the track names on the left
+const RIGHT = 24;
+const TRACK_H = 26;
+const LABEL_FONT = 12;
+const LABEL_LANE_H = 17;
+const MARKER_LANE_H = 14;
+const MAX_MARKER_LANES = 3;
+const MAX_LABEL_LANES = 6;
+
+export interface StripSpec {
+  /** id of the <svg> element. */
+  id: string;
+  domain: PortRange;
+  report: PortSpaceReport;
+  /** Zoomed: instance windows numbered, sockets and leases labelled. */
+  detail: boolean;
+  /** Accessible name of the figure. */
+  label: string;
+}
+
+interface Marker {
+  kind: 'listener' | 'timewait' | 'other' | 'lease-live' | 'lease-stale';
+  x: number;
+  port: number;
+  /** Hover text: exact numbers and owners. */
+  tip: string;
+  /** Short label drawn under the marker in zoomed strips. */
+  label: string;
+  attrs: Record<string, string | number>;
+}
+
+const STATE_LABEL: Record<string, string> = { TIME_WAIT: 'TIME_WAIT' };
+
+function socketTip(rows: readonly ReportSocket[], bands: readonly Band[]): string {
+  return rows
+    .map((r) => {
+      const where = placeText(r.localPort, bands);
+      const remote = r.state === 'LISTEN' ? '' : ` -> ${endpoint(r.remoteAddress, r.remotePort)}`;
+      const cmd = r.owners?.[0] ? `\n  ${formatArgv(r.owners[0].cmdline)}` : '';
+      return `${r.state} ${endpoint(r.localAddress, r.localPort)}${remote} (IPv${r.family})${where ? ` in ${where}` : ''}\n  owner: ${socketOwnerText(r)}, uid ${r.uid}${cmd}`;
+    })
+    .join('\n');
+}
+
+/** Listeners one by one (keyed by port and owner); other sockets merged per few pixels. */
+function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands: readonly Band[], detail: boolean): Marker[] {
+  const inDomain = sockets.filter((r) => r.localPort >= s.lo && r.localPort <= s.hi);
+  const out: Marker[] = [];
+  const listeners = new Map<string, ReportSocket[]>();
+  for (const r of inDomain.filter((r) => r.state === 'LISTEN')) {
+    const key = `${r.localPort}/${r.owners?.[0]?.pid ?? `uid${r.uid}`}`;
+    const list = listeners.get(key);
+    if (list) list.push(r);
+    else listeners.set(key, [r]);
+  }
+  for (const rows of listeners.values()) {
+    const r = rows[0]!;
+    const o = r.owners?.[0];
+    out.push({
+      kind: 'listener',
+      x: portCenterX(s, r.localPort),
+      port: r.localPort,
+      tip: socketTip(rows, bands),
+      label: `${r.localPort} ${o ? `${o.comm} ${o.pid}` : `uid ${r.uid}`}`,
+      attrs: { 'data-port': r.localPort, 'data-pid': o?.pid ?? '', 'data-uid': r.uid, 'data-owner': o?.comm ?? '' },
+    });
+  }
+  // Per port when zoomed in far enough to tell ports apart, else per 6 px column.
+  const px = detail && pxPerPort(s) >= 6 ? pxPerPort(s) : 6;
+  for (const kind of ['timewait', 'other'] as const) {
+    const rows = inDomain.filter((r) => r.state !== 'LISTEN' && (r.state === 'TIME_WAIT') === (kind === 'timewait'));
+    for (const col of groupByColumn(rows, (r) => portCenterX(s, r.localPort), px)) {
+      const first = col.items[0]!;
+      const ports = normalizeRanges(col.items.map((r) => ({ lo: r.localPort, hi: r.localPort })));
+      const states = [...new Set(col.items.map((r) => STATE_LABEL[r.state] ?? r.state))].join('/');
+      const who = first.owners?.[0]?.comm;
+      out.push({
+        kind,
+        x: col.x,
+        port: first.localPort,
+        tip: socketTip(col.items, bands),
+        label: col.items.length > 1 ? `${ports.map(formatRange).join(',')} ${plural(col.items.length, 'socket')}` : `${first.localPort} ${states}${who ? ` ${who}` : ''}`,
+        attrs: { 'data-port': first.localPort, 'data-count': col.items.length, 'data-state': states },
+      });
+    }
+  }
+  return out;
+}
+
+function leaseMarkers(s: Scale, leases: readonly ReportLease[], bands: readonly Band[], reportTime: number): Marker[] {
+  return leases
+    .filter((l) => l.port >= s.lo && l.port <= s.hi)
+    .map((l) => {
+      const where = placeText(l.port, bands);
+      const name = l.name ?? '(unnamed)';
+      const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid';
+      const job = leaseJobText(l);
+      return {
+        kind: l.live ? ('lease-live' as const) : ('lease-stale' as const),
+        x: portCenterX(s, l.port),
+        port: l.port,
+        tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'stale (owner gone or expired)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
+        label: `${l.port} ${name}${l.live ? '' : ' (stale)'}`,
+        attrs: { 'data-port': l.port, 'data-name': name, 'data-pid': l.pid ?? '', 'data-live': String(l.live) },
+      };
+    });
+}
+
+function markerShape(m: Marker, y: number): string {
+  const x = m.x;
+  switch (m.kind) {
+    case 'listener':
+      return v('path', { d: `M${num(x - 5.5)} ${num(y)}H${num(x + 5.5)}L${num(x)} ${num(y + 10)}Z`, class: 'mk-listener' });
+    case 'timewait':
+      return v('path', { d: `M${num(x - 4)} ${num(y + 1)}l8 8m0 -8l-8 8`, class: 'mk-timewait' });
+    case 'other':
+      return v('circle', { cx: x, cy: y + 5, r: 4, class: 'mk-other' });
+    case 'lease-live':
+    case 'lease-stale':
+      return v('path', { d: `M${num(x)} ${num(y)}l5.5 5.5l-5.5 5.5l-5.5 -5.5Z`, class: m.kind === 'lease-live' ? 'mk-lease' : 'mk-lease-stale' });
+  }
+}
+
+const MARKER_CLASS: Record<Marker['kind'], string> = {
+  listener: 'listener',
+  timewait: 'sock sock-timewait',
+  other: 'sock sock-other',
+  'lease-live': 'lease lease-live',
+  'lease-stale': 'lease lease-stale',
+};
+
+interface MarkerRow {
+  svg: string;
+  height: number;
+}
+
+/** A track of markers in lanes, and (zoomed) their labels in lanes underneath with leaders. */
+function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: boolean): MarkerRow {
+  const lanes = assignLanes(markers.map((m) => ({ start: m.x - 6.5, end: m.x + 6.5 })), 1, MAX_MARKER_LANES);
+  const trackH = Math.max(1, laneCount(lanes)) * MARKER_LANE_H + 6;
+  const parts: string[] = [];
+  const labelSpans: Span[] = markers.map((m) => labelSpan(m.x, textWidth(m.label, 11) + 6, s.x0 - GUTTER + 4, s.x0 + s.width + RIGHT - 2));
+  const labelLanes = detail ? assignLanes(labelSpans, 4) : [];
+  const shown = labelLanes.filter((l) => l < MAX_LABEL_LANES);
+  const labelH = detail && shown.length > 0 ? (Math.max(...shown) + 1) * 15 + 4 : 0;
+  let hidden = 0;
+  markers.forEach((m, i) => {
+    const my = y + 4 + lanes[i]! * MARKER_LANE_H;
+    let label = '';
+    const lane = labelLanes[i];
+    if (detail && lane !== undefined) {
+      if (lane < MAX_LABEL_LANES) {
+        const span = labelSpans[i]!;
+        const ly = y + trackH + 13 + lane * 15;
+        const cx = (span.start + span.end) / 2;
+        label =
+          v('path', { d: `M${num(m.x)} ${num(my + 10)}L${num(m.x)} ${num(y + trackH)}L${num(cx)} ${num(ly - 10)}`, class: 'leader' }) +
+          h('text', { x: cx, y: ly, class: 'mk-label', 'text-anchor': 'middle' }, esc(m.label));
+      } else hidden++;
+    }
+    parts.push(h('g', { class: `${MARKER_CLASS[m.kind]} tip`, ...m.attrs }, title(m.tip), markerShape(m, my), label));
+  });
+  if (hidden > 0) {
+    parts.push(h('text', { x: s.x0 + s.width, y: y + trackH + labelH + 10, class: 'note', 'text-anchor': 'end' }, esc(`${hidden} more label(s) not drawn; hover the markers or see the tables`)));
+  }
+  return { svg: parts.join(''), height: trackH + labelH + (hidden > 0 ? 14 : 0) };
+}
+
+interface Boundary {
+  x: number;
+  label: string;
+  tip: string;
+}
+
+function boundaries(s: Scale, report: PortSpaceReport, detail: boolean): Boundary[] {
+  const hst = report.host;
+  const out: Boundary[] = [];
+  const at = (port: number, edge: 'lo' | 'hi', tip: string) => {
+    if (port < s.lo || port > s.hi) return;
+    // A "lo" boundary is the left edge of its port, a "hi" boundary the right edge.
+    out.push({ x: edge === 'lo' ? portX(s, port) : portX(s, port + 1), label: String(port), tip });
+  };
+  if (hst.unprivilegedStart > 0) at(hst.unprivilegedStart, 'lo', `ip_unprivileged_port_start = ${hst.unprivilegedStart}`);
+  at(hst.ephemeral.lo, 'lo', `ephemeral range starts at ${hst.ephemeral.lo}`);
+  at(hst.ephemeral.hi, 'hi', `ephemeral range ends at ${hst.ephemeral.hi}`);
+  if (detail) {
+    for (const r of hst.reserved) {
+      at(r.lo, 'lo', `reserved ${formatRange(r)} starts`);
+      if (r.hi !== r.lo) at(r.hi, 'hi', `reserved ${formatRange(r)} ends`);
+    }
+    for (const b of report.layout?.bands ?? []) {
+      at(b.lo, 'lo', `band ${b.name} starts at ${b.lo}`);
+      at(b.hi, 'hi', `band ${b.name} ends at ${b.hi}`);
+    }
+    for (const r of report.ranges) {
+      at(r.lo, 'lo', `asked range ${formatRange(r)} starts`);
+      if (r.hi !== r.lo) at(r.hi, 'hi', `asked range ${formatRange(r)} ends`);
+    }
+  }
+  // One label per x position (a band ending where the next starts shows both numbers once).
+  const byX = new Map<string, Boundary>();
+  for (const b of out.sort((a, c) => a.x - c.x || Number(a.label) - Number(c.label))) {
+    const key = num(b.x);
+    const prev = byX.get(key);
+    if (!prev) byX.set(key, { ...b });
+    else if (!prev.label.split('|').includes(b.label)) {
+      prev.label = `${prev.label}|${b.label}`;
+      prev.tip = `${prev.tip}; ${b.tip}`;
+    } else prev.tip = `${prev.tip}; ${b.tip}`;
+  }
+  return [...byX.values()];
+}
+
+/** Text placed inside a rectangle when it fits, else nothing (hover text still has it). */
+function insideLabel(r: { x: number; width: number }, y: number, label: string, cls: string): string {
+  if (textWidth(label, 11) + 8 > r.width) return '';
+  return h('text', { x: r.x + r.width / 2, y, class: cls, 'text-anchor': 'middle' }, esc(label));
+}
+
+export function renderStrip(spec: StripSpec): string {
+  const { report, detail } = spec;
+  const hst = report.host;
+  const bands = report.layout?.bands ?? [];
+  const reportTime = Date.parse(report.generatedAt);
+  const s = makeScale(spec.domain, GUTTER, STRIP_WIDTH - GUTTER - RIGHT);
+  const right = s.x0 + s.width;
+  const minW = detail ? 2 : 3;
+
+  // Band and asked-range labels above the band track, in lanes so none overlap.
+  interface Labelled {
+    range: PortRange;
+    rect: { x: number; width: number };
+    label: string;
+    band?: Band;
+  }
+  const labelled: Labelled[] = [];
+  for (const b of bands) {
+    const rect = rangeRect(s, b, minW);
+    if (rect) labelled.push({ range: b, rect, label: `${b.name} ${formatRange(b)}`, band: b });
+  }
+  for (const r of report.ranges) {
+    const rect = rangeRect(s, r, minW);
+    if (rect) labelled.push({ range: r, rect, label: `asked ${formatRange(r)}` });
+  }
+  const spans = labelled.map((l) => labelSpan(l.rect.x + l.rect.width / 2, textWidth(l.label, LABEL_FONT) + 8, 4, STRIP_WIDTH - 4));
+  const lanes = assignLanes(spans, 6);
+  const nLanes = laneCount(lanes);
+
+  const top = 8;
+  const bandsY = top + nLanes * LABEL_LANE_H + (nLanes > 0 ? 8 : 0);
+  const hostY = bandsY + TRACK_H + 4;
+  const sockY = hostY + TRACK_H + 4;
+  const sockRow = markerRow(s, socketMarkers(s, report.sockets, bands, detail), sockY, detail);
+  const leaseY = sockY + sockRow.height + 4;
+  const leaseRow = markerRow(s, leaseMarkers(s, report.leases, bands, reportTime), leaseY, detail);
+  const axisY = leaseY + leaseRow.height + 2;
+
+  const ticks = niceTicks(spec.domain, detail ? 14 : 13);
+  const bounds = boundaries(s, report, detail);
+  const boundSpans = bounds.map((b) => labelSpan(b.x, textWidth(b.label, 11) + 6, 2, STRIP_WIDTH - 2));
+  const boundLanes = assignLanes(boundSpans, 3);
+  const height = axisY + 18 + laneCount(boundLanes) * 14 + 6;
+
+  const out: string[] = [];
+  // Track names and backgrounds.
+  const tracks: [string, number, number][] = [
+    ['bands', bandsY, TRACK_H],
+    ['host ranges', hostY, TRACK_H],
+    ['sockets', sockY, sockRow.height],
+    ['leases', leaseY, leaseRow.height],
+  ];
+  for (const [name, y, hgt] of tracks) {
+    out.push(h('text', { x: GUTTER - 10, y: y + Math.min(hgt, TRACK_H) / 2 + 4, class: 'track-name', 'text-anchor': 'end' }, esc(name)));
+  }
+  out.push(v('rect', { x: s.x0, y: bandsY, width: s.width, height: TRACK_H, class: 'track-bg' }));
+  out.push(v('rect', { x: s.x0, y: sockY, width: s.width, height: sockRow.height, class: 'track-bg' }));
+  out.push(v('rect', { x: s.x0, y: leaseY, width: s.width, height: leaseRow.height, class: 'track-bg' }));
+  // Light grid at the ticks behind the socket and lease tracks.
+  for (const t of ticks) out.push(v('path', { d: `M${num(portX(s, t))} ${num(sockY)}V${num(axisY)}`, class: 'grid' }));
+
+  // Host ranges: free ports (white), privileged, the ephemeral range, reserved ports on top.
+  out.push(h('rect', { x: s.x0, y: hostY, width: s.width, height: TRACK_H, class: 'free tip' }, title(`ports ${formatRange(spec.domain)}: outside the ephemeral range and not privileged are free for bands`)));
+  const priv = hst.unprivilegedStart > 0 ? rangeRect(s, { lo: 0, hi: hst.unprivilegedStart - 1 }, minW) : undefined;
+  if (priv) {
+    out.push(
+      h('rect', { id: detail ? undefined : 'privileged', x: priv.x, y: hostY, width: priv.width, height: TRACK_H, class: 'privileged tip' }, title(`privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`)),
+      insideLabel(priv, hostY + 17, 'privileged', 'in-label'),
+    );
+  }
+  const eph = rangeRect(s, hst.ephemeral, minW);
+  if (eph) {
+    const unres = hst.unreservedEphemeral.reduce((n, r) => n + r.hi - r.lo + 1, 0);
+    out.push(
+      h('rect', { id: detail ? undefined : 'ephemeral', x: eph.x, y: hostY, width: eph.width, height: TRACK_H, class: 'ephemeral tip', 'data-lo': hst.ephemeral.lo, 'data-hi': hst.ephemeral.hi },
+        title(`ephemeral range ${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range): ${hst.ephemeral.hi - hst.ephemeral.lo + 1} ports, ${unres} of them unreserved; any outgoing connect() may take an unreserved one`)),
+    );
+  }
+  for (const r of hst.reserved) {
+    const rect = rangeRect(s, r, minW);
+    if (rect) out.push(h('rect', { x: rect.x, y: hostY, width: rect.width, height: TRACK_H, class: 'reserved tip', 'data-lo': r.lo, 'data-hi': r.hi }, title(`reserved ${formatRange(r)} (net.ipv4.ip_local_reserved_ports): ${r.hi - r.lo + 1} port(s) the kernel never picks as source ports`)));
+  }
+  // Names inside the ephemeral parts that are wide enough.
+  if (eph) {
+    for (const u of hst.unreservedEphemeral) {
+      const rect = rangeRect(s, u);
+      if (rect) out.push(insideLabel(rect, hostY + 17, `ephemeral ${formatRange(u)}`, 'in-label'));
+    }
+  }
+  for (const r of hst.reserved) {
+    const rect = rangeRect(s, r);
+    if (rect) out.push(insideLabel(rect, hostY + 17, `reserved ${formatRange(r)}`, 'in-label'));
+  }
+
+  // Bands, their conflicts with the unreserved ephemeral range, and instance windows.
+  labelled.forEach((l, i) => {
+    const span = spans[i]!;
+    const ly = top + lanes[i]! * LABEL_LANE_H + 12;
+    const cx = (span.start + span.end) / 2;
+    const mid = l.rect.x + l.rect.width / 2;
+    const leader = v('path', { d: `M${num(cx)} ${num(ly + 3)}L${num(mid)} ${num(bandsY)}`, class: 'leader' });
+    const labelText = h('text', { x: cx, y: ly, class: l.band ? 'band-label' : 'asked-label', 'text-anchor': 'middle' }, esc(l.label));
+    if (!l.band) {
+      out.push(h('g', { class: 'asked tip', 'data-lo': l.range.lo, 'data-hi': l.range.hi }, title(`asked range ${formatRange(l.range)}`), v('rect', { x: l.rect.x, y: bandsY + 1, width: l.rect.width, height: TRACK_H - 2, class: 'asked-rect' }), leader, labelText));
+      return;
+    }
+    const b = l.band;
+    const clash = ephemeralOverlap(b, hst.unreservedEphemeral);
+    const parts: string[] = [title(`band ${b.name} ${bandText(b)}${clash.length > 0 ? `\nin the unreserved ephemeral range: ${clash.map(formatRange).join(',')}` : ''}`)];
+    parts.push(v('rect', { x: l.rect.x, y: bandsY, width: l.rect.width, height: TRACK_H, class: 'band-rect' }));
+    for (const c of clash) {
+      const rect = rangeRect(s, c, minW);
+      if (rect) parts.push(h('rect', { x: rect.x, y: bandsY, width: rect.width, height: TRACK_H, class: 'conflict', 'data-lo': c.lo, 'data-hi': c.hi }, title(`band ${b.name}: ports ${formatRange(c)} are in the unreserved ephemeral range`)));
+    }
+    const wins = bandWindows(b);
+    const winPx = b.window ? b.window * pxPerPort(s) : 0;
+    if (wins.length > 1 && winPx >= 4) {
+      // Numbers every k-th window so they never crowd.
+      const every = Math.max(1, Math.ceil((textWidth(`#${wins.length - 1}`, 11) + 6) / winPx));
+      wins.forEach((w, idx) => {
+        const rect = rangeRect(s, w);
+        if (!rect) return;
+        if (idx > 0 && w.lo >= s.lo) parts.push(v('path', { d: `M${num(rect.x)} ${num(bandsY + 2)}V${num(bandsY + TRACK_H - 2)}`, class: 'window-line' }));
+        if (detail && idx % every === 0 && rect.width >= 10) {
+          parts.push(h('text', { x: rect.x + rect.width / 2, y: bandsY + 17, class: 'win-label', 'text-anchor': 'middle' }, `#${idx}`, title(`${b.name} instance ${idx}: ${formatRange(w)}`)));
+        }
+      });
+    }
+    parts.push(leader, labelText);
+    out.push(h('g', { class: 'band tip', 'data-band': b.name, 'data-lo': b.lo, 'data-hi': b.hi, 'data-window': b.window }, ...parts));
+  });
+
+  // Boundaries of the host ranges as dashed guides through the tracks.
+  for (const b of bounds) out.push(v('path', { d: `M${num(b.x)} ${num(bandsY - 2)}V${num(axisY + 4)}`, class: 'guide' }));
+
+  out.push(sockRow.svg, leaseRow.svg);
+
+  // Axis: round ticks in grey, then the exact boundaries in bold lanes below.
+  out.push(v('path', { d: `M${num(s.x0)} ${num(axisY)}H${num(right)}`, class: 'axis' }));
+  for (const t of ticks) {
+    const x = portX(s, t);
+    out.push(v('path', { d: `M${num(x)} ${num(axisY)}v4`, class: 'axis' }), h('text', { x, y: axisY + 15, class: 'tick', 'text-anchor': 'middle' }, String(t)));
+  }
+  bounds.forEach((b, i) => {
+    const span = boundSpans[i]!;
+    const y = axisY + 30 + boundLanes[i]! * 14;
+    out.push(h('text', { x: (span.start + span.end) / 2, y, class: 'bound tip', 'text-anchor': 'middle' }, title(b.tip), esc(b.label)));
+  });
+
+  return h(
+    'svg',
+    { id: spec.id, class: detail ? 'strip zoom' : 'strip full', xmlns: 'http://www.w3.org/2000/svg', width: STRIP_WIDTH, height, viewBox: `0 0 ${STRIP_WIDTH} ${num(height)}`, role: 'img', 'aria-label': spec.label, 'data-lo': spec.domain.lo, 'data-hi': spec.domain.hi },
+    title(spec.label),
+    ...out,
+  );
+}
+
+/** Domains of the zoomed strips: one per band, one per asked range (merged where they touch). */
+export function zoomTargets(report: PortSpaceReport): { kind: 'band' | 'range'; range: PortRange; band?: Band }[] {
+  const out: { kind: 'band' | 'range'; range: PortRange; band?: Band }[] = [];
+  for (const b of report.layout?.bands ?? []) out.push({ kind: 'band', range: { lo: b.lo, hi: b.hi }, band: b });
+  for (const r of normalizeRanges(report.ranges)) out.push({ kind: 'range', range: r });
+  return out;
+}
+

@@ -1,0 +1,80 @@
+import type { PortRange } from '../host/types.js';
+import type { Handoff, ReadySpec } from '../launch/types.js';
+import type { Band, Layout } from '../layout/types.js';
+
+/** What a dependent waits for: spawned, ready (ownership + probe), or exited with status 0. */
+export type DependCondition = 'started' | 'ready' | 'completed';
+
+export interface Dependency {
+  service: string;
+  condition: DependCondition;
+  /** 1-based line of the entry in the stack file. */
+  line: number;
+}
+
+/**
+ * Replica count: a number, or "gpus" (one replica per GPU of the Slurm step; parsed now,
+ * resolved by the Slurm layer later — the orchestrator must refuse it until then).
+ */
+export type ReplicaCount = number | 'gpus';
+
+/** Where a service's ports come from. Replica r of a windowed band takes window (instance + r). */
+export type ServicePorts =
+  /** No port: a job that asked for none, or `port: none`. `{port}` is then an error. */
+  | { kind: 'none' }
+  /** The built-in default band, computed from the host at start (no layout, or a layout without a "default" band). */
+  | { kind: 'default' }
+  /** A band of the stack's layout. */
+  | { kind: 'band'; band: Band; instance: number }
+  | { kind: 'port'; port: number }
+  /** Every replica takes a port from this range (leases keep them distinct). */
+  | { kind: 'range'; range: PortRange };
+
+export type RestartPolicy = 'no' | 'on-failure';
+
+export interface ServiceSpec {
+  name: string;
+  /** 1-based line of the service's key in the stack file. */
+  line: number;
+  /** Argv templates (placeholders unresolved). Never run through a shell. */
+  command: string[];
+  replicas: ReplicaCount;
+  ports: ServicePorts;
+  /**
+   * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
+   * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.
+   */
+  host: string;
+  /** Extra environment, values are templates. */
+  env: Record<string, string>;
+  /** Absolute working directory (`cwd:` resolved against the stack file's folder; default that folder). */
+  cwd: string;
+  handoff: Handoff;
+  /** Readiness probe; the URL / command are templates (`{port}` …). None: ownership alone is readiness. */
+  ready?: ReadySpec;
+  readyTimeoutMs?: number;
+  dependsOn: Dependency[];
+  /** `restart: no | on-failure` with `restart_limit: N` (restarts after the first start; default 3). */
+  restart: { policy: RestartPolicy; limit: number };
+  /** TERM → KILL grace when stopping (default 10s). */
+  stopGraceMs: number;
+  /** The stack ends when this service exits, with its status; its output passes through. */
+  job: boolean;
+  /** file: output only in logs/<service>-<replica>.{out,err}; attach: also streamed, prefixed. */
+  logs: 'attach' | 'file';
+}
+
+export interface StackSpec {
+  /** The stack file as given (messages use it). */
+  file: string;
+  /** Absolute folder of the stack file: relative paths in it are resolved against this. */
+  dir: string;
+  /** `layout: FILE` or inline `bands:`; undefined: the built-in default layout of the host. */
+  layout?: Layout;
+  /** In file order. */
+  services: ServiceSpec[];
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_STOP_GRACE_MS = 10_000;
+export const DEFAULT_RESTART_LIMIT = 3;

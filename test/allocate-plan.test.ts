@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { explainUnavailable } from '../src/allocate/explain.js';
+import { leaseIsLive, leaseState, newLeaseRecord, parseLeaseRecord } from '../src/allocate/lease-record.js';
+import { planCandidates, type PlanHost, type PlanInput } from '../src/allocate/plan.js';
+import type { SocketOwner } from '../src/host/types.js';
+
+const FIX = join(import.meta.dirname, 'fixtures', 'leases');
+
+function loadHost(): PlanHost {
+  const raw = JSON.parse(readFileSync(join(FIX, 'plan-host.json'), 'utf8')) as PlanHost & { owners: [number, SocketOwner[]][] };
+  return { ...raw, owners: new Map(raw.owners) };
+}
+
+function range(lo: number, hi: number): number[] {
+  return Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
+}
+
+/** Deterministic [0,1) generator (mulberry32). */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('planCandidates', () => {
+  const host = loadHost();
+  const base = (over: Partial<PlanInput>): PlanInput => ({ source: { kind: 'range', range: { lo: 20000, hi: 20010 } }, host, ...over });
+
+  test('sockets in any state and family on the local port exclude it; remote ports do not', () => {
+    const p = planCandidates(base({}));
+    assert.deepEqual(p.candidates, [20000, 20002, 20004, 20006, 20008, 20009, 20010]);
+    assert.equal(p.report.considered, 11);
+    assert.deepEqual(
+      p.report.excluded.inUse.map((u) => [u.port, u.state]),
+      [[20001, 'LISTEN'], [20003, 'TIME_WAIT'], [20005, 'LISTEN'], [20007, 'LISTEN']],
+    );
+    const listen = p.report.excluded.inUse[0]!;
+    assert.equal(listen.pid, 4000);
+    assert.equal(listen.command, 'nginx -g daemon off;');
+    assert.equal(p.report.excluded.inUse[1]!.pid, undefined, 'TIME_WAIT has no owner');
+    assert.equal(p.report.excluded.inUse[2]!.uid, 1001);
+  });
+
+  test('live leases are excluded and reported with owner and name', () => {
+    const p = planCandidates(base({ leased: new Map([[20004, { pid: 77, name: 'web' }], [20010, {}]]) }));
+    assert.deepEqual(p.candidates, [20000, 20002, 20006, 20008, 20009]);
+    assert.deepEqual(p.report.excluded.leased, [{ port: 20004, pid: 77, name: 'web' }, { port: 20010 }]);
+  });
+
+  test('unreserved ephemeral ports are skipped, reserved ones inside the range are used', () => {
+    const p = planCandidates(base({ source: { kind: 'range', range: { lo: 29990, hi: 30210 } } }));
+    const want = [...range(29990, 29999), ...range(30100, 30199).filter((x) => x !== 30150)];
+    assert.deepEqual(p.candidates, want);
+    assert.equal(p.report.excluded.ephemeral, 100 + 11);
+    assert.deepEqual(p.ephemeralInSource, [{ lo: 30000, hi: 30099 }, { lo: 30200, hi: 30210 }]);
+    assert.deepEqual(p.report.excluded.inUse.map((u) => u.port), [30150]);
+  });
+
+  test('allowEphemeral hands out the ephemeral ports too', () => {
+    const p = planCandidates(base({ source: { kind: 'range', range: { lo: 34998, hi: 35002 } }, allowEphemeral: true }));
+    assert.deepEqual(p.candidates, range(34998, 35002));
+    assert.equal(p.report.excluded.ephemeral, 0);
+    const q = planCandidates(base({ source: { kind: 'range', range: { lo: 34998, hi: 35002 } } }));
+    assert.deepEqual(q.candidates, [35000], 'only the reserved port without allowEphemeral');
+  });
+
+  test('privileged ports need both allowPrivileged and root', () => {
+    const src = { kind: 'range', range: { lo: 1020, hi: 1027 } } as const;
+    assert.deepEqual(planCandidates(base({ source: src })).candidates, [1024, 1025, 1026, 1027]);
+    assert.equal(planCandidates(base({ source: src })).report.excluded.privileged, 4);
+    assert.deepEqual(planCandidates(base({ source: src, allowPrivileged: true, isRoot: false })).candidates, [1024, 1025, 1026, 1027]);
+    assert.deepEqual(planCandidates(base({ source: src, allowPrivileged: true, isRoot: true })).candidates, range(1020, 1027));
+  });
+
+  test('random strategy is a permutation of the same candidates, all in range, and seedable', () => {
+    const lowest = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20500 } } })).candidates;
+    const r1 = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20500 } }, strategy: 'random', rng: seeded(1) })).candidates;
+    const r2 = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20500 } }, strategy: 'random', rng: seeded(1) })).candidates;
+    const r3 = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20500 } }, strategy: 'random', rng: seeded(2) })).candidates;
+    assert.deepEqual([...r1].sort((a, b) => a - b), lowest);
+    assert.ok(r1.every((p) => p >= 20000 && p <= 20500));
+    assert.deepEqual(r1, r2);
+    assert.notDeepEqual(r1, lowest);
+    assert.notDeepEqual(r1, r3);
+    // An rng returning values at the edge never leaves the range either.
+    const edge = planCandidates(base({ strategy: 'random', rng: () => 0.9999999999 })).candidates;
+    assert.deepEqual([...edge].sort((a, b) => a - b), [20000, 20002, 20004, 20006, 20008, 20009, 20010]);
+  });
+
+  test('an explicit busy port has no candidates and names the holder', () => {
+    const p = planCandidates(base({ source: { kind: 'port', port: 20001 } }));
+    assert.deepEqual(p.candidates, []);
+    const msg = explainUnavailable({ report: p.report, needed: 1, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    assert.match(msg, /port 20001 is not available: it is in use: 20001 LISTEN by pid 4000 \(nginx -g daemon off;\)/);
+  });
+
+  test('an explicit ephemeral port explains the sysctl fix, keeping the reserved list', () => {
+    const p = planCandidates(base({ source: { kind: 'port', port: 31000 } }));
+    const msg = explainUnavailable({ report: p.report, needed: 1, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    assert.match(msg, /inside the ephemeral range 30000-40000/);
+    assert.match(msg, /sysctl -w net\.ipv4\.ip_local_reserved_ports=30100-30199,31000,35000/);
+    assert.match(msg, /--allow-ephemeral/);
+  });
+
+  test('a range message counts every reason', () => {
+    const p = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20010 } }, leased: new Map([[20004, { pid: 77, name: 'web' }]]) }));
+    p.report.excluded.bindFailed.push({ port: 20000, code: 'EADDRINUSE' });
+    p.report.excluded.raced.push({ port: 20002, reason: 'lease taken concurrently' });
+    const msg = explainUnavailable({ report: p.report, needed: 9, got: 5, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    assert.match(msg, /^no usable port in range 20000-20010: needed 9, got 5 of 11 considered/);
+    assert.match(msg, /4 in use: 20001 LISTEN by pid 4000 .*20003 TIME_WAIT by kernel-held, closing; 20005 LISTEN by uid 1001, process not visible/);
+    assert.match(msg, /1 leased: 20004 leased to pid 77 "web"/);
+    assert.match(msg, /1 could not be bound: 20000 EADDRINUSE/);
+    assert.match(msg, /1 lost to concurrent allocators: 20002/);
+  });
+});
+
+describe('lease records', () => {
+  const valid = readFileSync(join(FIX, 'valid.lease'), 'utf8');
+  const alive = (start: number) => (pid: number) => (pid === 4242 ? start : undefined);
+
+  test('valid file parses; wrong port or missing pieces are garbage', () => {
+    const r = parseLeaseRecord(valid, 20000);
+    assert.ok(r);
+    assert.equal(r.name, 'web');
+    assert.equal(r.slurmJobId, '77');
+    assert.equal(parseLeaseRecord(valid, 20001), undefined, 'file name and content disagree');
+    for (const f of ['garbage-truncated.lease', 'no-owner-no-expiry.lease', 'pid-without-start.lease', 'not-an-object.lease']) {
+      assert.equal(parseLeaseRecord(readFileSync(join(FIX, f), 'utf8'), 20000), undefined, f);
+    }
+  });
+
+  test('liveness: owner with the same start time and expiry not passed', () => {
+    const r = parseLeaseRecord(valid)!;
+    const before = 1700000000000 + 1000;
+    assert.equal(leaseState(r, before, alive(123456)), 'live');
+    assert.equal(leaseIsLive(r, before, alive(123456)), true);
+    assert.equal(leaseState(r, before, alive(999)), 'pid-reused');
+    assert.equal(leaseState(r, before, () => undefined), 'owner-gone');
+    assert.equal(leaseState(r, 1700000600000, alive(123456)), 'expired');
+    assert.equal(leaseState(undefined, before, alive(123456)), 'garbage');
+    const noOwner = { ...r, pid: undefined, pidStart: undefined };
+    delete noOwner.pid;
+    delete noOwner.pidStart;
+    assert.equal(leaseState(noOwner, before, () => undefined), 'live', 'expiry-only lease lives until its expiry');
+  });
+
+  test('new records carry owner, expiry and Slurm ids; an ownerless one needs an expiry', () => {
+    const r = newLeaseRecord({ port: 20000, netns: 'net:[1]', owner: { pid: 5, start: 9 }, now: 1, createdBy: 6, env: { SLURM_JOB_ID: '12', SLURM_STEP_ID: '3' } });
+    assert.deepEqual(r, { port: 20000, pid: 5, pidStart: 9, createdAt: 1, createdBy: 6, netns: 'net:[1]', slurmJobId: '12', slurmStepId: '3' });
+    assert.deepEqual(parseLeaseRecord(JSON.stringify(r), 20000), r);
+    assert.throws(() => newLeaseRecord({ port: 20000, netns: 'n', now: 1, createdBy: 6, env: {} }), /must have an expiry/);
+  });
+});
