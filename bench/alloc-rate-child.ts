@@ -3,6 +3,7 @@
  * reserve()+release() loop against a raw listen()/close() loop on the same range.
  * argv[2]: JSON config. Prints one JSON line with the per-repetition rates.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadBerth } from './lib/berth-api.js';
 import { nowMs } from './lib/stats.js';
@@ -38,6 +39,11 @@ const loops: Record<string, Loop> = {
   berth: async () => {
     const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 60_000, stateDir: cfg.stateDir });
     await r.release();
+  },
+  // Not an allocator: the cost every table-reading allocator pays once per call.
+  tableRead: async () => {
+    readFileSync('/proc/net/tcp', 'latin1');
+    readFileSync('/proc/net/tcp6', 'latin1');
   },
   berthNoHold: async () => {
     const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 60_000, stateDir: cfg.stateDir, hold: false });

@@ -63,7 +63,8 @@ async function loadAllocator(): Promise<() => Promise<Allocation>> {
       return async () => ({ port: await getPort({ port: portNumbers(cfg.lo, cfg.hi) }) });
     }
     case 'portfinder': {
-      const pf = await import('portfinder');
+      // CommonJS: the bundle puts module.exports on `default`.
+      const pf = (await import('portfinder')).default;
       return async () => ({ port: await pf.getPortPromise({ port: cfg.lo, stopPort: cfg.hi }) });
     }
     case 'naive':

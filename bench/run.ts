@@ -134,11 +134,11 @@ async function main(): Promise<void> {
     '',
     '## Machine',
     '',
-    table(['', ''], machine()),
+    table(['machine', ''], machine(), true),
     '',
     '## Summary',
     '',
-    table(['benchmark', 'measured', 'target', 'verdict'], summary.map((s) => [s.what, s.measured, s.target, s.verdict])),
+    table(['benchmark', 'measured', 'target', 'verdict'], summary.map((s) => [s.what, s.measured, s.target, s.verdict]), true),
     '',
     ...sections.flatMap((s) => [`## ${s.title}`, '', s.body, '']),
   ].join('\n');

@@ -98,13 +98,13 @@ describe('planCandidates', () => {
   test('an explicit busy port has no candidates and names the holder', () => {
     const p = planCandidates(base({ source: { kind: 'port', port: 20001 } }));
     assert.deepEqual(p.candidates, []);
-    const msg = explainUnavailable({ report: p.report, needed: 1, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    const msg = explainUnavailable({ report: p.report, needed: 1, usable: 0, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
     assert.match(msg, /port 20001 is not available: it is in use: 20001 LISTEN by pid 4000 \(nginx -g daemon off;\)/);
   });
 
   test('an explicit ephemeral port explains the sysctl fix, keeping the reserved list', () => {
     const p = planCandidates(base({ source: { kind: 'port', port: 31000 } }));
-    const msg = explainUnavailable({ report: p.report, needed: 1, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    const msg = explainUnavailable({ report: p.report, needed: 1, usable: 0, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
     assert.match(msg, /inside the ephemeral range 30000-40000/);
     assert.match(msg, /sysctl -w net\.ipv4\.ip_local_reserved_ports=30100-30199,31000,35000/);
     assert.match(msg, /--allow-ephemeral/);
@@ -114,8 +114,10 @@ describe('planCandidates', () => {
     const p = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20010 } }, leased: new Map([[20004, { pid: 77, name: 'web' }]]) }));
     p.report.excluded.bindFailed.push({ port: 20000, code: 'EADDRINUSE' });
     p.report.excluded.raced.push({ port: 20002, reason: 'lease taken concurrently' });
-    const msg = explainUnavailable({ report: p.report, needed: 9, got: 5, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
-    assert.match(msg, /^no usable port in range 20000-20010: needed 9, got 5 of 11 considered/);
+    const msg = explainUnavailable({ report: p.report, needed: 5, usable: p.candidates.length, got: 3, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    assert.match(msg, /^could not get 5 ports in range 20000-20010: got 3 of the 6 that looked usable \(11 considered\)/);
+    const few = explainUnavailable({ report: p.report, needed: 9, usable: 6, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    assert.match(few, /^only 6 usable ports in range 20000-20010 \(11 considered\), needed 9/);
     assert.match(msg, /4 in use: 20001 LISTEN by pid 4000 .*20003 TIME_WAIT by kernel-held, closing; 20005 LISTEN by uid 1001, process not visible/);
     assert.match(msg, /1 leased: 20004 leased to pid 77 "web"/);
     assert.match(msg, /1 could not be bound: 20000 EADDRINUSE/);

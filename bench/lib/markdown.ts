@@ -1,9 +1,10 @@
 /** Markdown rendering for docs/benchmarks.md. */
 
-export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+/** A pipe table; the first column is left-aligned, the others right-aligned unless `leftAll`. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[], leftAll = false): string {
   const esc = (c: string) => c.replace(/\|/g, '\\|').replace(/\n/g, ' ');
   const line = (cells: readonly string[]) => `| ${cells.map(esc).join(' | ')} |`;
-  const align = header.map((_, i) => (i === 0 ? '---' : '---:'));
+  const align = header.map((_, i) => (i === 0 || leftAll ? '---' : '---:'));
   return [line(header), `| ${align.join(' | ')} |`, ...rows.map(line)].join('\n');
 }
 

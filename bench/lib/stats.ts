@@ -35,8 +35,11 @@ export function fmt(x: number, digits?: number): string {
   return x.toLocaleString('en-US', { minimumFractionDigits: d, maximumFractionDigits: d });
 }
 
+/** "1.23×", with more digits for ratios far below 1 so they never print as 0.00×. */
 export function ratio(a: number, b: number): string {
-  return b > 0 && Number.isFinite(a) ? `${fmt(a / b, 2)}×` : 'n/a';
+  if (!(b > 0) || !Number.isFinite(a)) return 'n/a';
+  const r = a / b;
+  return `${fmt(r, r >= 0.1 || r === 0 ? 2 : r >= 0.01 ? 3 : 4)}×`;
 }
 
 /** "met" / "missed" against a target, for the tables (benchmarks are reported, never asserted). */

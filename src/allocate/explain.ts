@@ -11,6 +11,9 @@ import type { AllocationReport, PortSource } from './types.js';
 export interface ExplainInput {
   report: AllocationReport;
   needed: number;
+  /** Ports that looked usable (the planner's candidates). */
+  usable: number;
+  /** Ports leased and held before giving up (all given back). */
   got: number;
   ranges: readonly PortRange[];
   ephemeralInSource: readonly PortRange[];
@@ -85,7 +88,12 @@ export function explainUnavailable(input: ExplainInput): string {
     return `${head}`;
   }
   const src = describeSource(report.source);
-  const lines = [`no usable port in ${src}: needed ${input.needed}, got ${input.got} of ${report.considered} considered`];
+  const { needed, usable, got } = input;
+  const head =
+    usable < needed
+      ? `${usable === 0 ? 'no usable port' : `only ${usable} usable port${usable === 1 ? '' : 's'}`} in ${src} (${report.considered} considered), needed ${needed}`
+      : `could not get ${needed} ports in ${src}: got ${got} of the ${usable} that looked usable (${report.considered} considered)`;
+  const lines = [head];
   if (x.ephemeral > 0) {
     lines.push(
       `  ${x.ephemeral} inside ${eph} and not reserved (${input.ephemeralInSource.map(formatRange).join(',')}): ` +

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import net from 'node:net';
 
 /*
@@ -25,16 +23,17 @@ function holdError(e: unknown, port: number, address: string): HoldError {
 
 function listenOnce(port: number, host: string): Promise<net.Server> {
   return new Promise((resolve, reject) => {
-    // Nothing is served on a hold yet: a connection that lands here is closed at once
-    // rather than left hanging in a process that will never answer it.
-    const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.destroy());
+    // Nothing is served on a hold yet: a connection that lands here is refused with a
+    // reset rather than left hanging. A reset, not a close: closing first would leave a
+    // TIME_WAIT on the port, which blocks a service that binds without SO_REUSEADDR.
+    const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.resetAndDestroy());
     const onError = (e: Error) => {
       server.close();
       reject(holdError(e, port, host));
     };
     server.once('error', onError);
-    // ipv6Only false: on '::' the socket is dual-stack (unless net.ipv6.bindv6only=1,
-    // which holdPortAll covers). exclusive: never share the handle with cluster workers.
+    // ipv6Only false: libuv then clears IPV6_V6ONLY explicitly, so '::' is dual-stack even
+    // where net.ipv6.bindv6only=1. exclusive: never share the handle with cluster workers.
     server.listen({ port, host, ipv6Only: false, exclusive: true, backlog: 16 }, () => {
       server.off('error', onError);
       server.on('error', () => {}); // a held socket has no later errors worth crashing for
@@ -60,31 +59,6 @@ export async function holdPort(port: number, ipv6: boolean): Promise<net.Server>
     }
   }
   return listenOnce(port, '0.0.0.0');
-}
-
-/** net.ipv6.bindv6only: when 1, '::' is IPv6-only unless IPV6_V6ONLY is cleared, which Node cannot do. */
-export function readBindV6Only(procRoot = '/proc'): boolean {
-  try {
-    return readFileSync(join(procRoot, 'sys', 'net', 'ipv6', 'bindv6only'), 'latin1').trim() === '1';
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Hold both families: the dual-stack socket, plus an IPv4 wildcard one when the kernel
- * makes '::' IPv6-only. The first server is the one to hand off.
- */
-export async function holdPortAll(port: number, ipv6: boolean, v6only: boolean): Promise<net.Server[]> {
-  const first = await holdPort(port, ipv6);
-  const addr = first.address();
-  if (!(ipv6 && v6only && typeof addr === 'object' && addr?.family === 'IPv6')) return [first];
-  try {
-    return [first, await listenOnce(port, '0.0.0.0')];
-  } catch (e) {
-    await closeServer(first);
-    throw e;
-  }
 }
 
 /** The listening socket's file descriptor (for handoff), undefined once closed. */

@@ -3,7 +3,7 @@ export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, Res
 export { DEFAULT_TTL_MS, reserve } from './reserve.js';
 export { busyPorts, emptyReport, planCandidates, sourceRanges, type Plan, type PlanHost, type PlanInput } from './plan.js';
 export { describeInUse, describeLeased, describeSource, explainUnavailable, type ExplainInput } from './explain.js';
-export { closeServer, holdPort, holdPortAll, readBindV6Only, serverFd, type HoldError } from './hold.js';
+export { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
 export { leaseIsLive, leaseState, newLeaseRecord, parseLeaseRecord, type LeaseState, type NewLeaseInput, type StartTimeOf } from './lease-record.js';
 export {
   acquireLease,
@@ -21,6 +21,7 @@ export {
   takeAway,
   type AcquireResult,
   type LeaseFile,
+  type LeaseIdentity,
   type LeaseScan,
   type LeaseStoreOptions,
   type ListedLease,

@@ -127,9 +127,10 @@ export function readLeaseFile(path: string, port?: number): LeaseFile | undefine
  * Create `<port>.lease` holding `record`, atomically and complete. Returns its inode, or
  * undefined when a lease file for the port already exists.
  */
-export function createLeaseFile(dir: string, record: LeaseRecord): { path: string; ino: number } | undefined {
+export function createLeaseFile(dir: string, record: LeaseRecord): { path: string; ino: number; text: string } | undefined {
   const path = leasePath(dir, record.port);
   const tmp = uniqueName(dir, 'tmp');
+  const text = `${JSON.stringify(record)}\n`;
   let ino: number;
   let fd: number;
   try {
@@ -139,7 +140,7 @@ export function createLeaseFile(dir: string, record: LeaseRecord): { path: strin
   }
   try {
     // No fsync: leases describe live processes, which a machine crash ends anyway.
-    writeSync(fd, `${JSON.stringify(record)}\n`);
+    writeSync(fd, text);
     ino = fstatSync(fd).ino;
   } catch (e) {
     closeSync(fd);
@@ -149,7 +150,7 @@ export function createLeaseFile(dir: string, record: LeaseRecord): { path: strin
   closeSync(fd);
   try {
     linkSync(tmp, path);
-    return { path, ino };
+    return { path, ino, text };
   } catch (e) {
     if (code(e) === 'EEXIST') return undefined;
     throw ioError(path, 'create', e);
@@ -253,8 +254,18 @@ export async function takeAway(
   return (await putBack(moved, path, o)) ? 'kept' : 'displaced';
 }
 
+/**
+ * What makes a lease file ours: its inode and its exact text. The inode alone is not
+ * enough: once a file is removed, the filesystem may give its inode number to the next
+ * lease created, which may be someone else's.
+ */
+export interface LeaseIdentity {
+  ino: number;
+  text: string;
+}
+
 export type AcquireResult =
-  | { ok: true; lease: Lease; ino: number; /** state of the lease we replaced, if any */ reclaimed?: LeaseState }
+  | { ok: true; lease: Lease; id: LeaseIdentity; /** state of the lease we replaced, if any */ reclaimed?: LeaseState }
   | { ok: false; reason: 'leased' | 'raced'; holder?: LeaseRecord };
 
 /**
@@ -268,13 +279,16 @@ export async function acquireLease(dir: string, record: LeaseRecord, opts: Lease
   // Each round either creates, finds a live holder, or removes one stale file; a few
   // rounds bound the loop when others keep creating and abandoning leases.
   for (let round = 0; round < 4; round++) {
-    const made = createLeaseFile(dir, record);
-    if (made !== undefined) {
-      const lease: Lease = { ...record, path };
-      return reclaimed === undefined ? { ok: true, lease, ino: made.ino } : { ok: true, lease, ino: made.ino, reclaimed };
-    }
+    // Look first: under contention most ports are taken, and reading is cheaper than
+    // writing a temp file only to have link() refuse it.
     const seen = readLeaseFile(path, record.port);
-    if (seen === undefined) continue;
+    if (seen === undefined) {
+      const made = createLeaseFile(dir, record);
+      if (made === undefined) continue; // created by someone else just now: judge theirs
+      const lease: Lease = { ...record, path };
+      const id = { ino: made.ino, text: made.text };
+      return reclaimed === undefined ? { ok: true, lease, id } : { ok: true, lease, id, reclaimed };
+    }
     const state = leaseState(seen.record, o.now(), o.startTimeOf);
     if (state === 'live') return seen.record ? { ok: false, reason: 'leased', holder: seen.record } : { ok: false, reason: 'leased' };
     const r = await takeAway(path, seen.ino, 'reclaim', (f) => leaseState(f.record, o.now(), o.startTimeOf) !== 'live', opts);
@@ -284,23 +298,20 @@ export async function acquireLease(dir: string, record: LeaseRecord, opts: Lease
   return { ok: false, reason: 'raced' };
 }
 
-/** Remove our own lease (inode `ino`) if it is still at its path. True when removed. */
-export async function removeOwnLease(path: string, ino: number, opts: LeaseStoreOptions = {}): Promise<boolean> {
-  return (await takeAway(path, ino, 'release', () => true, opts)) === 'removed';
+/** Remove our own lease if it is still at its path. True when removed. */
+export async function removeOwnLease(path: string, id: LeaseIdentity, opts: LeaseStoreOptions = {}): Promise<boolean> {
+  return (await takeAway(path, id.ino, 'release', (f) => f.text === id.text, opts)) === 'removed';
 }
 
 /**
- * Is the lease file at `path` still inode `ino`? A reclaimer may have it moved aside for
- * a moment (see the protocol), so a miss is retried for up to `waitMs`.
+ * Is the lease file at `path` still ours? A reclaimer may have it moved aside for a
+ * moment (see the protocol), so a miss is retried for up to `waitMs`.
  */
-export async function leaseStillOurs(path: string, ino: number, waitMs = 1000): Promise<boolean> {
+export async function leaseStillOurs(path: string, id: LeaseIdentity, waitMs = 1000): Promise<boolean> {
   const deadline = Date.now() + waitMs;
   for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
-    try {
-      if (lstatSync(path).ino === ino) return true;
-    } catch (e) {
-      if (code(e) !== 'ENOENT') throw ioError(path, 'examine', e);
-    }
+    const f = readLeaseFile(path);
+    if (f !== undefined && f.ino === id.ino && f.text === id.text) return true;
     if (Date.now() >= deadline) return false;
     await sleep(delay);
   }
@@ -308,6 +319,8 @@ export async function leaseStillOurs(path: string, ino: number, waitMs = 1000): 
 
 export interface ListedLease extends Lease {
   ino: number;
+  /** The file's text, for identity checks (see LeaseIdentity). */
+  text: string;
   state: LeaseState;
   live: boolean;
 }
@@ -319,7 +332,7 @@ export interface LeaseScan {
 }
 
 /** All lease files of a directory with their liveness, ordered by port. */
-export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { ports?: (port: number) => boolean } = {}): LeaseScan {
+export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { portFilter?: (port: number) => boolean } = {}): LeaseScan {
   const o = resolved(opts);
   let names: string[];
   try {
@@ -332,7 +345,7 @@ export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { ports?: (p
   const scan: LeaseScan = { leases: [], garbage: [] };
   for (const name of names) {
     const port = portOfLeaseName(name);
-    if (port === undefined || (opts.ports && !opts.ports(port))) continue;
+    if (port === undefined || (opts.portFilter && !opts.portFilter(port))) continue;
     const path = join(dir, name);
     const f = readLeaseFile(path, port);
     if (f === undefined) continue;
@@ -341,7 +354,7 @@ export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { ports?: (p
       continue;
     }
     const state = leaseState(f.record, now, o.startTimeOf);
-    scan.leases.push({ ...f.record, path, ino: f.ino, state, live: state === 'live' });
+    scan.leases.push({ ...f.record, path, ino: f.ino, text: f.text, state, live: state === 'live' });
   }
   scan.leases.sort((a, b) => a.port - b.port);
   scan.garbage.sort((a, b) => a.port - b.port);
@@ -386,8 +399,8 @@ export async function releaseLeasesIn(dir: string, filter: ReleaseFilter, opts: 
   const result: ReleaseResult = { released: [], cleaned: 0 };
   for (const l of scan.leases) {
     if (targeted(l, filter)) {
-      // Same inode = the lease we listed; a replacement created since is not what was targeted.
-      if ((await takeAway(l.path, l.ino, 'release', () => true, opts)) === 'removed') result.released.push(l);
+      // Only the lease we listed: a replacement created since is not what was targeted.
+      if ((await takeAway(l.path, l.ino, 'release', (f) => f.text === l.text, opts)) === 'removed') result.released.push(l);
     } else if (!l.live) {
       const r = await takeAway(l.path, l.ino, 'reclaim', (f) => leaseState(f.record, o.now(), o.startTimeOf) !== 'live', opts);
       if (r === 'removed') result.cleaned++;

@@ -25,8 +25,13 @@ export function currentLeases(opts: LeaseDirOptions & LeaseStoreOptions = {}): L
  * End the leases the caller targets ({ports}, {ownerPid}, {jobId} or {all}) and clean
  * stale ones; with no target, only cleans. Never removes an untargeted live lease.
  */
-export function releaseLeases(filter: ReleaseFilter & LeaseDirOptions & LeaseStoreOptions = {}): Promise<ReleaseResult> {
-  return releaseLeasesIn(leaseDir(filter), filter, filter);
+export function releaseLeases(opts: ReleaseFilter & LeaseDirOptions & LeaseStoreOptions = {}): Promise<ReleaseResult> {
+  const filter: ReleaseFilter = {};
+  if (opts.ports !== undefined) filter.ports = opts.ports;
+  if (opts.ownerPid !== undefined) filter.ownerPid = opts.ownerPid;
+  if (opts.jobId !== undefined) filter.jobId = opts.jobId;
+  if (opts.all !== undefined) filter.all = opts.all;
+  return releaseLeasesIn(leaseDir(opts), filter, opts);
 }
 
 /** End every lease recorded for a Slurm job (e.g. from an epilog). */

@@ -6,9 +6,9 @@ import { findSocketOwners } from '../host/owners.js';
 import { processStartTime } from '../host/proc-stat.js';
 import { readHostMap } from '../host/read-host.js';
 import { explainUnavailable } from './explain.js';
-import { closeServer, holdPortAll, readBindV6Only, serverFd, type HoldError } from './hold.js';
+import { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
 import { newLeaseRecord } from './lease-record.js';
-import { acquireLease, leaseStillOurs, removeOwnLease, scanLeaseDir } from './lease-store.js';
+import { acquireLease, leaseStillOurs, removeOwnLease, scanLeaseDir, type LeaseIdentity } from './lease-store.js';
 import { busyPorts, planCandidates, sourceRanges, type Plan } from './plan.js';
 import { openStateDir, resolveStateDir } from './state-dir.js';
 import type { AllocationReport, Lease, PortSource, Reservation, ReserveOptions } from './types.js';
@@ -36,8 +36,9 @@ function checkSource(s: PortSource): void {
 
 interface Taken {
   lease: Lease;
-  ino: number;
-  servers: net.Server[];
+  id: LeaseIdentity;
+  /** The hold; undefined once closed. */
+  server: net.Server | undefined;
 }
 
 class HeldReservation implements Reservation {
@@ -55,7 +56,7 @@ class HeldReservation implements Reservation {
   }
 
   holdFd(port: number): number | undefined {
-    const s = this.taken.find((t) => t.lease.port === port)?.servers[0];
+    const s = this.taken.find((t) => t.lease.port === port)?.server;
     return s === undefined ? undefined : serverFd(s);
   }
 
@@ -64,9 +65,9 @@ class HeldReservation implements Reservation {
       this.taken
         .filter((t) => port === undefined || t.lease.port === port)
         .map(async (t) => {
-          const servers = t.servers;
-          t.servers = [];
-          await Promise.all(servers.map(closeServer));
+          const s = t.server;
+          t.server = undefined;
+          if (s) await closeServer(s);
         }),
     );
   }
@@ -75,7 +76,7 @@ class HeldReservation implements Reservation {
     // Idempotent, also when called again before the first call finished.
     this.releasing ??= (async () => {
       await this.unhold();
-      for (const t of this.taken) await removeOwnLease(t.lease.path, t.ino);
+      for (const t of this.taken) await removeOwnLease(t.lease.path, t.id);
     })();
     return this.releasing;
   }
@@ -120,7 +121,7 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
   const host = readHostMap({ procRoot });
   const dir = openStateDir(opts.stateDir ?? resolveStateDir(), host.netns);
   const srcRanges = sourceRanges(opts.source);
-  const scan = scanLeaseDir(dir, { ports: (p) => inRanges(p, srcRanges) });
+  const scan = scanLeaseDir(dir, { portFilter: (p) => inRanges(p, srcRanges) });
   const leased = new Map<number, { pid?: number; name?: string }>();
   for (const l of scan.leases) if (l.live) leased.set(l.port, l);
   const plan = planCandidates({
@@ -133,15 +134,14 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
     strategy: opts.strategy ?? 'lowest',
   });
   const report = plan.report;
-  const v6only = host.ipv6 && readBindV6Only(procRoot);
   const now = Date.now();
   const expiresAt = opts.ttlMs !== undefined ? now + opts.ttlMs : owner === undefined ? now + DEFAULT_TTL_MS : undefined;
 
   const taken: Taken[] = [];
   const giveBack = async () => {
     for (const t of taken) {
-      await Promise.all(t.servers.map(closeServer));
-      await removeOwnLease(t.lease.path, t.ino);
+      if (t.server) await closeServer(t.server);
+      await removeOwnLease(t.lease.path, t.id);
     }
   };
   try {
@@ -167,22 +167,23 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
         } else report.excluded.raced.push({ port, reason: 'lease taken concurrently' });
         continue;
       }
-      let servers: net.Server[];
+      let server: net.Server;
       try {
-        servers = await holdPortAll(port, host.ipv6, v6only);
+        server = await holdPort(port, host.ipv6);
       } catch (e) {
-        await removeOwnLease(got.lease.path, got.ino);
+        await removeOwnLease(got.lease.path, got.id);
         report.excluded.bindFailed.push({ port, code: (e as HoldError).code ?? 'UNKNOWN' });
         continue;
       }
       // A reclaimer that judged an older file may have moved ours aside; we only keep a
       // port whose lease file is ours once we hold it (see lease-store.ts).
-      if (!(await leaseStillOurs(got.lease.path, got.ino))) {
-        await Promise.all(servers.map(closeServer));
+      if (!(await leaseStillOurs(got.lease.path, got.id))) {
+        await closeServer(server);
+        await removeOwnLease(got.lease.path, got.id); // in case it came back meanwhile
         report.excluded.raced.push({ port, reason: 'lease replaced while binding' });
         continue;
       }
-      taken.push({ lease: got.lease, ino: got.ino, servers });
+      taken.push({ lease: got.lease, id: got.id, server });
     }
   } catch (e) {
     await giveBack();
@@ -193,9 +194,11 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
     const got = taken.length;
     await giveBack();
     addOwners(plan, procRoot, busyPorts(host.sockets, plan.ranges));
-    const message = explainUnavailable({ report, needed: count, got, ranges: plan.ranges, ephemeralInSource: plan.ephemeralInSource, host });
+    const message = explainUnavailable({ report, needed: count, usable: plan.candidates.length, got, ranges: plan.ranges, ephemeralInSource: plan.ephemeralInSource, host });
     throw new BerthError(EXIT.UNAVAILABLE, message, report as unknown as Record<string, unknown>);
   }
-  if (opts.hold === false) for (const t of taken) await Promise.all(t.servers.splice(0).map(closeServer));
-  return new HeldReservation(taken, report);
+  const reservation = new HeldReservation(taken, report);
+  // Bound above all the same: the allocator never returns a port it could not hold.
+  if (opts.hold === false) await reservation.unhold();
+  return reservation;
 }

@@ -27,7 +27,7 @@ export function netnsDirName(netns: string): string {
   const m = /^net:\[(\d+)\]$/.exec(netns);
   if (m) return `net-${m[1]}`;
   // Fixture trees or odd kernels: keep it a single safe path component.
-  const safe = netns.replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^\.+/, '');
+  const safe = netns.replace(/[^A-Za-z0-9_-]+/g, '_');
   return `net-${safe === '' ? 'unknown' : safe}`;
 }
 

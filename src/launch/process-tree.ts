@@ -77,7 +77,7 @@ export class ProcessTree {
     for (const pid of existing) if (pid !== rootPid) this.outsiders.set(pid, -1);
     const ids = this.readStat(rootPid);
     this.rootStart = ids?.start ?? 0;
-    if (ids) this.members.set(rootPid, { pid: rootPid, ...ids, joinedBy: 'root' });
+    if (ids) this.members.set(rootPid, { pid: rootPid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'root' });
   }
 
   private readStat(pid: number): StatIds | undefined {

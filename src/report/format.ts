@@ -47,10 +47,16 @@ export function placeText(port: number, bands: readonly Band[]): string {
   return at.instance !== undefined ? `${cleanText(at.band.name)}#${at.instance}` : cleanText(at.band.name);
 }
 
+/** "1600 ports, window 100 = 16 instances" */
+export function bandSizeText(b: Band): string {
+  const size = `${b.hi - b.lo + 1} ports`;
+  if (b.window === undefined || !(b.window > 0)) return size;
+  return `${size}, window ${b.window} = ${plural(Math.ceil((b.hi - b.lo + 1) / b.window), 'instance')}`;
+}
+
+/** "7000-8599 (1600 ports, window 100 = 16 instances)" */
 export function bandText(b: Band): string {
-  const base = `${formatRange(b)} (${b.hi - b.lo + 1} ports`;
-  if (b.window === undefined || !(b.window > 0)) return `${base})`;
-  return `${base}, window ${b.window} = ${Math.ceil((b.hi - b.lo + 1) / b.window)} instances)`;
+  return `${formatRange(b)} (${bandSizeText(b)})`;
 }
 
 /** Address as it is written with a port: [::1]:7000, 127.0.0.1:7000. */
@@ -95,6 +101,11 @@ export function fixCode(fix: Fix, bands: readonly Band[]): string {
   const win = bands.find((b) => b.name === fix.band)?.window;
   const w = win !== undefined && win > 0 ? `, window: ${win}` : '';
   return `${cleanText(fix.band)}: { range: ${formatRange(fix.range)}${w} }`;
+}
+
+/** "0-1023", or "none" when ip_unprivileged_port_start is 0 (anyone may bind any port). */
+export function privilegedText(unprivilegedStart: number): string {
+  return unprivilegedStart > 0 ? formatRange({ lo: 0, hi: unprivilegedStart - 1 }) : 'none';
 }
 
 export function plural(n: number, one: string, many = `${one}s`): string {

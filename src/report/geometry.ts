@@ -78,7 +78,7 @@ export function zoomDomain(r: PortRange, opts: { padFraction?: number; minSpan?:
   const padFraction = opts.padFraction ?? 0.06;
   const minSpan = opts.minSpan ?? 64;
   const size = r.hi - r.lo + 1;
-  const span = Math.max(Math.ceil(size * (1 + 2 * padFraction)), minSpan, size);
+  const span = Math.max(size + 2 * Math.ceil(size * padFraction), minSpan);
   let lo = r.lo - Math.floor((span - size) / 2);
   let hi = lo + span - 1;
   if (lo < PORT_MIN) {

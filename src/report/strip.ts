@@ -1,7 +1,7 @@
 // One horizontal strip of the port space as SVG: bands (with instance windows), the host's
 // ranges (privileged, ephemeral, reserved), sockets and leases, and an axis. The full
 // 0-65535 strip and every zoomed strip are drawn by the same code at different scales.
-import { formatRange, normalizeRanges } from '../host/intervals.js';
+import { formatRange, normalizeRanges, subtractRanges } from '../host/intervals.js';
 import type { PortRange } from '../host/types.js';
 import type { Band } from '../layout/types.js';
 import { bandText, endpoint, formatArgv, leaseJobText, expiryText, placeText, plural, socketOwnerText, type ReportLease, type ReportSocket } from './format.js';
@@ -31,6 +31,8 @@ export interface StripSpec {
   detail: boolean;
   /** Accessible name of the figure. */
   label: string;
+  /** Give the host-range rectangles their page-unique ids (#ephemeral, #privileged). */
+  ids?: boolean;
 }
 
 interface Marker {
@@ -154,10 +156,13 @@ function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: bool
   const lanes = assignLanes(markers.map((m) => ({ start: m.x - 6.5, end: m.x + 6.5 })), 1, MAX_MARKER_LANES);
   const trackH = Math.max(1, laneCount(lanes)) * MARKER_LANE_H + 6;
   const parts: string[] = [];
-  const labelSpans: Span[] = markers.map((m) => labelSpan(m.x, textWidth(m.label, 11) + 6, s.x0 - GUTTER + 4, s.x0 + s.width + RIGHT - 2));
+  // Leaders go underneath everything so they never cross a label's text.
+  const leaders: string[] = [];
+  // A label is the marker's own shape (so it reads which mark it names) followed by the text.
+  const labelSpans: Span[] = markers.map((m) => labelSpan(m.x, textWidth(m.label, 11) + 18, s.x0 - GUTTER + 4, s.x0 + s.width + RIGHT - 2));
   const labelLanes = detail ? assignLanes(labelSpans, 4) : [];
   const shown = labelLanes.filter((l) => l < MAX_LABEL_LANES);
-  const labelH = detail && shown.length > 0 ? (Math.max(...shown) + 1) * 15 + 4 : 0;
+  const labelH = detail && shown.length > 0 ? (Math.max(...shown) + 1) * 17 + 6 : 0;
   let hidden = 0;
   markers.forEach((m, i) => {
     const my = y + 4 + lanes[i]! * MARKER_LANE_H;
@@ -166,11 +171,14 @@ function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: bool
     if (detail && lane !== undefined) {
       if (lane < MAX_LABEL_LANES) {
         const span = labelSpans[i]!;
-        const ly = y + trackH + 13 + lane * 15;
-        const cx = (span.start + span.end) / 2;
+        const ly = y + trackH + 15 + lane * 17;
+        const ix = span.start + 6;
+        leaders.push(v('path', { d: `M${num(m.x)} ${num(my + 10)}L${num(m.x)} ${num(y + trackH)}L${num(ix)} ${num(ly - 11)}`, class: 'leader' }));
+        // A framed tag, so the small copy of the marker's shape does not read as another marker.
         label =
-          v('path', { d: `M${num(m.x)} ${num(my + 10)}L${num(m.x)} ${num(y + trackH)}L${num(cx)} ${num(ly - 10)}`, class: 'leader' }) +
-          h('text', { x: cx, y: ly, class: 'mk-label', 'text-anchor': 'middle' }, esc(m.label));
+          v('rect', { x: span.start, y: ly - 11.5, width: span.end - span.start, height: 15, rx: 3, class: 'mk-tag' }) +
+          h('g', { transform: `translate(${num(ix)} ${num(ly - 5)}) scale(0.75) translate(${num(-ix)} ${num(-(ly - 5))})` }, markerShape({ ...m, x: ix }, ly - 10)) +
+          h('text', { x: span.start + 13, y: ly, class: 'mk-label' }, esc(m.label));
       } else hidden++;
     }
     parts.push(h('g', { class: `${MARKER_CLASS[m.kind]} tip`, ...m.attrs }, title(m.tip), markerShape(m, my), label));
@@ -178,7 +186,7 @@ function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: bool
   if (hidden > 0) {
     parts.push(h('text', { x: s.x0 + s.width, y: y + trackH + labelH + 10, class: 'note', 'text-anchor': 'end' }, esc(`${hidden} more label(s) not drawn; hover the markers or see the tables`)));
   }
-  return { svg: parts.join(''), height: trackH + labelH + (hidden > 0 ? 14 : 0) };
+  return { svg: leaders.join('') + parts.join(''), height: trackH + labelH + (hidden > 0 ? 14 : 0) };
 }
 
 interface Boundary {
@@ -298,7 +306,7 @@ export function renderStrip(spec: StripSpec): string {
   const priv = hst.unprivilegedStart > 0 ? rangeRect(s, { lo: 0, hi: hst.unprivilegedStart - 1 }, minW) : undefined;
   if (priv) {
     out.push(
-      h('rect', { id: detail ? undefined : 'privileged', x: priv.x, y: hostY, width: priv.width, height: TRACK_H, class: 'privileged tip' }, title(`privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`)),
+      h('rect', { id: spec.ids ? 'privileged' : undefined, x: priv.x, y: hostY, width: priv.width, height: TRACK_H, class: 'privileged tip' }, title(`privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`)),
       insideLabel(priv, hostY + 17, 'privileged', 'in-label'),
     );
   }
@@ -306,13 +314,18 @@ export function renderStrip(spec: StripSpec): string {
   if (eph) {
     const unres = hst.unreservedEphemeral.reduce((n, r) => n + r.hi - r.lo + 1, 0);
     out.push(
-      h('rect', { id: detail ? undefined : 'ephemeral', x: eph.x, y: hostY, width: eph.width, height: TRACK_H, class: 'ephemeral tip', 'data-lo': hst.ephemeral.lo, 'data-hi': hst.ephemeral.hi },
+      h('rect', { id: spec.ids ? 'ephemeral' : undefined, x: eph.x, y: hostY, width: eph.width, height: TRACK_H, class: 'ephemeral tip', 'data-lo': hst.ephemeral.lo, 'data-hi': hst.ephemeral.hi },
         title(`ephemeral range ${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range): ${hst.ephemeral.hi - hst.ephemeral.lo + 1} ports, ${unres} of them unreserved; any outgoing connect() may take an unreserved one`)),
     );
   }
   for (const r of hst.reserved) {
     const rect = rangeRect(s, r, minW);
     if (rect) out.push(h('rect', { x: rect.x, y: hostY, width: rect.width, height: TRACK_H, class: 'reserved tip', 'data-lo': r.lo, 'data-hi': r.hi }, title(`reserved ${formatRange(r)} (net.ipv4.ip_local_reserved_ports): ${r.hi - r.lo + 1} port(s) the kernel never picks as source ports`)));
+  }
+  const notFree = normalizeRanges([hst.ephemeral, ...(hst.unprivilegedStart > 0 ? [{ lo: 0, hi: hst.unprivilegedStart - 1 }] : [])]);
+  for (const f of subtractRanges(spec.domain, notFree)) {
+    const rect = rangeRect(s, f);
+    if (rect) out.push(insideLabel(rect, hostY + 17, 'room for bands (not ephemeral)', 'in-label free-label'));
   }
   // Names inside the ephemeral parts that are wide enough.
   if (eph) {
@@ -341,7 +354,9 @@ export function renderStrip(spec: StripSpec): string {
     const b = l.band;
     const clash = ephemeralOverlap(b, hst.unreservedEphemeral);
     const parts: string[] = [title(`band ${b.name} ${bandText(b)}${clash.length > 0 ? `\nin the unreserved ephemeral range: ${clash.map(formatRange).join(',')}` : ''}`)];
-    parts.push(v('rect', { x: l.rect.x, y: bandsY, width: l.rect.width, height: TRACK_H, class: 'band-rect' }));
+    // Neighbouring bands alternate in lightness so a shared edge is visible without hue.
+    const shade = bands.indexOf(b) % 2 === 1 ? ' alt' : '';
+    parts.push(v('rect', { x: l.rect.x, y: bandsY, width: l.rect.width, height: TRACK_H, class: `band-rect${shade}` }));
     for (const c of clash) {
       const rect = rangeRect(s, c, minW);
       if (rect) parts.push(h('rect', { x: rect.x, y: bandsY, width: rect.width, height: TRACK_H, class: 'conflict', 'data-lo': c.lo, 'data-hi': c.hi }, title(`band ${b.name}: ports ${formatRange(c)} are in the unreserved ephemeral range`)));

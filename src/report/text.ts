@@ -4,7 +4,7 @@ import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/types.js';
 import {
   bandText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
-  orderedCounts, placeText, plural, socketOwnerText,
+  orderedCounts, placeText, plural, privilegedText, socketOwnerText,
 } from './format.js';
 import { ephemeralOverlap } from './geometry.js';
 import type { PortSpaceReport } from './types.js';
@@ -69,7 +69,7 @@ export function renderText(report: PortSpaceReport, opts: TextOptions = {}): str
     ...table(
       ['', ''],
       [
-        ['privileged', `0-${h.unprivilegedStart - 1}  (below net.ipv4.ip_unprivileged_port_start = ${h.unprivilegedStart})`],
+        ['privileged', `${privilegedText(h.unprivilegedStart)}  (below net.ipv4.ip_unprivileged_port_start = ${h.unprivilegedStart})`],
         ['ephemeral range', `${formatRange(h.ephemeral)}  (net.ipv4.ip_local_port_range)`],
         ['reserved', `${formatRanges(h.reserved)}  (net.ipv4.ip_local_reserved_ports)`],
         ['unreserved ephemeral', `${formatRanges(h.unreservedEphemeral)}  (any outgoing connect() may take these)`],

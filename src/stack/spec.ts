@@ -78,3 +78,8 @@ export interface StackSpec {
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_STOP_GRACE_MS = 10_000;
 export const DEFAULT_RESTART_LIMIT = 3;
+
+/** A replica's life, as written to events.jsonl and endpoints.json. */
+export type ReplicaState = 'pending' | 'starting' | 'owned' | 'ready' | 'stopping' | 'exited' | 'failed';
+
+export const REPLICA_STATES: readonly ReplicaState[] = ['pending', 'starting', 'owned', 'ready', 'stopping', 'exited', 'failed'];

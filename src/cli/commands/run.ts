@@ -1,0 +1,160 @@
+import { readSysctls } from '../../host/sysctl.js';
+import { hostPort } from '../../launch/probe-host.js';
+import { launch } from '../../launch/launch.js';
+import { checkReadyWithHandoff, parseReadySpec } from '../../launch/ready-spec.js';
+import type { Handoff, LaunchOptions } from '../../launch/types.js';
+import { parseCommandArgs, usage, type Command } from '../command.js';
+import { procRoot } from '../env.js';
+import { resolveSource, sourceOptions } from '../source.js';
+import { parseDurationArg } from '../values.js';
+
+const help = `Usage: berth run [SOURCE] [--bind HOST] [--env NAME] [--handoff release|fd]
+                 [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
+                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--json] -- CMD ARG…
+
+Lease and hold a port, start CMD on it, wait until CMD's process tree owns the port and
+is ready, then supervise it: its output passes through unchanged, SIGINT/SIGTERM/SIGHUP
+are forwarded to its process group, and berth exits with its status (128+N for signal N).
+No connection is made to the port before the service owns it, so a readiness probe can
+never take the port as its own source port.
+
+CMD is run directly (no shell). In its arguments {port} becomes the port and {host} the
+--bind address (default 127.0.0.1); PORT (or --env NAME), BERTH_PORT, BERTH_NAME and
+BERTH_RUN_ID are set (BERTH_RUN_ID marks the whole process tree, daemons included).
+
+SOURCE (one of; default: the built-in "default" band, see 'berth doctor'):
+  --port P                     exactly this port (busy: exit 69 naming the holder)
+  --range LO-HI                any port of this inclusive range
+  --layout FILE --band NAME [--instance N]
+  --allow-ephemeral            allow ports inside the unreserved ephemeral range
+
+Options:
+  --handoff release  (default) berth closes its hold right before starting CMD, which binds
+                     the port itself; berth then checks that CMD's tree, not a stranger,
+                     listens on it (a stranger: exit 69 "stolen").
+  --handoff fd       the held listening socket becomes CMD's fd 3 (blocking, as systemd
+                     passes it) with LISTEN_FDS=1, LISTEN_PID=<CMD's pid>, LISTEN_FDNAMES=NAME:
+                     gunicorn --bind fd://3, uvicorn --fd 3, hypercorn --bind fd://3,
+                     Node listen({fd: 3}), Python socket.socket(fileno=3). No gap at all.
+  --ready SPEC       after ownership, poll until ready (10ms backing off to 250ms):
+                       http://HOST:{port}/PATH  a GET answers 2xx (localhost is probed as
+                                                127.0.0.1 or ::1, whichever CMD listens on)
+                       tcp                      a TCP connect succeeds (not with --handoff fd:
+                                                the kernel accepts into the backlog before CMD
+                                                calls accept(), so it proves nothing)
+                       cmd:COMMAND              COMMAND exits 0; run with /bin/sh -c since it is
+                                                your own shell text; {port} is replaced, PORT set
+                     Without --ready, owning the port is ready.
+  --ready-timeout D  give up after D (default 10m): exit 75
+  --ready-file F     when ready, write {name, host, port, pid, readyAt, waitedMs} to F
+                     atomically (F is removed first, so a waiter never sees an old one)
+  --diag-dir DIR     the run folder: stdout.log and stderr.log as the run goes, and
+                     diagnostics.json on failure (default: a private folder under the state
+                     directory, removed after a clean run, kept on failure)
+  --bind HOST        the address CMD should listen on ({host}, BERTH_HOST); berth probes it
+  --env NAME         also export the port as NAME instead of PORT
+  --name NAME        label for messages and the lease (default: CMD's basename)
+  --stop-grace D     after forwarding SIGTERM/SIGINT, SIGKILL the group after D (default 10s)
+  --json             berth's own lines on stderr (ready, warnings) as JSON objects
+
+When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
+
+Examples:
+  berth run --handoff fd --ready http://127.0.0.1:{port}/ -- \\
+      python3 -c 'import http.server as h, socket; s = h.HTTPServer(("", 0), h.SimpleHTTPRequestHandler, False); s.socket = socket.socket(fileno=3); s.serve_forever()'
+  berth run --ready http://127.0.0.1:{port}/ -- python3 -m http.server {port} --bind 127.0.0.1
+  berth run --layout layout.yaml --band engines --instance 0 --ready http://127.0.0.1:{port}/health \\
+      --ready-file engine0.json -- vllm serve my-model --port {port}
+  berth run --port 8000 --ready "cmd:grpc_health_probe -addr 127.0.0.1:{port}" -- ./server
+
+Exit codes: CMD's own status once it was ready (128+N for signal N); 64 usage; 69 no usable
+port (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
+74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
+and 75 the message names the diagnostics folder.`;
+
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+export const runCommand: Command = {
+  name: 'run',
+  summary: 'start a service on a held port, wait until it is ready, supervise it',
+  help,
+  async run(argv) {
+    const dd = argv.indexOf('--');
+    const own = dd < 0 ? argv : argv.slice(0, dd);
+    const command = dd < 0 ? [] : argv.slice(dd + 1);
+    const { values, positionals } = parseCommandArgs(
+      'run',
+      own,
+      {
+        ...sourceOptions,
+        bind: { type: 'string' },
+        env: { type: 'string' },
+        handoff: { type: 'string' },
+        ready: { type: 'string' },
+        'ready-timeout': { type: 'string' },
+        'ready-file': { type: 'string' },
+        'diag-dir': { type: 'string' },
+        name: { type: 'string' },
+        'stop-grace': { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      true,
+    );
+    if (positionals.length > 0) throw usage('run', `put the command after --, e.g. berth run --port 8000 -- ${positionals.join(' ')}`);
+    if (command.length === 0) throw usage('run', 'no command: put it after --, e.g. berth run -- python3 -m http.server {port}');
+    const handoff = values.handoff ?? 'release';
+    if (handoff !== 'release' && handoff !== 'fd') throw usage('run', `--handoff ${handoff}: expected release or fd`);
+    if (values.env !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(values.env)) throw usage('run', `--env ${JSON.stringify(values.env)}: not an environment variable name`);
+    let ready;
+    try {
+      ready = values.ready === undefined ? undefined : parseReadySpec(values.ready);
+      checkReadyWithHandoff(ready, handoff);
+    } catch (e) {
+      throw usage('run', (e as Error).message);
+    }
+    const root = procRoot();
+    const opts: LaunchOptions = {
+      command,
+      source: resolveSource('run', values, readSysctls(root)),
+      handoff: handoff as Handoff,
+      procRoot: root,
+      stdin: 'inherit',
+    };
+    if (ready !== undefined) opts.ready = ready;
+    if (values['allow-ephemeral']) opts.allowEphemeral = true;
+    if (values.bind !== undefined) opts.bind = values.bind;
+    if (values.env !== undefined) opts.envName = values.env;
+    if (values.name !== undefined) opts.name = values.name;
+    if (values['ready-timeout'] !== undefined) opts.readyTimeoutMs = parseDurationArg('run', '--ready-timeout', values['ready-timeout']);
+    if (values['stop-grace'] !== undefined) opts.stopGraceMs = parseDurationArg('run', '--stop-grace', values['stop-grace']);
+    if (values['ready-file'] !== undefined) opts.readyFile = values['ready-file'];
+    if (values['diag-dir'] !== undefined) opts.diagDir = values['diag-dir'];
+    const json = values.json === true;
+    const say = (text: string, obj: Record<string, unknown>) => process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
+    opts.onEvent = (e) => {
+      if (e.type === 'warning') say(`warning: ${e.message}`, { event: 'warning', message: e.message });
+    };
+
+    const handle = launch(opts);
+    const onSignal = (sig: NodeJS.Signals) => {
+      // TERM/INT end the service (forward, then KILL after the grace); HUP is only passed on.
+      if (sig === 'SIGHUP') handle.signal(sig);
+      else void handle.stop({ signal: sig });
+    };
+    for (const s of FORWARDED) process.on(s, onSignal);
+    try {
+      handle.ready.then(
+        (r) => say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s`, { event: 'ready', ...r }),
+        () => {},
+      );
+      const end = await handle.exited;
+      if (end.error) throw end.error;
+      if (end.ready && end.exitCode !== 0 && end.bundle) {
+        say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, { event: 'exited', status: end.exitCode, runDir: end.runDir });
+      }
+      return end.exitCode;
+    } finally {
+      for (const s of FORWARDED) process.off(s, onSignal);
+    }
+  },
+};

@@ -1,0 +1,80 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+
+/*
+ * The child's stdout and stderr go through berth unchanged and, chunk by chunk, into a log
+ * file with a synchronous write: when the pipe closes the file is complete, with nothing
+ * left in a buffer to lose if berth exits right after.
+ */
+
+const quiet = new WeakSet<object>();
+
+/** A passthrough whose reader went away (EPIPE) must not take the supervisor down. */
+function ignoreErrors(w: NodeJS.WritableStream): void {
+  if (quiet.has(w)) return;
+  quiet.add(w);
+  (w as NodeJS.EventEmitter).on('error', () => {});
+}
+
+export class OutputTee {
+  bytes = 0;
+  /** Set when the log could not be written (e.g. disk full); the stream still passes through. */
+  logError: string | undefined;
+  readonly closed: Promise<void>;
+  private fd: number | undefined;
+
+  constructor(
+    readonly logPath: string,
+    private readonly passthrough: NodeJS.WritableStream | null,
+    private readonly onData: () => void = () => {},
+  ) {
+    this.fd = openSync(logPath, 'w', 0o600);
+    if (passthrough) ignoreErrors(passthrough);
+    let resolveClosed!: () => void;
+    this.closed = new Promise((r) => (resolveClosed = r));
+    this.markClosed = resolveClosed;
+  }
+
+  private markClosed: () => void;
+
+  attach(stream: Readable | null): void {
+    if (!stream) {
+      this.markClosed();
+      return;
+    }
+    stream.on('data', (chunk: Buffer) => this.write(chunk));
+    stream.on('close', () => this.markClosed());
+    stream.on('error', () => this.markClosed());
+  }
+
+  private write(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    if (this.fd !== undefined) {
+      try {
+        let off = 0;
+        while (off < chunk.length) off += writeSync(this.fd, chunk, off);
+      } catch (e) {
+        this.logError = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+        this.closeLog();
+      }
+    }
+    if (this.passthrough) {
+      try {
+        this.passthrough.write(chunk);
+      } catch {
+        // reader gone: keep logging
+      }
+    }
+    this.onData();
+  }
+
+  closeLog(): void {
+    if (this.fd === undefined) return;
+    try {
+      closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+    this.fd = undefined;
+  }
+}

@@ -1,0 +1,109 @@
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type { Handoff } from './types.js';
+
+/*
+ * What exactly is exec'd: the user's argv (no shell), with `{port}`/`{host}` filled in, and
+ * for fd handoff a tiny exec shim in front. The shim exists because Node can neither clear
+ * O_NONBLOCK on the socket it hands over nor know the child's pid before exec: perl (in
+ * Debian's essential perl-base) opens fd 3, makes it blocking as systemd hands sockets
+ * over, keeps it inheritable, sets LISTEN_PID to its own pid and execs the command, which
+ * keeps that pid.
+ */
+
+export const PERL_SHIM = [
+  'use Fcntl;',
+  'open(my $s, "+<&=", 3) or die "berth fd shim: fd 3: $!\\n";',
+  'my $fl = fcntl($s, F_GETFL, 0) or die "berth fd shim: F_GETFL: $!\\n";',
+  'fcntl($s, F_SETFL, $fl & ~O_NONBLOCK) or die "berth fd shim: F_SETFL: $!\\n";',
+  // perl marks descriptors above $^F close-on-exec when it opens them; undo that.
+  'fcntl($s, F_SETFD, 0) or die "berth fd shim: F_SETFD: $!\\n";',
+  '$ENV{LISTEN_PID} = $$;',
+  'exec { $ARGV[0] } @ARGV;',
+  'print STDERR "berth: cannot execute $ARGV[0]: $!\\n"; exit 127;',
+].join(' ');
+
+/** Fallback without perl: right pid, but the socket stays non-blocking. */
+export const SH_SHIM = 'export LISTEN_PID=$$; exec "$0" "$@"';
+
+/** Absolute path of an executable `cmd` (as execvp would find it), undefined when none. */
+export function findExecutable(cmd: string, pathEnv: string | undefined, cwd = process.cwd()): string | undefined {
+  const ok = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (cmd.includes('/')) {
+    const p = cmd.startsWith('/') ? cmd : join(cwd, cmd);
+    return ok(p) ? p : undefined;
+  }
+  for (const dir of (pathEnv ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
+    const p = join(dir === '' ? '.' : dir, cmd);
+    if (ok(p)) return p;
+  }
+  return undefined;
+}
+
+export function substitute(text: string, vars: Record<string, string>): string {
+  let out = text;
+  for (const [k, v] of Object.entries(vars)) out = out.split(`{${k}}`).join(v);
+  return out;
+}
+
+/** sd_listen_fds names: up to 255 printable ASCII characters, no ':'. */
+export function fdName(name: string): string {
+  const s = name.replace(/[^\x21-\x7e]|:/g, '_').slice(0, 255);
+  return s === '' ? 'berth' : s;
+}
+
+export interface ChildEnvInput {
+  base: NodeJS.ProcessEnv;
+  port: number;
+  envName: string;
+  name: string;
+  runId: string;
+  handoff: Handoff;
+  bind?: string;
+}
+
+export function childEnv(i: ChildEnvInput): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...i.base };
+  // Never pass on a socket-activation set berth itself may have been given.
+  delete env.LISTEN_FDS;
+  delete env.LISTEN_PID;
+  delete env.LISTEN_FDNAMES;
+  env[i.envName] = String(i.port);
+  env.BERTH_PORT = String(i.port);
+  env.BERTH_NAME = i.name;
+  // Marks the whole process tree (survives setsid and double fork): see process-tree.ts.
+  env.BERTH_RUN_ID = i.runId;
+  if (i.bind !== undefined) env.BERTH_HOST = i.bind;
+  if (i.handoff === 'fd') {
+    env.LISTEN_FDS = '1';
+    env.LISTEN_FDNAMES = fdName(i.name);
+  }
+  return env;
+}
+
+export interface ExecPlan {
+  file: string;
+  args: string[];
+  /** Shown in diagnostics: what the service itself runs as. */
+  command: string[];
+  warning?: string;
+}
+
+export function execPlan(command: readonly string[], handoff: Handoff, perl: string | undefined): ExecPlan {
+  const [file, ...args] = command as [string, ...string[]];
+  if (handoff === 'release') return { file, args, command: [...command] };
+  if (perl !== undefined) return { file: perl, args: ['-e', PERL_SHIM, '--', ...command], command: [...command] };
+  return {
+    file: '/bin/sh',
+    args: ['-c', SH_SHIM, ...command],
+    command: [...command],
+    warning: 'perl not found: fd 3 is handed over in non-blocking mode (servers that expect a blocking socket may spin or fail on accept)',
+  };
+}

@@ -1,0 +1,332 @@
+// The port-space picture as ONE self-contained HTML file: inline CSS and SVG, no external
+// anything (a Content-Security-Policy forbids it), readable without JavaScript (SVG <title>
+// carries the exact numbers), and the full report JSON embedded so the page adds nothing the
+// JSON lacks.
+import { createHash } from 'node:crypto';
+import { formatRange } from '../host/intervals.js';
+import type { Finding, Severity } from '../layout/types.js';
+import {
+  bandSizeText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
+  orderedCounts, placeText, plural, privilegedText, socketOwnerText,
+} from './format.js';
+import { ephemeralOverlap, zoomDomain } from './geometry.js';
+import { esc, h, scriptJson, v } from './markup.js';
+import { renderStrip, STRIP_WIDTH, zoomTargets } from './strip.js';
+import type { PortSpaceReport } from './types.js';
+
+// Okabe-Ito palette; every meaning also has its own pattern or shape (see the legend).
+const CSS = `
+:root{--ink:#1d1d1f;--muted:#5b5b60;--line:#d0d0d5;--bg:#fff;--panel:#f6f6f8;--orange:#E69F00;--sky:#56B4E9;--green:#009E73;--yellow:#F0E442;--blue:#0072B2;--verm:#D55E00;--purple:#CC79A7}
+*{box-sizing:border-box}
+body{margin:0;padding:24px 28px 64px;font:14px/1.45 system-ui,-apple-system,"Segoe UI","DejaVu Sans","Liberation Sans",sans-serif;color:var(--ink);background:var(--bg)}
+main{max-width:${STRIP_WIDTH + 40}px;margin:0 auto}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}h3{font-size:15px;margin:18px 0 2px}
+.meta{color:var(--muted);margin:0 0 10px}
+code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",monospace;font-size:13px}
+.chips{display:flex;gap:8px;flex-wrap:wrap;margin:8px 0}
+.chip{display:inline-flex;align-items:center;gap:6px;padding:2px 10px;border-radius:12px;border:1.5px solid var(--ink);font-weight:600;font-size:13px}
+.sev{display:inline-flex;align-items:center;gap:5px;padding:1px 8px;border-radius:4px;font-weight:700;font-size:12px;letter-spacing:.03em;white-space:nowrap}
+.sev-error{background:var(--verm);color:#fff}.sev-warning{background:var(--orange);color:#000}.sev-info{background:var(--sky);color:#000}
+.facts{display:grid;grid-template-columns:max-content 1fr;gap:3px 18px;margin:6px 0;padding:10px 14px;background:var(--panel);border-radius:6px}
+.facts dt{color:var(--muted)}.facts dd{margin:0}
+figure{margin:6px 0 0}
+.strip{display:block;max-width:100%;height:auto;font-family:system-ui,"DejaVu Sans","Liberation Sans",sans-serif}
+.track-name{font-size:11px;fill:var(--muted)}
+.track-bg{fill:#fbfbfc;stroke:#c9c9ce;stroke-width:1}
+.free{fill:#fff;stroke:#9a9aa0;stroke-width:1}.free-label{fill:#5b5b60;font-weight:400;font-style:italic}
+.privileged{fill:url(#pat-priv);stroke:#55555a;stroke-width:1}
+.ephemeral{fill:url(#pat-eph);stroke:#8a5a00;stroke-width:1}
+.reserved{fill:url(#pat-res);stroke:#0a3d62;stroke-width:1}
+.band-rect{fill:var(--green);stroke:#003d2c;stroke-width:1.2}.band-rect.alt{fill:#2bb38c}
+.band:hover .band-rect{stroke:#000;stroke-width:2}
+.conflict{fill:url(#pat-conflict);stroke:#000;stroke-width:1}
+.window-line{stroke:#fff;stroke-width:1.2;opacity:.9}
+.win-label{font-size:11px;font-weight:700;fill:#fff;paint-order:stroke;stroke:#00000055;stroke-width:2px}
+.asked-rect{fill:none;stroke:#000;stroke-width:1.6;stroke-dasharray:5 3}
+.band-label,.asked-label{font-size:12px;font-weight:700;fill:var(--ink)}
+.asked-label{font-style:italic}
+.in-label{font-size:11px;font-weight:600;fill:#000;paint-order:stroke;stroke:#fff;stroke-width:3.5px;stroke-linejoin:round}
+.leader{fill:none;stroke:#6e6e73;stroke-width:.8}
+.guide{stroke:#3a3a3f;stroke-width:.9;stroke-dasharray:3 3}
+.grid{stroke:#ececf0;stroke-width:1}
+.axis{stroke:#55555a;stroke-width:1}
+.tick{font-size:11px;fill:var(--muted)}
+.bound{font-size:11px;font-weight:700;fill:var(--ink)}
+.note{font-size:11px;fill:var(--muted);font-style:italic}
+.mk-listener{fill:var(--blue);stroke:#fff;stroke-width:.8}
+.mk-timewait{stroke:var(--purple);stroke-width:2.4;stroke-linecap:round;fill:none}
+.mk-other{fill:#fff;stroke:#000;stroke-width:1.6}
+.mk-lease{fill:var(--yellow);stroke:#000;stroke-width:1.3}
+.mk-lease-stale{fill:#fff;stroke:#6e6e73;stroke-width:1.3;stroke-dasharray:2 1.5}
+.mk-label{font-size:11px;fill:var(--ink)}.mk-tag{fill:#fff;stroke:#c9c9ce;stroke-width:1}
+.tip:hover .mk-listener,.tip:hover .mk-other,.tip:hover .mk-lease{stroke:#000;stroke-width:2}
+.legend{display:grid;grid-template-columns:repeat(3,1fr);gap:6px 18px;list-style:none;margin:12px 0 0;padding:10px 14px;background:var(--panel);border-radius:6px}
+.legend li{display:flex;align-items:center;gap:8px}.legend svg{flex:none}
+#findings ol{list-style:none;margin:0;padding:0}
+.finding{margin:10px 0;padding:10px 14px;border:1px solid var(--line);border-left-width:6px;border-radius:6px}
+.finding.error{border-left-color:var(--verm)}.finding.warning{border-left-color:var(--orange);border-left-style:dashed}.finding.info{border-left-color:var(--sky);border-left-style:dotted}
+.finding .head{display:flex;gap:10px;align-items:baseline;flex-wrap:wrap}
+.finding .code-id{color:var(--muted)}
+.finding p{margin:6px 0}
+.fix{margin:8px 0 0;padding:8px 10px;background:var(--panel);border-radius:4px}
+.fix .how{margin:0 0 4px}
+.fix pre{margin:0;padding:6px 8px;background:#fff;border:1px solid var(--line);border-radius:4px;white-space:pre-wrap;overflow-wrap:anywhere}
+.fix code{user-select:all}
+.none{color:var(--muted);font-style:italic}
+.zoom-head{display:flex;gap:10px;align-items:baseline;flex-wrap:wrap}
+.clash{color:#000;font-weight:600;background:#fbe3d3;border:1px solid var(--verm);border-radius:4px;padding:0 6px}
+table{border-collapse:collapse;width:100%;margin:6px 0;font-size:13px}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{background:var(--panel);font-weight:600}
+td.num{font-variant-numeric:tabular-nums}
+td.cmd{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;overflow-wrap:anywhere;max-width:420px}
+tr.stale td{color:var(--muted)}
+footer{margin-top:28px;color:var(--muted);font-size:12px}
+#detail{position:fixed;left:16px;right:16px;bottom:12px;max-width:900px;margin:0 auto;padding:8px 12px;background:#1d1d1f;color:#fff;border-radius:6px;font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;white-space:pre-wrap;box-shadow:0 2px 10px #0005}
+#detail[hidden]{display:none}
+`;
+
+// Patterns are defined once and referenced by every strip and legend swatch.
+const DEFS = `<svg width="0" height="0" style="position:absolute" aria-hidden="true" focusable="false"><defs>
+<pattern id="pat-priv" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#dcdce0"/><path d="M0 1.5H6M0 4.5H6" stroke="#707075" stroke-width="1"/></pattern>
+<pattern id="pat-eph" width="7" height="7" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="7" height="7" fill="#f7d48b"/><path d="M0 0V7" stroke="#E69F00" stroke-width="3"/></pattern>
+<pattern id="pat-res" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#56B4E9"/><circle cx="3" cy="3" r="1.4" fill="#0a3d62"/></pattern>
+<pattern id="pat-conflict" width="8" height="8" patternUnits="userSpaceOnUse"><rect width="8" height="8" fill="#D55E00"/><path d="M0 0L8 8M8 0L0 8" stroke="#2b0f00" stroke-width="1.4"/></pattern>
+</defs></svg>`;
+
+// Progressive enhancement only: shows a marker's <title> at once in a bar at the bottom.
+const SCRIPT = `(()=>{const d=document.getElementById('detail');if(!d)return;const show=e=>{const t=e.target instanceof Element?e.target.closest('.tip'):null;const s=t&&t.querySelector(':scope>title');if(s){d.textContent=s.textContent;d.hidden=false}else d.hidden=true};document.addEventListener('mouseover',show);document.addEventListener('focusin',show)})();`;
+
+const SEV_MARK: Record<Severity, { icon: string; word: string }> = {
+  error: { icon: '✖', word: 'ERROR' },
+  warning: { icon: '▲', word: 'WARNING' },
+  info: { icon: '●', word: 'INFO' },
+};
+
+function sevBadge(s: Severity): string {
+  return h('span', { class: `sev sev-${s}` }, h('span', { 'aria-hidden': 'true' }, SEV_MARK[s].icon), SEV_MARK[s].word);
+}
+
+function swatch(inner: string): string {
+  return h('svg', { width: 30, height: 18, viewBox: '0 0 30 18', 'aria-hidden': 'true' }, inner);
+}
+
+function legend(report: PortSpaceReport): string {
+  const hst = report.host;
+  const box = (cls: string) => v('rect', { x: 1, y: 2, width: 28, height: 14, class: cls });
+  const items: [string, string][] = [
+    [box('privileged'), `privileged ${privilegedText(hst.unprivilegedStart)}: root only`],
+    [box('free'), 'room for bands: not privileged, not ephemeral'],
+    [box('ephemeral'), `ephemeral ${formatRange(hst.ephemeral)}: outgoing connect() takes these`],
+    [box('reserved'), 'reserved (ip_local_reserved_ports): never a source port'],
+    [box('band-rect') + v('path', { d: 'M15 4V14', class: 'window-line' }), 'band; white lines split instance windows #0, #1, …'],
+    [box('conflict'), 'CONFLICT: band ports in the unreserved ephemeral range'],
+    [v('rect', { x: 2, y: 3, width: 26, height: 12, class: 'asked-rect' }), 'range asked with --range or --port'],
+    [v('path', { d: 'M9.5 4H20.5L15 14Z', class: 'mk-listener' }), 'listener (LISTEN): port, command, pid'],
+    [v('path', { d: 'M11 5l8 8m0 -8l-8 8', class: 'mk-timewait' }), 'TIME_WAIT socket: blocks a later bind()'],
+    [v('circle', { cx: 15, cy: 9, r: 4, class: 'mk-other' }), 'other socket: ESTABLISHED, SYN_SENT, …'],
+    [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease' }), 'live lease: port promised to its owner'],
+    [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease-stale' }), 'stale lease: owner gone or expired'],
+    [v('path', { d: 'M15 1V17', class: 'guide' }), 'range boundary; exact port in bold below the axis'],
+  ];
+  return h('ul', { class: 'legend', id: 'legend', 'aria-label': 'Legend' }, ...items.map(([sw, label]) => h('li', {}, swatch(sw), h('span', {}, esc(label)))));
+}
+
+function findingItem(f: Finding, report: PortSpaceReport): string {
+  const bands = report.layout?.bands ?? [];
+  const where: string[] = [];
+  if (f.band !== undefined) where.push(`band ${f.band}`);
+  if (f.ranges && f.ranges.length > 0) where.push(`ports ${formatRanges(f.ranges)}`);
+  const fixes = (f.fixes ?? []).map((fix, i) =>
+    h(
+      'div',
+      { class: `fix fix-${fix.kind}`, 'data-kind': fix.kind },
+      h('p', { class: 'how' }, h('strong', {}, i === 0 ? 'Fix: ' : 'Or: '), esc(fix.description), fix.kind === 'band-range' ? esc(` (in ${report.layout?.source ?? 'the layout file'})`) : ''),
+      h('pre', {}, h('code', {}, esc(fixCode(fix, bands)))),
+    ),
+  );
+  return h(
+    'li',
+    { class: `finding ${f.severity}`, 'data-code': f.code, 'data-severity': f.severity },
+    h('div', { class: 'head' }, sevBadge(f.severity), h('code', { class: 'code-id' }, esc(f.code)), where.length > 0 ? h('span', {}, esc(where.join(', '))) : ''),
+    h('p', {}, esc(f.message)),
+    ...fixes,
+  );
+}
+
+function findingsSection(report: PortSpaceReport): string {
+  const s = report.summary;
+  const body =
+    report.findings.length === 0
+      ? h('p', { class: 'none' }, report.kind === 'doctor' ? 'No findings: the layout is safe on this host.' : 'No findings.')
+      : h('ol', {}, ...report.findings.map((f) => findingItem(f, report)));
+  return h('section', { id: 'findings' }, h('h2', {}, esc(`Findings: ${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')}, ${plural(s.infos, 'info', 'infos')}`)), body);
+}
+
+function factsSection(report: PortSpaceReport): string {
+  const hst = report.host;
+  const counts = orderedCounts(report.socketCounts).map(([k, n]) => `${k} ${n}`).join(', ');
+  const rows: [string, string][] = [
+    ['unprivileged start', `${hst.unprivilegedStart} (net.ipv4.ip_unprivileged_port_start)`],
+    ['ephemeral range', `${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range)`],
+    ['reserved ports', `${formatRanges(hst.reserved)} (net.ipv4.ip_local_reserved_ports)`],
+    ['unreserved ephemeral', `${formatRanges(hst.unreservedEphemeral)} (any outgoing connect() may take these)`],
+    ['IPv6', hst.ipv6 ? 'yes' : 'no'],
+    ['network namespace', hst.netns],
+    ['sockets on host', counts || 'none'],
+  ];
+  if (hst.skippedLines > 0) rows.push(['skipped lines', `${hst.skippedLines} malformed socket-table line(s)`]);
+  if (report.layout) rows.push(['layout', `${report.layout.source}: ${plural(report.layout.bands.length, 'band')}`]);
+  if (report.ranges.length > 0) rows.push(['asked ranges', formatRanges(report.ranges)]);
+  return h('dl', { class: 'facts', id: 'host' }, ...rows.map(([k, val]) => h('dt', {}, esc(k)) + h('dd', { class: 'mono' }, esc(val))));
+}
+
+function bandsTable(report: PortSpaceReport): string {
+  const bands = report.layout?.bands ?? [];
+  if (bands.length === 0) return '';
+  const rows = bands.map((b) => {
+    const clash = ephemeralOverlap(b, report.host.unreservedEphemeral);
+    return h(
+      'tr',
+      { 'data-band': b.name },
+      h('td', {}, h('strong', {}, esc(b.name))),
+      h('td', { class: 'num mono' }, esc(formatRange(b))),
+      h('td', { class: 'num' }, String(b.hi - b.lo + 1)),
+      h('td', { class: 'num' }, b.window ? `${b.window} × ${Math.ceil((b.hi - b.lo + 1) / b.window)}` : '—'),
+      h('td', {}, clash.length > 0 ? h('span', { class: 'clash' }, esc(`CONFLICT ${formatRanges(clash)} in the unreserved ephemeral range`)) : 'clear'),
+    );
+  });
+  return h('table', { id: 'bands' }, h('thead', {}, h('tr', {}, h('th', {}, 'Band'), h('th', {}, 'Ports'), h('th', {}, 'Size'), h('th', {}, 'Window × instances'), h('th', {}, 'Ephemeral range'))), h('tbody', {}, ...rows));
+}
+
+/**
+ * All bands at once when they sit in a small part of the port space (they usually do, low
+ * down, next to where the ephemeral range starts), so their neighbours and the boundary show.
+ */
+function layoutOverview(report: PortSpaceReport): string {
+  const bands = report.layout?.bands ?? [];
+  if (bands.length < 2) return '';
+  const span = { lo: Math.min(...bands.map((b) => b.lo)), hi: Math.max(...bands.map((b) => b.hi)) };
+  if (span.hi - span.lo + 1 > 65536 * 0.4) return '';
+  const domain = zoomDomain(span, { padFraction: 0.05 });
+  return h(
+    'figure',
+    { id: 'layout-overview' },
+    h('figcaption', { class: 'zoom-head' }, h('h3', {}, esc(`All bands: ports ${formatRange(domain)}`))),
+    renderStrip({ id: 'strip-layout', domain, report, detail: false, label: `The layout's bands, ports ${formatRange(domain)}` }),
+  );
+}
+
+function zoomSection(report: PortSpaceReport): string {
+  const targets = zoomTargets(report);
+  if (targets.length === 0) return '';
+  const figs = targets.map((t, i) => {
+    const domain = zoomDomain(t.range, { minSpan: 64 });
+    const inRange = (p: number) => p >= t.range.lo && p <= t.range.hi;
+    const nSock = report.sockets.filter((r) => inRange(r.localPort)).length;
+    const nLease = report.leases.filter((l) => inRange(l.port)).length;
+    const clash = ephemeralOverlap(t.range, report.host.unreservedEphemeral);
+    const name = t.band ? `Band ${t.band.name} ${formatRange(t.band)}` : `Range ${formatRange(t.range)}`;
+    const facts = [t.band ? bandSizeText(t.band) : `${t.range.hi - t.range.lo + 1} ports`, plural(nSock, 'socket'), plural(nLease, 'lease')].join(' · ');
+    const id = t.band ? `zoom-band-${i}` : `zoom-range-${i}`;
+    return h(
+      'figure',
+      { class: 'zoom-fig', id: `${id}-fig`, 'data-band': t.band?.name, 'data-lo': t.range.lo, 'data-hi': t.range.hi },
+      h('figcaption', { class: 'zoom-head' }, h('h3', {}, esc(name)), h('span', { class: 'meta' }, esc(facts)), clash.length === 0 ? '' : t.band ? h('span', { class: 'clash' }, esc(`CONFLICT: ${formatRanges(clash)} in the unreserved ephemeral range`)) : h('span', { class: 'meta' }, esc(`unreserved ephemeral: ${formatRanges(clash)}`))),
+      renderStrip({ id, domain, report, detail: true, label: `${name}, shown as ports ${formatRange(domain)}` }),
+    );
+  });
+  return h('section', { id: 'zooms' }, h('h2', {}, 'Bands and asked ranges, zoomed'), ...figs);
+}
+
+function socketsTable(report: PortSpaceReport): string {
+  const bands = report.layout?.bands ?? [];
+  const head = h('tr', {}, ...['Port', 'Band', 'State', 'IP', 'Local', 'Remote', 'Owner', 'Command line', 'UID', 'Inode'].map((c) => h('th', {}, c)));
+  const rows = [...report.sockets].sort((a, b) => a.localPort - b.localPort).map((r) =>
+    h(
+      'tr',
+      { class: `sock-row state-${r.state.toLowerCase()}`, 'data-port': r.localPort, 'data-pid': r.owners?.[0]?.pid ?? '' },
+      h('td', { class: 'num mono' }, String(r.localPort)),
+      h('td', {}, esc(placeText(r.localPort, bands) || '—')),
+      h('td', {}, esc(r.state)),
+      h('td', {}, `v${r.family}`),
+      h('td', { class: 'mono' }, esc(r.localAddress)),
+      h('td', { class: 'mono' }, r.state === 'LISTEN' ? '—' : esc(endpoint(r.remoteAddress, r.remotePort))),
+      h('td', {}, esc(socketOwnerText(r))),
+      h('td', { class: 'cmd' }, r.owners?.[0] ? esc(formatArgv(r.owners[0].cmdline)) : ''),
+      h('td', { class: 'num' }, String(r.uid)),
+      h('td', { class: 'num' }, String(r.inode)),
+    ),
+  );
+  const body = rows.length > 0 ? h('table', { id: 'sockets' }, h('thead', {}, head), h('tbody', {}, ...rows)) : h('p', { class: 'none', id: 'sockets' }, 'No sockets in the bands or asked ranges.');
+  return h('h3', {}, esc(`Sockets (${report.sockets.length})`)) + body;
+}
+
+function leasesTable(report: PortSpaceReport): string {
+  const bands = report.layout?.bands ?? [];
+  const reportTime = Date.parse(report.generatedAt);
+  const head = h('tr', {}, ...['Port', 'Band', 'Name', 'State', 'Owner', 'Expires', 'Slurm job', 'Created', 'Created by'].map((c) => h('th', {}, c)));
+  const rows = [...report.leases].sort((a, b) => a.port - b.port).map((l) =>
+    h(
+      'tr',
+      { class: l.live ? 'lease-row live' : 'lease-row stale', 'data-port': l.port },
+      h('td', { class: 'num mono' }, String(l.port)),
+      h('td', {}, esc(placeText(l.port, bands) || '—')),
+      h('td', {}, esc(l.name ?? '—')),
+      h('td', {}, l.live ? 'live' : 'stale'),
+      h('td', {}, esc(leaseOwnerText(l))),
+      h('td', {}, esc(expiryText(l, reportTime))),
+      h('td', {}, esc(leaseJobText(l) || '—')),
+      h('td', { class: 'mono' }, Number.isFinite(l.createdAt) ? esc(new Date(l.createdAt).toISOString()) : '—'),
+      h('td', {}, esc(`pid ${l.createdBy}`)),
+    ),
+  );
+  const body = rows.length > 0 ? h('table', { id: 'leases' }, h('thead', {}, head), h('tbody', {}, ...rows)) : h('p', { class: 'none', id: 'leases' }, 'No leases.');
+  return h('h3', {}, esc(`Leases (${report.leases.length})`)) + body;
+}
+
+/** The whole page. Deterministic: the same report gives the same bytes. */
+export function renderHtml(report: PortSpaceReport): string {
+  const hash = createHash('sha256').update(SCRIPT).digest('base64');
+  const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-${hash}'; img-src data:; base-uri 'none'; form-action 'none'`;
+  const s = report.summary;
+  const heading = `berth ${report.kind} — ${cleanText(report.hostname)}`;
+  const chips = [
+    h('span', { class: 'sev sev-error' }, esc(`✖ ${plural(s.errors, 'error')}`)),
+    h('span', { class: 'sev sev-warning' }, esc(`▲ ${plural(s.warnings, 'warning')}`)),
+    h('span', { class: 'sev sev-info' }, esc(`● ${plural(s.infos, 'info', 'infos')}`)),
+  ];
+  const full = renderStrip({ id: 'strip-full', domain: { lo: 0, hi: 65535 }, report, detail: false, ids: true, label: 'All TCP ports 0-65535 on this host' });
+  const body = h(
+    'main',
+    {},
+    h('header', {}, h('h1', {}, esc(heading)), h('p', { class: 'meta' }, esc(`${report.generatedAt} · ${report.host.netns}${report.layout ? ` · layout ${report.layout.source}` : ''}`)), h('div', { class: 'chips', id: 'summary' }, ...chips)),
+    h('section', { id: 'port-space' }, h('h2', {}, 'Port space 0-65535'), h('figure', {}, full), layoutOverview(report), legend(report)),
+    findingsSection(report),
+    h('section', { id: 'host-layout' }, h('h2', {}, report.layout ? 'Host and layout' : 'Host'), factsSection(report), bandsTable(report)),
+    zoomSection(report),
+    h('section', { id: 'tables' }, h('h2', {}, 'Sockets and leases in the bands and asked ranges'), socketsTable(report), leasesTable(report)),
+    h('footer', {}, esc('Made by berth. Hover any mark for exact numbers. The complete report (the same JSON as --json) is embedded in this file: script#berth-data.')),
+  );
+  return [
+    '<!DOCTYPE html>',
+    '<html lang="en">',
+    '<head>',
+    v('meta', { charset: 'utf-8' }),
+    v('meta', { 'http-equiv': 'Content-Security-Policy', content: csp }),
+    v('meta', { name: 'viewport', content: 'width=device-width, initial-scale=1' }),
+    v('meta', { name: 'generator', content: 'berth' }),
+    h('title', {}, esc(heading)),
+    h('style', {}, CSS),
+    '</head>',
+    '<body>',
+    DEFS,
+    body,
+    h('div', { id: 'detail', hidden: true, role: 'status', 'aria-live': 'polite' }),
+    `<script type="application/json" id="berth-data">${scriptJson(report)}</script>`,
+    `<script>${SCRIPT}</script>`,
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}

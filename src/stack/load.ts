@@ -1,0 +1,875 @@
+import { readFileSync } from 'node:fs';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import type { Document, Node, Pair } from 'yaml';
+import { BerthError, EXIT } from '../errors.js';
+import { formatRange } from '../host/intervals.js';
+import type { PortRange } from '../host/types.js';
+import type { Handoff, ReadySpec } from '../launch/types.js';
+import { DEFAULT_BAND } from '../layout/default-layout.js';
+import { parseLayout } from '../layout/parse.js';
+import type { Band, Layout } from '../layout/types.js';
+import { instanceCount } from '../layout/windows.js';
+import { parseDuration } from '../util/duration.js';
+import { findCycles } from './graph.js';
+import { describeTemplateError, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
+import {
+  DEFAULT_HOST,
+  DEFAULT_RESTART_LIMIT,
+  DEFAULT_STOP_GRACE_MS,
+  type DependCondition,
+  type ServiceSpec,
+  type StackSpec,
+} from './spec.js';
+import { didYouMean, isNullish, kindOf, quoteList, scalarText, scalarTextOrBool, toUint } from './yaml-nodes.js';
+
+/*
+ * Stack file (YAML), see StackSpec for the meaning of each field:
+ *
+ *   layout: ./layout.yaml          # or inline "bands:" (layout syntax); default: built-in
+ *   services:
+ *     NAME:
+ *       command: [PROGRAM, ARG…]   # required; argv, no shell
+ *       replicas: 2                # or "gpus" (Slurm, later)
+ *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
+ *       host: 127.0.0.1
+ *       env: { KEY: value }
+ *       cwd: ./dir                 # relative to the stack file; default its folder
+ *       handoff: release | fd
+ *       ready: http://127.0.0.1:{port}/health | tcp | cmd:COMMAND
+ *       ready_timeout: 10m
+ *       depends_on: { other: started | ready | completed }   # or [other] (= ready)
+ *       restart: no | on-failure
+ *       restart_limit: 3
+ *       stop_grace: 10s
+ *       job: true
+ *       logs: file | attach
+ *
+ * Which services get a port: one with band/port/range; one using {port} or `ready: tcp`;
+ * every non-job service unless it says `port: none`. So a job (a client) gets none unless
+ * it asks. Services without band/port/range take band "default" of the layout, or the
+ * built-in default band when the layout has none.
+ *
+ * Every problem is collected and reported at once, "file:line: service "x": …" per line.
+ */
+
+const TOP_KEYS = ['layout', 'bands', 'services'] as const;
+export const SERVICE_KEYS = [
+  'command', 'replicas', 'band', 'port', 'range', 'instance', 'host', 'env', 'cwd', 'handoff', 'ready',
+  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs',
+] as const;
+const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
+const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const EXAMPLE = 'services: { NAME: { command: [PROGRAM, ARG…] } }';
+const COMMAND_EXAMPLE = '[node, server.js, --port, "{port}"]';
+
+interface Problem {
+  line: number;
+  text: string;
+}
+
+interface Template {
+  /** "command[2]", "env MODEL", "ready" */
+  where: string;
+  line: number;
+  parts: TemplatePart[];
+}
+
+/** A service as read, with the lines the cross-service checks point at. */
+interface Draft {
+  spec: ServiceSpec;
+  templates: Template[];
+  source?: { kind: 'band'; name: string; line: number } | { kind: 'port'; port: number; line: number } | { kind: 'range'; range: PortRange; line: number } | { kind: 'none'; line: number };
+  instance?: { n: number; line: number };
+  replicasLine: number;
+  jobLine: number;
+  readyLine: number;
+  /** Fields were broken: skip checks that would only repeat the problem. */
+  broken: boolean;
+}
+
+const READ_REASONS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a parent of it is not a directory',
+};
+
+function readReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code ?? '';
+  return READ_REASONS[code] ?? (err as Error).message;
+}
+
+/** Path for messages: relative to the current directory when below it. */
+function shownPath(abs: string): string {
+  const rel = relative(process.cwd(), abs);
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? abs : rel;
+}
+
+class StackParser {
+  readonly problems: Problem[] = [];
+  private readonly lc = new LineCounter();
+  private doc!: Document.Parsed;
+  private layoutBroken = false;
+
+  constructor(
+    private readonly text: string,
+    private readonly file: string,
+    private readonly baseDir: string,
+  ) {}
+
+  private lineAt(offset: number): number {
+    let off = Math.min(offset, this.text.length);
+    while (off > 0 && off >= this.text.trimEnd().length) off--;
+    return Math.max(1, this.lc.linePos(off).line);
+  }
+
+  private lineOf(node: Node | null | undefined, fallback: number): number {
+    const start = node?.range?.[0];
+    return start === undefined ? fallback : this.lineAt(start);
+  }
+
+  add(line: number, text: string): void {
+    this.problems.push({ line, text: `${this.file}:${line}: ${text}` });
+  }
+
+  private deref(node: Node | null | undefined, line: number, what: string): Node | null | undefined {
+    if (!isAlias(node)) return node;
+    const target = node.resolve(this.doc) as Node | undefined;
+    if (target === undefined) this.add(line, `${what}: alias *${node.source} has no matching &${node.source} anchor`);
+    return target;
+  }
+
+  private keyName(pair: Pair<unknown, unknown>): string | undefined {
+    const k = pair.key as Node | null;
+    return k !== null && isScalar(k) && k.value !== null ? String(k.value) : undefined;
+  }
+
+  parse(): StackSpec | undefined {
+    this.doc = parseDocument(this.text, { lineCounter: this.lc, uniqueKeys: false, prettyErrors: false });
+    if (this.doc.errors.length > 0) {
+      for (const e of this.doc.errors) {
+        const msg = e.code === 'MULTIPLE_DOCS'
+          ? 'the file holds several YAML documents ("---"); a stack is a single document'
+          : `YAML syntax error: ${e.message.split('\n')[0]}`;
+        this.add(this.lineAt(e.pos[0]), msg);
+      }
+      return undefined;
+    }
+    const top = this.deref(this.doc.contents as Node | null, 1, 'top level');
+    if (isNullish(top)) {
+      this.add(1, `the stack is empty; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    if (!isMap(top)) {
+      this.add(this.lineOf(top, 1), `the top level must be a mapping with a "services" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    const pairs = new Map<string, Pair<unknown, unknown>>();
+    for (const pair of top.items) {
+      const line = this.lineOf(pair.key as Node, 1);
+      const name = this.keyName(pair);
+      if (name !== undefined && (TOP_KEYS as readonly string[]).includes(name)) {
+        const first = pairs.get(name);
+        if (first) this.add(line, `"${name}" appears twice (first at line ${this.lineOf(first.key as Node, 1)}); merge them into one`);
+        else pairs.set(name, pair);
+        continue;
+      }
+      const shown = name === undefined ? 'a non-text key' : `"${name}"`;
+      this.add(line, `unknown top-level key ${shown}${name ? didYouMean(name, TOP_KEYS) : ''}; allowed keys are ${quoteList(TOP_KEYS)}`);
+    }
+
+    const layoutPair = pairs.get('layout');
+    const bandsPair = pairs.get('bands');
+    let layout: Layout | undefined;
+    if (layoutPair && bandsPair) {
+      this.add(this.lineOf(bandsPair.key as Node, 1), `give either "layout: FILE" or inline "bands:", not both (layout is at line ${this.lineOf(layoutPair.key as Node, 1)})`);
+      this.layoutBroken = true;
+    } else if (layoutPair) layout = this.layoutFile(layoutPair);
+    else if (bandsPair) layout = this.inlineLayout(bandsPair, top.items);
+
+    const servicesPair = pairs.get('services');
+    if (!servicesPair) {
+      this.add(this.lineOf(top, 1), `no "services" key at the top level; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    const sLine = this.lineOf(servicesPair.key as Node, 1);
+    const sNode = this.deref(servicesPair.value as Node | null, sLine, '"services"');
+    if (isNullish(sNode)) {
+      this.add(sLine, `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
+      return undefined;
+    }
+    if (!isMap(sNode)) {
+      this.add(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, found ${kindOf(sNode)}; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    const drafts: Draft[] = [];
+    const seen = new Map<string, number>();
+    for (const pair of sNode.items) {
+      const d = this.service(pair, sLine, seen, layout);
+      if (d) drafts.push(d);
+    }
+    new CrossCheck(this, drafts, layout, this.layoutBroken).run();
+    const spec: StackSpec = { file: this.file, dir: this.baseDir, services: drafts.map((d) => d.spec) };
+    if (layout) spec.layout = layout;
+    return spec;
+  }
+
+  // ---- layout -------------------------------------------------------------------------
+
+  private layoutFile(pair: Pair<unknown, unknown>): Layout | undefined {
+    const line = this.lineOf(pair.key as Node, 1);
+    const v = this.deref(pair.value as Node | null, line, '"layout"');
+    const rel = scalarText(v);
+    if (rel === undefined || rel.trim() === '') {
+      this.add(this.lineOf(v, line), `"layout" must be the path of a layout file (relative to this stack file), found ${kindOf(v)}`);
+      this.layoutBroken = true;
+      return undefined;
+    }
+    const abs = resolve(this.baseDir, rel);
+    const shown = shownPath(abs);
+    let text: string;
+    try {
+      text = readFileSync(abs, 'utf8');
+    } catch (e) {
+      this.add(line, `layout ${JSON.stringify(rel)}: cannot read ${shown}: ${readReason(e)}`);
+      this.layoutBroken = true;
+      return undefined;
+    }
+    try {
+      return parseLayout(text, shown);
+    } catch (e) {
+      this.layoutBroken = true;
+      if (!(e instanceof BerthError)) throw e;
+      // The layout's own "file:line:" messages; listed where the stack names the layout.
+      const errors = (e.details?.errors as string[] | undefined) ?? [e.message];
+      for (const text of errors) this.problems.push({ line, text });
+      return undefined;
+    }
+  }
+
+  /**
+   * Inline `bands:` are read by the layout parser itself, so both accept the same syntax and
+   * say the same things. It is given the stack text with every other line blanked, which
+   * keeps line numbers right. A one-line (JSON) stack falls back to the bands alone.
+   */
+  private inlineLayout(pair: Pair<unknown, unknown>, topItems: Pair<unknown, unknown>[]): Layout | undefined {
+    const keyNode = pair.key as Node;
+    const valueNode = pair.value as Node | null;
+    const first = this.lineOf(keyNode, 1);
+    const endOffset = valueNode?.range?.[1] ?? keyNode.range?.[1] ?? 0;
+    const last = Math.max(first, this.lc.linePos(Math.max(0, endOffset - 1)).line);
+    const shared = topItems.some((p) => p !== pair && this.lineOf(p.key as Node, 0) >= first && this.lineOf(p.key as Node, 0) <= last);
+    let text: string;
+    if (!shared) {
+      const lines = this.text.split('\n');
+      text = lines.map((l, i) => (i + 1 >= first && i + 1 <= last ? l : '')).join('\n');
+    } else {
+      text = `${'\n'.repeat(first - 1)}bands: ${JSON.stringify((pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null)}\n`;
+    }
+    try {
+      return { ...parseLayout(text, this.file), source: this.file };
+    } catch (e) {
+      this.layoutBroken = true;
+      if (!(e instanceof BerthError)) throw e;
+      const errors = (e.details?.errors as string[] | undefined) ?? [e.message];
+      for (const t of errors) {
+        const m = /^.*?:(\d+): /.exec(t);
+        this.problems.push({ line: m ? Number(m[1]) : first, text: t });
+      }
+      return undefined;
+    }
+  }
+
+  // ---- one service --------------------------------------------------------------------
+
+  private service(pair: Pair<unknown, unknown>, parentLine: number, seen: Map<string, number>, layout: Layout | undefined): Draft | undefined {
+    const keyNode = pair.key as Node | null;
+    const line = this.lineOf(keyNode, parentLine);
+    const name = this.keyName(pair);
+    if (name === undefined) {
+      this.add(line, `service names must be plain text, found ${kindOf(keyNode)}`);
+      return undefined;
+    }
+    const label = `service ${JSON.stringify(name)}`;
+    let broken = false;
+    if (!SERVICE_NAME_RE.test(name)) {
+      this.add(line, `${label}: invalid name; use letters, digits, "_" and "-", starting with a letter`);
+      broken = true;
+    }
+    const first = seen.get(name);
+    if (first !== undefined) {
+      this.add(line, `${label}: defined twice (first at line ${first}); service names must be unique`);
+      return undefined;
+    }
+    seen.set(name, line);
+
+    const value = this.deref(pair.value as Node | null, line, label);
+    if (isNullish(value)) {
+      this.add(line, `${label}: has no settings; it needs at least "command: ${COMMAND_EXAMPLE}"`);
+      return undefined;
+    }
+    if (!isMap(value)) {
+      this.add(this.lineOf(value, line), `${label}: expected a mapping of settings (command, replicas, ready, …), found ${kindOf(value)}`);
+      return undefined;
+    }
+
+    const spec: ServiceSpec = {
+      name,
+      line,
+      command: [],
+      replicas: 1,
+      ports: { kind: 'default' },
+      host: DEFAULT_HOST,
+      env: {},
+      cwd: this.baseDir,
+      handoff: 'release',
+      dependsOn: [],
+      restart: { policy: 'no', limit: DEFAULT_RESTART_LIMIT },
+      stopGraceMs: DEFAULT_STOP_GRACE_MS,
+      job: false,
+      logs: 'file',
+    };
+    const d: Draft = { spec, templates: [], replicasLine: line, jobLine: line, readyLine: line, broken };
+    const keys = new Map<string, number>();
+    let hasCommand = false;
+    let limitLine: number | undefined;
+    let readyText: string | undefined;
+
+    for (const p of value.items) {
+      const kNode = p.key as Node | null;
+      const kLine = this.lineOf(kNode, line);
+      const key = this.keyName(p);
+      if (key === undefined || !(SERVICE_KEYS as readonly string[]).includes(key)) {
+        const shown = key === undefined ? 'a non-text key' : `"${key}"`;
+        this.add(kLine, `${label}: unknown key ${shown}${key ? didYouMean(key, SERVICE_KEYS) : ''}; allowed keys: ${SERVICE_KEYS.join(', ')}`);
+        continue;
+      }
+      const firstAt = keys.get(key);
+      if (firstAt !== undefined) {
+        this.add(kLine, `${label}: "${key}" is given twice (first at line ${firstAt})`);
+        continue;
+      }
+      keys.set(key, kLine);
+      const v = this.deref(p.value as Node | null, kLine, label);
+      if (v === undefined && isAlias(p.value)) continue;
+      const vLine = this.lineOf(v, kLine);
+      const fail = (msg: string, portsBroken = false) => {
+        this.add(vLine, `${label}: ${msg}`);
+        if (portsBroken) d.broken = true;
+      };
+      const text = scalarText(v);
+
+      switch (key) {
+        case 'command':
+          hasCommand = true;
+          if (text !== undefined) {
+            fail(`command must be a list (argv), e.g. ${COMMAND_EXAMPLE}, found the text ${JSON.stringify(text)}; berth runs no shell (write [sh, -c, "…"] if you need one)`);
+          } else if (!v || !isSeq(v) || v.items.length === 0) {
+            fail(`command must be a non-empty list (argv), e.g. ${COMMAND_EXAMPLE}, found ${v && isSeq(v) ? 'an empty list' : kindOf(v)}`);
+          } else {
+            v.items.forEach((item, i) => {
+              const it = this.deref(item as Node, vLine, label);
+              const t = scalarTextOrBool(it);
+              if (t === undefined) {
+                this.add(this.lineOf(it, vLine), `${label}: command[${i}] must be text, found ${kindOf(it)}`);
+              } else {
+                spec.command.push(t);
+                d.templates.push({ where: `command[${i}]`, line: this.lineOf(it, vLine), parts: this.template(t, `command[${i}]`, this.lineOf(it, vLine), label) });
+              }
+            });
+          }
+          break;
+        case 'replicas': {
+          d.replicasLine = kLine;
+          const n = text === undefined ? undefined : toUint(text.trim());
+          if (text?.trim() === 'gpus') spec.replicas = 'gpus';
+          else if (n === undefined || n < 1) fail(`replicas must be a whole number ≥ 1 or "gpus", found ${kindOf(v)}`, true);
+          else spec.replicas = n;
+          break;
+        }
+        case 'band':
+          if (text === undefined || text.trim() === '') fail(`band must be the name of a band of the layout, found ${kindOf(v)}`, true);
+          else d.source = this.setSource(d, { kind: 'band', name: text.trim(), line: kLine }, label);
+          break;
+        case 'port': {
+          if (text?.trim() === 'none') {
+            d.source = this.setSource(d, { kind: 'none', line: kLine }, label);
+            break;
+          }
+          const n = text === undefined ? undefined : toUint(text.trim());
+          if (n === undefined || n < 1 || n > 65535) fail(`port must be a TCP port 1-65535 or "none", found ${kindOf(v)}`, true);
+          else d.source = this.setSource(d, { kind: 'port', port: n, line: kLine }, label);
+          break;
+        }
+        case 'range': {
+          const r = text === undefined ? undefined : parseRangeText(text);
+          if (!r) fail(`range must be LO-HI with 1 ≤ LO ≤ HI ≤ 65535 (e.g. 20000-20099), found ${kindOf(v)}`, true);
+          else d.source = this.setSource(d, { kind: 'range', range: r, line: kLine }, label);
+          break;
+        }
+        case 'instance': {
+          const n = text === undefined ? undefined : toUint(text.trim());
+          if (n === undefined) fail(`instance must be a whole number ≥ 0, found ${kindOf(v)}`, true);
+          else d.instance = { n, line: kLine };
+          break;
+        }
+        case 'host':
+          if (text === undefined || text.trim() === '' || /\s/.test(text.trim())) fail(`host must be an address such as 127.0.0.1 or ::1, found ${kindOf(v)}`);
+          else if (text.trim().toLowerCase() === 'localhost') fail('host "localhost" may resolve to 127.0.0.1 or ::1, and a service bound to one is not reachable on the other; write 127.0.0.1 or ::1');
+          else spec.host = text.trim();
+          break;
+        case 'env':
+          if (!v || !isMap(v)) {
+            if (!isNullish(v)) fail(`env must be a mapping of variable names to text, e.g. { MODEL: tiny }, found ${kindOf(v)}`);
+            break;
+          }
+          for (const e of v.items) {
+            const eLine = this.lineOf(e.key as Node, vLine);
+            const eName = this.keyName(e);
+            if (eName === undefined || !ENV_NAME_RE.test(eName)) {
+              this.add(eLine, `${label}: env name ${eName === undefined ? kindOf(e.key as Node) : JSON.stringify(eName)} is not a variable name (letters, digits and "_", not starting with a digit)`);
+              continue;
+            }
+            const ev = this.deref(e.value as Node | null, eLine, label);
+            const et = scalarTextOrBool(ev);
+            if (et === undefined) {
+              this.add(this.lineOf(ev, eLine), `${label}: env ${eName} must be text, found ${kindOf(ev)}${isNullish(ev) ? ' (write "" for an empty value)' : ''}`);
+              continue;
+            }
+            spec.env[eName] = et;
+            d.templates.push({ where: `env ${eName}`, line: this.lineOf(ev, eLine), parts: this.template(et, `env ${eName}`, this.lineOf(ev, eLine), label) });
+          }
+          break;
+        case 'cwd':
+          if (text === undefined || text.trim() === '') fail(`cwd must be a directory path (relative to the stack file), found ${kindOf(v)}`);
+          else spec.cwd = resolve(this.baseDir, text);
+          break;
+        case 'handoff':
+          if (text !== 'release' && text !== 'fd') fail(`handoff must be "release" or "fd", found ${kindOf(v)}`);
+          else spec.handoff = text as Handoff;
+          break;
+        case 'ready':
+          d.readyLine = vLine;
+          if (text === undefined) fail(`ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found ${kindOf(v)}`);
+          else readyText = text;
+          break;
+        case 'ready_timeout':
+        case 'stop_grace': {
+          const ms = text === undefined ? undefined : parseDuration(text);
+          if (ms === undefined) fail(`${key} must be a duration like 500ms, 10s, 5m, found ${kindOf(v)}`);
+          else if (key === 'ready_timeout' && ms < 1) fail('ready_timeout must be more than 0');
+          else if (key === 'ready_timeout') spec.readyTimeoutMs = ms;
+          else spec.stopGraceMs = ms;
+          break;
+        }
+        case 'depends_on':
+          this.dependsOn(v, vLine, label, d);
+          break;
+        case 'restart':
+          if (text !== 'no' && text !== 'on-failure') {
+            const hint = v && isScalar(v) && v.value === false ? ' (write restart: "no")' : '';
+            fail(`restart must be "no" or "on-failure", found ${kindOf(v)}${hint}`);
+          } else spec.restart.policy = text;
+          break;
+        case 'restart_limit': {
+          limitLine = kLine;
+          const n = text === undefined ? undefined : toUint(text.trim());
+          if (n === undefined) fail(`restart_limit must be a whole number ≥ 0 (restarts after the first start), found ${kindOf(v)}`);
+          else spec.restart.limit = n;
+          break;
+        }
+        case 'job':
+          d.jobLine = kLine;
+          if (!v || !isScalar(v) || typeof v.value !== 'boolean') fail(`job must be true or false, found ${kindOf(v)}`);
+          else spec.job = v.value;
+          break;
+        case 'logs':
+          if (text !== 'attach' && text !== 'file') fail(`logs must be "file" (log files only) or "attach" (also streamed here), found ${kindOf(v)}`);
+          else spec.logs = text;
+          break;
+      }
+    }
+
+    if (!hasCommand) this.add(line, `${label}: missing "command: ${COMMAND_EXAMPLE}"`);
+    if (limitLine !== undefined && spec.restart.policy !== 'on-failure') {
+      this.add(limitLine, `${label}: restart_limit needs "restart: on-failure"`);
+    }
+    if (readyText !== undefined) {
+      const ready = this.readySpec(readyText, d.readyLine, label, d);
+      if (ready) spec.ready = ready;
+    }
+    if (d.instance && d.source?.kind !== 'band') {
+      this.add(d.instance.line, `${label}: instance needs "band: NAME" (it picks the band's instance window)`);
+      d.broken = true;
+    }
+    this.resolvePorts(d, layout, label);
+    return d;
+  }
+
+  private setSource(d: Draft, s: NonNullable<Draft['source']>, label: string): Draft['source'] {
+    if (d.source) {
+      const was = d.source.kind === 'none' ? 'port: none' : d.source.kind;
+      this.add(s.line, `${label}: give one of band, port or range (${was} is already given at line ${d.source.line})`);
+      d.broken = true;
+      return d.source;
+    }
+    return s;
+  }
+
+  private template(text: string, where: string, line: number, label: string): TemplatePart[] {
+    const { parts, errors } = parseTemplate(text);
+    for (const e of errors) this.add(line, `${label}: ${where} ${describeTemplateError(e)}`);
+    return parts;
+  }
+
+  private readySpec(t: string, line: number, label: string, d: Draft): ReadySpec | undefined {
+    const text = t.trim();
+    if (text === 'tcp') {
+      if (d.spec.handoff === 'fd') {
+        this.add(line, `${label}: "ready: tcp" cannot work with "handoff: fd": the inherited socket already listens, so a connect succeeds before the service runs; use ready: http://127.0.0.1:{port}/PATH or cmd:COMMAND`);
+        return undefined;
+      }
+      return { kind: 'tcp' };
+    }
+    if (text.startsWith('cmd:')) {
+      const command = text.slice(4).trim();
+      if (command === '') {
+        this.add(line, `${label}: "ready: cmd:" needs a command, e.g. cmd:curl -sf http://127.0.0.1:{port}/health`);
+        return undefined;
+      }
+      d.templates.push({ where: 'ready', line, parts: this.template(command, 'ready', line, label) });
+      return { kind: 'cmd', command };
+    }
+    if (/^https?:\/\//i.test(text)) {
+      if (/^https:/i.test(text)) {
+        this.add(line, `${label}: https readiness probes are not supported; probe the plain-http health endpoint, or use "ready: cmd:curl -sfk ${text}"`);
+        return undefined;
+      }
+      const { parts, errors } = parseTemplate(text);
+      for (const e of errors) this.add(line, `${label}: ready ${describeTemplateError(e)}`);
+      d.templates.push({ where: 'ready', line, parts });
+      if (errors.length > 0) return undefined;
+      // Stand-ins only to check the URL's shape before any port is leased.
+      const sample = parts.map((p) => (typeof p === 'string' ? p : p.field === 'host' ? '127.0.0.1' : p.field === 'name' ? 'svc' : p.field.startsWith('url') ? 'h' : '1')).join('');
+      let url: URL | undefined;
+      try {
+        url = new URL(sample);
+      } catch {
+        url = undefined;
+      }
+      if (!url || url.hostname === '') {
+        this.add(line, `${label}: ready ${JSON.stringify(text)} is not a valid URL; expected http://HOST:{port}/PATH`);
+        return undefined;
+      }
+      return { kind: 'http', url: text };
+    }
+    this.add(line, `${label}: ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found ${JSON.stringify(text)}`);
+    return undefined;
+  }
+
+  private dependsOn(v: Node | null | undefined, line: number, label: string, d: Draft): void {
+    const seen = new Map<string, number>();
+    const push = (service: string, condition: DependCondition, at: number) => {
+      const first = seen.get(service);
+      if (first !== undefined) {
+        this.add(at, `${label}: depends_on lists "${service}" twice (first at line ${first})`);
+        return;
+      }
+      seen.set(service, at);
+      d.spec.dependsOn.push({ service, condition, line: at });
+    };
+    if (isNullish(v)) return;
+    if (v && isSeq(v)) {
+      for (const item of v.items) {
+        const it = this.deref(item as Node, line, label);
+        const name = scalarText(it);
+        const at = this.lineOf(it, line);
+        if (name === undefined) this.add(at, `${label}: depends_on entries must be service names, found ${kindOf(it)}`);
+        else push(name, 'ready', at);
+      }
+      return;
+    }
+    if (v && isMap(v)) {
+      for (const p of v.items) {
+        const at = this.lineOf(p.key as Node, line);
+        const name = this.keyName(p);
+        if (name === undefined) {
+          this.add(at, `${label}: depends_on keys must be service names, found ${kindOf(p.key as Node)}`);
+          continue;
+        }
+        const cv = this.deref(p.value as Node | null, at, label);
+        const c = scalarText(cv);
+        if (c === undefined || !(CONDITIONS as readonly string[]).includes(c)) {
+          this.add(this.lineOf(cv, at), `${label}: depends_on "${name}": the condition must be started, ready or completed, found ${kindOf(cv)}`);
+          // Kept (the stack is refused anyway) so its placeholders are not also reported as undeclared.
+          push(name, 'ready', at);
+          continue;
+        }
+        push(name, c as DependCondition, at);
+      }
+      return;
+    }
+    this.add(this.lineOf(v, line), `${label}: depends_on must be a mapping { SERVICE: started|ready|completed } or a list of services (= ready), found ${kindOf(v)}`);
+  }
+
+  /** Band lookup and window checks need the layout; everything else is checked across services. */
+  private resolvePorts(d: Draft, layout: Layout | undefined, label: string): void {
+    const s = d.source;
+    if (!s) return; // inferred in the cross check, once templates are known
+    if (s.kind === 'none') d.spec.ports = { kind: 'none' };
+    else if (s.kind === 'port') d.spec.ports = { kind: 'port', port: s.port };
+    else if (s.kind === 'range') d.spec.ports = { kind: 'range', range: s.range };
+    else {
+      const band = layout?.bands.find((b) => b.name === s.name);
+      if (!band) {
+        // "default" without a layout band of that name is the built-in one, as for services without a source.
+        if (s.name === DEFAULT_BAND) {
+          d.spec.ports = { kind: 'default' };
+          if (d.instance && d.instance.n > 0) this.add(d.instance.line, `${label}: instance ${d.instance.n} needs a band with a window; the built-in band "default" is one instance (0)`);
+          return;
+        }
+        if (this.layoutBroken) return;
+        d.broken = true;
+        const names = layout ? layout.bands.map((b) => b.name) : [DEFAULT_BAND];
+        const where = layout ? `the layout (${layout.source})` : 'the built-in layout; add "layout: FILE" or inline "bands:"';
+        this.add(s.line, `${label}: band "${s.name}" is not in ${where}${didYouMean(s.name, names)}; bands: ${names.join(', ') || 'none'}`);
+        return;
+      }
+      const instance = d.instance?.n ?? 0;
+      d.spec.ports = { kind: 'band', band, instance };
+      if (band.window === undefined && instance > 0) {
+        this.add(d.instance!.line, `${label}: instance ${instance} needs band "${band.name}" to have a window; a band without "window:" is one instance (0)`);
+        d.broken = true;
+      }
+    }
+  }
+}
+
+function parseRangeText(text: string): PortRange | undefined {
+  const t = text.trim();
+  const dash = t.indexOf('-');
+  if (dash < 0) return undefined;
+  const lo = toUint(t.slice(0, dash).trim());
+  const hi = toUint(t.slice(dash + 1).trim());
+  if (lo === undefined || hi === undefined || lo < 1 || hi > 65535 || lo > hi) return undefined;
+  return { lo, hi };
+}
+
+function describeBand(b: Band): string {
+  return `band "${b.name}" (${formatRange(b)}${b.window === undefined ? '' : `, window ${b.window}`})`;
+}
+
+interface Claim {
+  service: string;
+  line: number;
+  range: PortRange;
+  what: string;
+  /** A band without windows is shared by design; it conflicts only with fixed ports/ranges. */
+  fixed: boolean;
+}
+
+/** Checks that need every service: dependencies, cycles, placeholders, ports, the job. */
+class CrossCheck {
+  private readonly byName: Map<string, Draft>;
+  private readonly names: string[];
+
+  constructor(
+    private readonly p: StackParser,
+    private readonly drafts: Draft[],
+    private readonly layout: Layout | undefined,
+    private readonly layoutBroken: boolean,
+  ) {
+    this.byName = new Map(drafts.map((d) => [d.spec.name, d]));
+    this.names = drafts.map((d) => d.spec.name);
+  }
+
+  private add(line: number, text: string): void {
+    this.p.add(line, text);
+  }
+
+  run(): void {
+    for (const d of this.drafts) this.inferPorts(d);
+    for (const d of this.drafts) this.dependencies(d);
+    this.cycles();
+    for (const d of this.drafts) this.placeholders(d);
+    this.ports();
+    this.jobs();
+  }
+
+  private inferPorts(d: Draft): void {
+    if (d.source) return;
+    const usesPort = d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && x.kind === 'self' && x.field === 'port'));
+    if (d.spec.job && !usesPort && d.spec.ready?.kind !== 'tcp') {
+      d.spec.ports = { kind: 'none' };
+      return;
+    }
+    const band = this.layout?.bands.find((b) => b.name === DEFAULT_BAND);
+    d.spec.ports = band ? { kind: 'band', band, instance: 0 } : { kind: 'default' };
+  }
+
+  private dependencies(d: Draft): void {
+    const label = `service "${d.spec.name}"`;
+    for (const dep of d.spec.dependsOn) {
+      if (dep.service === d.spec.name) {
+        this.add(dep.line, `${label}: depends on itself; remove "${dep.service}" from its depends_on`);
+        continue;
+      }
+      const target = this.byName.get(dep.service);
+      if (!target) {
+        this.add(dep.line, `${label}: depends on "${dep.service}", which is not a service of this stack${didYouMean(dep.service, this.names)}; services: ${this.names.join(', ')}`);
+        continue;
+      }
+      if (dep.condition === 'completed' && target.spec.job) {
+        this.add(dep.line, `${label}: depends on "${dep.service}" completing, but "${dep.service}" is the job: the stack ends when it exits`);
+      }
+    }
+  }
+
+  private cycles(): void {
+    const nodes = this.drafts.map((d) => ({ name: d.spec.name, dependsOn: d.spec.dependsOn.filter((x) => x.service !== d.spec.name) }));
+    for (const cycle of findCycles(nodes)) {
+      const from = this.byName.get(cycle[0]!)!;
+      const line = from.spec.dependsOn.find((x) => x.service === cycle[1])?.line ?? from.spec.line;
+      this.add(line, `service "${cycle[0]}": dependency cycle ${cycle.join(' → ')}; remove one of these depends_on entries`);
+    }
+  }
+
+  private placeholders(d: Draft): void {
+    const label = `service "${d.spec.name}"`;
+    if (d.spec.ready?.kind === 'tcp' && d.spec.ports.kind === 'none') this.add(d.readyLine, `${label}: "ready: tcp" needs a port, but the service has "port: none"`);
+    const deps = new Set(d.spec.dependsOn.map((x) => x.service));
+    const reported = new Set<string>();
+    for (const t of d.templates) {
+      for (const ph of t.parts) {
+        if (typeof ph === 'string') continue;
+        const key = `${t.where}\0${ph.text}`;
+        if (reported.has(key)) continue;
+        const say = (msg: string) => {
+          reported.add(key);
+          this.add(t.line, `${label}: ${t.where} uses ${ph.text}${msg}`);
+        };
+        if (ph.kind === 'self') {
+          if (ph.field === 'port' && d.spec.ports.kind === 'none') say(', but the service has "port: none"');
+          continue;
+        }
+        if (ph.service === d.spec.name) {
+          say(', its own service; write {port} for this replica\'s port (replicas of one service cannot refer to each other)');
+          continue;
+        }
+        const target = this.byName.get(ph.service);
+        if (!target) {
+          say(`, but there is no service "${ph.service}"${didYouMean(ph.service, this.names)}; services: ${this.names.join(', ')}`);
+          continue;
+        }
+        if (!deps.has(ph.service)) {
+          say(`, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`);
+          continue;
+        }
+        if (target.spec.ports.kind === 'none') {
+          say(`, but "${ph.service}" has no port (${target.source?.kind === 'none' ? '"port: none"' : 'a job without band, port, range or {port}'})`);
+          continue;
+        }
+        if ((ph.field === 'port' || ph.field === 'url') && target.spec.replicas !== 1) {
+          const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
+          say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s} (all of them, comma-separated)`);
+        }
+      }
+    }
+  }
+
+  private ports(): void {
+    const claims: Claim[] = [];
+    for (const d of this.drafts) {
+      if (d.broken) continue;
+      const label = `service "${d.spec.name}"`;
+      const ports = d.spec.ports;
+      const line = d.source?.line ?? d.spec.line;
+      const n = d.spec.replicas;
+      if (ports.kind === 'port') {
+        if (typeof n === 'number' && n > 1) {
+          this.add(d.replicasLine, `${label}: replicas ${n} with the fixed port ${ports.port}: every replica would need port ${ports.port}; use range: LO-HI or a band with a window`);
+          continue;
+        }
+        if (n === 'gpus') {
+          this.add(d.replicasLine, `${label}: replicas "gpus" with the fixed port ${ports.port}: every replica would need port ${ports.port}; use range: LO-HI or a band with a window`);
+          continue;
+        }
+        claims.push({ service: d.spec.name, line, range: { lo: ports.port, hi: ports.port }, what: `port ${ports.port}`, fixed: true });
+      } else if (ports.kind === 'range') {
+        claims.push({ service: d.spec.name, line, range: ports.range, what: `range ${formatRange(ports.range)}`, fixed: true });
+      } else if (ports.kind === 'band') {
+        const b = ports.band;
+        if (b.window === undefined) {
+          claims.push({ service: d.spec.name, line, range: { lo: b.lo, hi: b.hi }, what: describeBand(b), fixed: false });
+          continue;
+        }
+        if (n === 'gpus') continue; // the window count is known only under Slurm
+        const count = instanceCount(b);
+        const lastNeeded = ports.instance + n - 1;
+        if (lastNeeded >= count) {
+          const who = n === 1 ? `instance ${ports.instance} needs window ${ports.instance}` : `replicas ${n} from instance ${ports.instance} need windows ${ports.instance}-${lastNeeded}`;
+          this.add(d.replicasLine === d.spec.line ? line : d.replicasLine, `${label}: ${who} of ${describeBand(b)}, which has ${count} (0-${count - 1}); widen the band, use a smaller window, or lower replicas`);
+          continue;
+        }
+        for (let r = 0; r < n; r++) {
+          const w = ports.instance + r;
+          const lo = b.lo + w * b.window;
+          claims.push({ service: d.spec.name, line, range: { lo, hi: lo + b.window - 1 }, what: `replica ${r}'s window ${w} of band "${b.name}" (${formatRange({ lo, hi: lo + b.window - 1 })})`, fixed: true });
+        }
+      }
+    }
+    const reported = new Set<string>();
+    for (let j = 1; j < claims.length; j++) {
+      const b = claims[j]!;
+      for (let i = 0; i < j; i++) {
+        const a = claims[i]!;
+        if (a.service === b.service || (!a.fixed && !b.fixed)) continue;
+        const lo = Math.max(a.range.lo, b.range.lo);
+        const hi = Math.min(a.range.hi, b.range.hi);
+        if (lo > hi) continue;
+        const pair = `${a.service}\0${b.service}`;
+        if (reported.has(pair)) continue;
+        reported.add(pair);
+        this.add(b.line, `service "${b.service}": ${b.what} overlaps ${a.what} of service "${a.service}" (line ${a.line}) on ports ${formatRange({ lo, hi })}; give each service its own ports`);
+      }
+    }
+  }
+
+  private jobs(): void {
+    let first: Draft | undefined;
+    for (const d of this.drafts) {
+      if (!d.spec.job) continue;
+      const label = `service "${d.spec.name}"`;
+      if (d.spec.replicas !== 1) this.add(d.replicasLine, `${label}: a job runs once (the stack ends with its status); remove replicas or set it to 1`);
+      if (first) this.add(d.jobLine, `${label}: only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
+      else first = d;
+    }
+  }
+}
+
+/**
+ * Parses and validates a stack. `baseDir` is the folder relative paths (layout, cwd) are
+ * resolved against, normally the stack file's. Throws one BerthError(DATAERR) listing every
+ * problem, "file:line: …" per line (details.errors holds the same lines).
+ */
+export function parseStack(text: string, file: string, baseDir: string): StackSpec {
+  const p = new StackParser(text, file, resolve(baseDir));
+  const spec = p.parse();
+  if (p.problems.length > 0 || !spec) {
+    const errors = p.problems.map((x, i) => ({ ...x, i })).sort((a, b) => a.line - b.line || a.i - b.i).map((x) => x.text);
+    throw new BerthError(EXIT.DATAERR, errors.join('\n'), { file, errors });
+  }
+  return spec;
+}
+
+/** Reads and parses a stack file; an unreadable file is a DATAERR naming it. */
+export function loadStack(file: string): StackSpec {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new BerthError(EXIT.DATAERR, `${file}: cannot read stack file: ${readReason(err)}`, { file, code: (err as NodeJS.ErrnoException).code });
+  }
+  return parseStack(text, file, resolve(file, '..'));
+}

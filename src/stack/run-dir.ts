@@ -1,0 +1,268 @@
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, writeSync, type Stats } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { BerthError, EXIT } from '../errors.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { endpointUrl } from './placeholders.js';
+import type { ReplicaState } from './spec.js';
+
+/*
+ * The run directory of one `berth up`:
+ *   endpoints.json   every replica's host, port, url, pid, state; replaced atomically on every
+ *                    change, so a reader outside the stack never sees half a file
+ *   events.jsonl     every state change, one JSON object a line, appended (O_APPEND: whole lines)
+ *   logs/<service>-<replica>.out|.err
+ *   diagnostics/<service>-<replica>/   bundles of failed launches
+ * Private like the lease directory: created 0700, then checked for type, owner and mode.
+ */
+
+/** One line of events.jsonl. Optional fields are left out when unknown. */
+export interface StackEvent {
+  /** ISO 8601 UTC with milliseconds. */
+  t: string;
+  service: string;
+  replica: number;
+  state: ReplicaState;
+  pid?: number;
+  port?: number;
+  /** Exit status, or the exit code class berth gives a failure (69/70/75). */
+  code?: number | null;
+  signal?: string;
+  detail?: string;
+}
+
+/** One entry of endpoints.json. null where not (yet) known. */
+export interface EndpointRecord {
+  service: string;
+  replica: number;
+  host: string | null;
+  port: number | null;
+  url: string | null;
+  pid: number | null;
+  state: ReplicaState;
+  /** When it entered this state (ISO 8601 UTC). */
+  since: string;
+}
+
+export interface EndpointsDocument {
+  /** The stack file as given. */
+  stack: string;
+  runDir: string;
+  /** berth's own pid, so a reader can tell a live stack from a dead one. */
+  pid: number;
+  updated: string;
+  replicas: EndpointRecord[];
+}
+
+/** What the orchestrator reports; `t` defaults to now, host/pid/port stick once given. */
+export interface ReplicaUpdate {
+  service: string;
+  replica: number;
+  state: ReplicaState;
+  host?: string;
+  pid?: number;
+  port?: number;
+  code?: number | null;
+  signal?: string;
+  detail?: string;
+  t?: Date;
+}
+
+/** 2026-11-29T22:49:50.123Z → 20261129T224950Z */
+export function runStamp(now: Date): string {
+  return now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
+}
+
+/** Default run directory: ./berth-runs/<UTC timestamp> (a suffix -2, -3 … is added when taken). */
+export function defaultRunDir(cwd: string = process.cwd(), now: Date = new Date()): string {
+  return join(resolve(cwd), 'berth-runs', runStamp(now));
+}
+
+/** events.jsonl line (with its newline). Key order is fixed so lines read alike. */
+export function formatEvent(e: StackEvent): string {
+  const o: Record<string, unknown> = { t: e.t, service: e.service, replica: e.replica, state: e.state };
+  if (e.pid !== undefined) o.pid = e.pid;
+  if (e.port !== undefined) o.port = e.port;
+  if (e.code !== undefined) o.code = e.code;
+  if (e.signal !== undefined) o.signal = e.signal;
+  if (e.detail !== undefined) o.detail = e.detail;
+  return JSON.stringify(o) + '\n';
+}
+
+/** Applies an update to the replica table (pure); returns the event to log. */
+export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date = new Date()): StackEvent {
+  const t = (u.t ?? now).toISOString();
+  let rec = table.find((r) => r.service === u.service && r.replica === u.replica);
+  if (!rec) {
+    rec = { service: u.service, replica: u.replica, host: null, port: null, url: null, pid: null, state: u.state, since: t };
+    table.push(rec);
+  }
+  if (u.host !== undefined) rec.host = u.host;
+  if (u.port !== undefined) rec.port = u.port;
+  if (u.pid !== undefined) rec.pid = u.pid;
+  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port }) : null;
+  if (rec.state !== u.state) rec.since = t;
+  rec.state = u.state;
+  const ev: StackEvent = { t, service: u.service, replica: u.replica, state: u.state };
+  const pid = u.pid ?? rec.pid;
+  const port = u.port ?? rec.port;
+  if (pid !== null) ev.pid = pid;
+  if (port !== null) ev.port = port;
+  if (u.code !== undefined) ev.code = u.code;
+  if (u.signal !== undefined) ev.signal = u.signal;
+  if (u.detail !== undefined) ev.detail = u.detail;
+  return ev;
+}
+
+function refuse(path: string, what: string, todo: string, code: number = EXIT.IOERR): BerthError {
+  return new BerthError(code, `run directory ${path} ${what}; ${todo}`, { path });
+}
+
+function writeError(file: string, e: unknown): BerthError {
+  const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+  return new BerthError(EXIT.IOERR, `cannot write ${file} (${why}); check free space and permissions of the run directory`, { path: file });
+}
+
+/** Throws BerthError(74) unless `path` is a real directory of ours that others cannot write. */
+export function checkRunDir(path: string): Stats {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    throw refuse(path, `cannot be examined (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, 'check the path and its parents, or give another --run-dir');
+  }
+  const uid = process.getuid?.() ?? 0;
+  if (st.isSymbolicLink()) throw refuse(path, 'is a symbolic link (its logs could be redirected)', 'give the real path with --run-dir, or remove the link');
+  if (!st.isDirectory()) throw refuse(path, 'exists but is not a directory', 'give another --run-dir');
+  if (st.uid !== uid) throw refuse(path, `is owned by uid ${st.uid}, not by you (uid ${uid})`, 'give a --run-dir you own');
+  if ((st.mode & 0o022) !== 0) {
+    const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
+    throw refuse(path, `is writable by group or others (mode ${mode}), so others could alter logs and endpoints`, `run: chmod 700 ${path}`);
+  }
+  return st;
+}
+
+function mkdirPrivate(path: string, recursive: boolean): boolean {
+  try {
+    mkdirSync(path, { mode: 0o700, recursive });
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    throw refuse(path, `cannot be created (${code ?? (e as Error).message})`, 'check permissions of its parent, or give a writable --run-dir');
+  }
+}
+
+export interface RunDirOptions {
+  /** --run-dir; default ./berth-runs/<UTC timestamp>. */
+  dir?: string;
+  /** The stack file as given (recorded in endpoints.json). */
+  stack: string;
+  cwd?: string;
+  now?: Date;
+}
+
+export class RunDir {
+  readonly logsDir: string;
+  readonly endpointsFile: string;
+  readonly eventsFile: string;
+  private readonly table: EndpointRecord[] = [];
+  private eventsFd: number | undefined;
+
+  constructor(
+    /** Absolute path. */
+    readonly path: string,
+    private readonly stack: string,
+  ) {
+    this.logsDir = join(path, 'logs');
+    this.endpointsFile = join(path, 'endpoints.json');
+    this.eventsFile = join(path, 'events.jsonl');
+  }
+
+  /** logs/<service>-<replica>.out and .err */
+  logFiles(service: string, replica: number): { out: string; err: string } {
+    const base = join(this.logsDir, `${service}-${replica}`);
+    return { out: `${base}.out`, err: `${base}.err` };
+  }
+
+  /** Where a failed launch of this replica writes its bundle (created by the launcher). */
+  diagDir(service: string, replica: number, attempt = 0): string {
+    return join(this.path, 'diagnostics', attempt === 0 ? `${service}-${replica}` : `${service}-${replica}.restart-${attempt}`);
+  }
+
+  /** The current table (copies). */
+  replicas(): EndpointRecord[] {
+    return this.table.map((r) => ({ ...r }));
+  }
+
+  /** Records a state change: appends it to events.jsonl, then replaces endpoints.json. */
+  update(u: ReplicaUpdate): StackEvent {
+    const ev = applyUpdate(this.table, u);
+    this.appendEvent(ev);
+    this.writeEndpoints(ev.t);
+    return ev;
+  }
+
+  endpointsDocument(updated: string = new Date().toISOString()): EndpointsDocument {
+    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas() };
+  }
+
+  writeEndpoints(updated?: string): void {
+    try {
+      writeFileAtomic(this.endpointsFile, JSON.stringify(this.endpointsDocument(updated), null, 2) + '\n');
+    } catch (e) {
+      throw writeError(this.endpointsFile, e);
+    }
+  }
+
+  private appendEvent(ev: StackEvent): void {
+    try {
+      this.eventsFd ??= openSync(this.eventsFile, 'a', 0o600);
+      writeSync(this.eventsFd, formatEvent(ev));
+    } catch (e) {
+      throw writeError(this.eventsFile, e);
+    }
+  }
+
+  close(): void {
+    if (this.eventsFd !== undefined) closeSync(this.eventsFd);
+    this.eventsFd = undefined;
+  }
+}
+
+const PREVIOUS_RUN = ['endpoints.json', 'events.jsonl'];
+
+/**
+ * Creates (0700) and checks the run directory with its logs/ folder, and writes an empty
+ * endpoints.json. A given --run-dir may exist (a job script may make it) but must be private
+ * and must not hold a previous run; the default one is always new.
+ */
+export function createRunDir(opts: RunDirOptions): RunDir {
+  const cwd = resolve(opts.cwd ?? process.cwd());
+  let path: string;
+  if (opts.dir !== undefined) {
+    path = resolve(cwd, opts.dir);
+    mkdirPrivate(path, true);
+    checkRunDir(path);
+    const old = readdirSync(path).filter((n) => PREVIOUS_RUN.includes(n));
+    if (old.length > 0) {
+      throw refuse(path, `already holds a run (${old.join(', ')})`, 'give a new --run-dir, or remove the old one', EXIT.USAGE);
+    }
+  } else {
+    const base = join(cwd, 'berth-runs');
+    mkdirPrivate(base, false);
+    checkRunDir(base);
+    const stamp = runStamp(opts.now ?? new Date());
+    path = join(base, stamp);
+    // Two stacks started in the same second get -2, -3 …: mkdir without recursion is the lock.
+    for (let n = 2; !mkdirPrivate(path, false); n++) {
+      if (n > 1000) throw refuse(join(base, stamp), 'and 1000 numbered variants exist already', 'clean up berth-runs/ or give --run-dir');
+      path = join(base, `${stamp}-${n}`);
+    }
+    checkRunDir(path);
+  }
+  const dir = new RunDir(path, opts.stack);
+  mkdirPrivate(dir.logsDir, false);
+  checkRunDir(dir.logsDir);
+  dir.writeEndpoints();
+  return dir;
+}

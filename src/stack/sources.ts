@@ -1,0 +1,44 @@
+import type { PortSource } from '../allocate/types.js';
+import { BerthError, EXIT } from '../errors.js';
+import type { HostSysctls } from '../host/types.js';
+import { defaultLayout } from '../layout/default-layout.js';
+import { instanceWindow } from '../layout/windows.js';
+import type { ServiceSpec, StackSpec } from './spec.js';
+
+/**
+ * Where replica `replica` of a service takes its port from, or undefined when the service
+ * has none. Replica r of a windowed band takes window (instance + r); other sources are
+ * shared by all replicas (leases keep their ports distinct). The built-in default band
+ * depends on the host, hence `host`.
+ */
+export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: number, host: HostSysctls): PortSource | undefined {
+  const p = service.ports;
+  switch (p.kind) {
+    case 'none':
+      return undefined;
+    case 'port':
+      return { kind: 'port', port: p.port };
+    case 'range':
+      return { kind: 'range', range: { lo: p.range.lo, hi: p.range.hi } };
+    case 'default': {
+      const band = defaultLayout(host).bands[0];
+      if (!band) {
+        throw new BerthError(
+          EXIT.UNAVAILABLE,
+          `service "${service.name}": this host has no built-in "default" band (no usable port above the unprivileged start lies outside the ephemeral range); give the service a band, port or range, and run 'berth doctor' for the sysctl that frees some`,
+          { service: service.name },
+        );
+      }
+      return { kind: 'band', band: band.name, range: { lo: band.lo, hi: band.hi } };
+    }
+    case 'band': {
+      const src: PortSource = { kind: 'band', band: p.band.name, range: { lo: p.band.lo, hi: p.band.hi } };
+      if (stack.layout) src.layoutFile = stack.layout.source;
+      if (p.band.window !== undefined) {
+        src.instance = p.instance + replica;
+        src.range = instanceWindow(p.band, src.instance);
+      }
+      return src;
+    }
+  }
+}
