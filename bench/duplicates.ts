@@ -3,6 +3,7 @@
  * a fresh network namespace, each takes one port from one shared range and binds it for
  * real ~50 ms later; berth against get-port, portfinder and a naive bind-and-release scan.
  */
+import type { TrialOutcome } from './dup-coordinator.js';
 import type { AllocatorKind, DupChildResult } from './dup-child.js';
 import type { BenchContext } from './lib/context.js';
 import { table, type Section } from './lib/markdown.js';
@@ -28,25 +29,23 @@ interface Trial {
   allocMsMedian: number;
   allocMsMax: number;
   lateMsMax: number;
-  loadMs: number;
-  totalMs: number;
+  ms: number;
   firstError?: string;
 }
 
-function summarize(raw: { results: (DupChildResult | { lost: string })[]; loadMs: number; totalMs: number }): Trial {
-  const done = raw.results.filter((r): r is DupChildResult => !('lost' in r));
+function summarize(o: TrialOutcome): Trial {
+  const done = o.results.filter((r): r is DupChildResult => !('lost' in r));
   const ports = done.filter((r) => r.port !== undefined).map((r) => r.port!);
   const errs = done.filter((r) => r.allocError !== undefined);
   const t: Trial = {
     duplicates: ports.length - new Set(ports).size,
     failedBinds: done.filter((r) => r.port !== undefined && !r.bindOk).length,
     allocErrors: errs.length,
-    lost: raw.results.length - done.length,
+    lost: o.results.length - done.length,
     allocMsMedian: median(done.map((r) => r.allocMs)),
     allocMsMax: max(done.map((r) => r.allocMs)),
     lateMsMax: max(done.map((r) => r.lateMs)),
-    loadMs: raw.loadMs,
-    totalMs: raw.totalMs,
+    ms: o.ms,
   };
   if (errs[0]?.allocError) t.firstError = errs[0].allocError;
   return t;
@@ -75,21 +74,33 @@ export async function benchDuplicates(ctx: BenchContext): Promise<Section> {
   const levels = ctx.quick ? [8, 32] : [8, 32, 128, 256];
   const reps = ctx.quick ? 1 : 3;
   const trials = new Map<string, Trial[]>();
+  const loadMs: number[] = [];
   for (const n of levels) {
-    for (let rep = 0; rep < reps; rep++) {
-      // Allocators alternate within a repetition so no one of them always runs on a quieter box.
-      for (const kind of kinds) {
-        const stateDir = kind === 'berth' ? ctx.privateDir(`dup-state-${n}`) : undefined;
-        const raw = await runChildInNetns<{ results: (DupChildResult | { lost: string })[]; loadMs: number; totalMs: number }>(
-          scripts['dup-coordinator'],
-          { child: scripts['dup-child'], n, timeoutMs: 120_000, childConfig: { kind, lo: LO, hi: HI, lib, stateDir, bindDelayMs: BIND_DELAY_MS } },
-          { maxFiles: true },
-        );
-        const t = summarize(raw);
-        const key = `${kind}:${n}`;
-        trials.set(key, [...(trials.get(key) ?? []), t]);
-        ctx.log(`duplicates: ${kind} x${n} (rep ${rep + 1}/${reps}): ${t.duplicates} duplicates, ${t.failedBinds} failed binds, ${t.allocErrors} allocation errors${t.firstError ? ` (${t.firstError})` : ''}, ${t.totalMs} ms`);
-      }
+    // One set of n processes per level serves every trial; allocators take turns within a
+    // repetition, in a rotated order, so none always runs first (cold) or last.
+    const plan = Array.from({ length: reps }, (_, rep) => kinds.map((_, i) => kinds[(i + rep) % kinds.length]!)).flat();
+    const t0 = Date.now();
+    const res = await runChildInNetns<{ loadMs: number; outcomes: TrialOutcome[] }>(
+      scripts['dup-coordinator'],
+      {
+        child: scripts['dup-child'],
+        n,
+        timeoutMs: 120_000,
+        childConfig: { lo: LO, hi: HI, lib, bindDelayMs: BIND_DELAY_MS },
+        trials: plan.map((kind) => (kind === 'berth' ? { kind, stateDir: ctx.privateDir(`dup-state-${n}`) } : { kind })),
+      },
+      { maxFiles: true, timeoutMs: 30_000 + plan.length * 120_000 },
+    );
+    loadMs.push(res.loadMs);
+    for (const o of res.outcomes) {
+      const t = summarize(o);
+      const key = `${o.kind}:${n}`;
+      trials.set(key, [...(trials.get(key) ?? []), t]);
+    }
+    ctx.log(`duplicates x${n}: ${n} processes loaded in ${res.loadMs} ms; ${res.outcomes.length} trials in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    for (const k of kinds) {
+      const ts = trials.get(`${k}:${n}`) ?? [];
+      ctx.log(`  ${k}: duplicates ${ts.map((t) => t.duplicates).join('/')}, failed binds ${ts.map((t) => t.failedBinds).join('/')}, errors ${ts.map((t) => t.allocErrors + t.lost).join('/')}${ts.find((t) => t.firstError)?.firstError ? ` (${ts.find((t) => t.firstError)!.firstError})` : ''}`);
     }
   }
   const get = (kind: AllocatorKind, n: number) => trials.get(`${kind}:${n}`) ?? [];
@@ -122,8 +133,9 @@ export async function benchDuplicates(ctx: BenchContext): Promise<Section> {
     '',
     table(header, latRows),
     '',
-    `Each cell is the median over ${reps} trial${reps === 1 ? '' : 's'} (with the maximum when trials differ). Every trial runs in a fresh network namespace; all processes share the range ${LO}-${HI}. ` +
-      'Each allocator is its own node process; the coordinator starts them all, waits until every one has loaded its allocator, then hands out one start time (ms since epoch) ~0.2 s ahead and each process sleeps until it. ' +
+    `Each cell is the median over ${reps} trial${reps === 1 ? '' : 's'} (with the maximum when trials differ). Each level runs in its own fresh network namespace; all processes share the range ${LO}-${HI}. ` +
+      `For each level, that many node processes are started at once in the namespace and load every allocator (${loadMs.map((ms, i) => `${levels[i]}: ${fmt(ms / 1000, 1)} s`).join(', ')} until all were loaded); they then serve every trial of that level, allocators taking turns in a rotated order. ` +
+      'For a trial, the coordinator hands all processes one start time (ms since epoch) ~0.2 s ahead and each sleeps until it, allocates, and binds; when all have reported, they close their listeners (berth: release) and the next trial starts. ' +
       `The latest wake-up after the start time in any trial was ${fmt(late, 0)} ms (two cores shared by up to ${max(levels)} processes). ` +
       'Each process keeps its real listener open until all have reported, so a second service on the same port fails as it would in life. ' +
       `berth processes share one fresh private lease directory per trial and use \`reserve({source: range, count: 1, ttlMs: 120000})\`, then \`unhold()\` right before the real bind (the \`release\` handoff). Library: ${from}.`,

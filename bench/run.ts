@@ -117,8 +117,11 @@ async function main(): Promise<void> {
         sections.push(await b.run(ctx));
         ctx.log(`${b.title}: done in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       } catch (e) {
-        ctx.log(`${b.title}: FAILED: ${(e as Error).message}`);
-        sections.push({ title: b.title, body: `_Not measured: ${(e as Error).message.replace(/\n/g, ' ')}_`, summary: [{ what: b.title.replace(/^\d+\. /, ''), measured: 'failed', target: '—', verdict: 'failed' }] });
+        const msg = (e as Error).message;
+        ctx.log(`${b.title}: FAILED: ${msg}`);
+        // The first lines say what went wrong; the rest (usage text, stacks) is for the log.
+        const first = msg.split('\n').map((l) => l.trim()).filter((l) => l !== '').slice(0, 2).join(' ').slice(0, 300);
+        sections.push({ title: b.title, body: `_Not measured in this run: ${first}_`, summary: [{ what: b.title.replace(/^\d+\. /, ''), measured: 'failed', target: '—', verdict: 'failed' }] });
       }
     }
   } finally {

@@ -57,8 +57,9 @@ for i in 1 2 3; do
   for h in release fd; do
     if [ $h = fd ]; then listen=--fd; else listen="--host 0.0.0.0"; fi
     ${berthSh} run --port ${P} --allow-ephemeral --handoff $h --ready http://127.0.0.1:{port}/ -- \\
-      ${serviceSh} --delay 250 --exit-after 50 $listen
-    echo "RUN_\${i}_$(echo $h | tr a-z A-Z)=$?"
+      ${serviceSh} --delay 250 --exit-after-served 20 $listen
+    rc=$?
+    echo "RUN_\${i}_$(echo $h | tr a-z A-Z)=$rc"
   done
 done
 `, 60_000);

@@ -42,9 +42,15 @@ import type { Lease, LeaseRecord } from './types.js';
  * the moved file in place and say so loudly. Two lease holders can still never both
  * *hold*: the allocator binds a listening socket on the wildcard address before it
  * returns a port, and re-checks afterwards that the lease file at the path is its own
- * inode (waiting out a put-back in progress). The hole needs three processes to
- * interleave inside two windows of a few system calls each; before the rename we
- * re-check the inode to keep the first window as small as it can be.
+ * (same inode and text), waiting out a put-back in progress. What remains is the hole
+ * opening after that re-check for a holder that then lets go of its socket (`berth port`,
+ * handoff `release`): it needs a reclaimer that judged the previous, stale file to be
+ * descheduled between its check and its rename, and a third allocator to create a lease
+ * inside the put-back window. Before the rename we re-check the inode to keep the first
+ * window as small as it can be.
+ *
+ * "Ours" is inode and text together: once a file is unlinked, the filesystem may give
+ * its inode number to the next lease created, which may be someone else's.
  */
 
 export const LEASE_SUFFIX = '.lease';
@@ -254,11 +260,7 @@ export async function takeAway(
   return (await putBack(moved, path, o)) ? 'kept' : 'displaced';
 }
 
-/**
- * What makes a lease file ours: its inode and its exact text. The inode alone is not
- * enough: once a file is removed, the filesystem may give its inode number to the next
- * lease created, which may be someone else's.
- */
+/** What makes a lease file ours: its inode and its exact text (see the top of this file). */
 export interface LeaseIdentity {
   ino: number;
   text: string;
@@ -305,9 +307,10 @@ export async function removeOwnLease(path: string, id: LeaseIdentity, opts: Leas
 
 /**
  * Is the lease file at `path` still ours? A reclaimer may have it moved aside for a
- * moment (see the protocol), so a miss is retried for up to `waitMs`.
+ * moment (see the protocol), so a miss is retried for up to `waitMs`: longer than a
+ * put-back keeps trying, so a lease that is put back is always seen.
  */
-export async function leaseStillOurs(path: string, id: LeaseIdentity, waitMs = 1000): Promise<boolean> {
+export async function leaseStillOurs(path: string, id: LeaseIdentity, waitMs = defaults.putBackMs + 1000): Promise<boolean> {
   const deadline = Date.now() + waitMs;
   for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
     const f = readLeaseFile(path);

@@ -101,6 +101,22 @@ function addOwners(plan: Plan, procRoot: string, busy: Map<number, SocketRow>): 
 }
 
 /**
+ * Start times looked up once per pid for one reserve() call: under contention the same
+ * few owners hold most leases. Safe to keep for the call's few milliseconds: a pid seen
+ * alive that dies meanwhile only makes us skip a port, and a dead pid cannot come back
+ * with the same start time.
+ */
+function memoStartTime(): (pid: number) => number | undefined {
+  const seen = new Map<number, number | undefined>();
+  return (pid) => {
+    if (seen.has(pid)) return seen.get(pid);
+    const t = processStartTime(pid);
+    seen.set(pid, t);
+    return t;
+  };
+}
+
+/**
  * Lease and hold `count` distinct ports of a source, all or none (design.md §2
  * Reservation). Throws BerthError 69 explaining every excluded port, 74 when the lease
  * directory is unusable, 64 for bad options.
@@ -121,7 +137,8 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
   const host = readHostMap({ procRoot });
   const dir = openStateDir(opts.stateDir ?? resolveStateDir(), host.netns);
   const srcRanges = sourceRanges(opts.source);
-  const scan = scanLeaseDir(dir, { portFilter: (p) => inRanges(p, srcRanges) });
+  const store = { startTimeOf: memoStartTime() };
+  const scan = scanLeaseDir(dir, { ...store, portFilter: (p) => inRanges(p, srcRanges) });
   const leased = new Map<number, { pid?: number; name?: string }>();
   for (const l of scan.leases) if (l.live) leased.set(l.port, l);
   const plan = planCandidates({
@@ -157,7 +174,7 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
         now: Date.now(),
         createdBy: process.pid,
       });
-      const got = await acquireLease(dir, record);
+      const got = await acquireLease(dir, record, store);
       if (!got.ok) {
         if (got.reason === 'leased') {
           const e: AllocationReport['excluded']['leased'][number] = { port };

@@ -332,11 +332,7 @@ class Launch {
         if (own.state === 'foreign') {
           const uid = process.getuid?.();
           const hidden = own.strangers.every((s) => s.owners.length === 0 && s.row.uid === uid);
-          if (!hidden || ++invisible >= INVISIBLE_CONFIRMATIONS) {
-            const who = own.strangers.map(describeStranger).join('; ');
-            this.fail(EXIT.UNAVAILABLE, `${this.name}: port ${port} was stolen before the service bound it: ${who}`, { strangers: own.strangers });
-            return;
-          }
+          if (!hidden || ++invisible >= INVISIBLE_CONFIRMATIONS) return void this.failStolen(own);
         } else invisible = 0;
         // A service that died is reported by the exit handler; one still alive but silent keeps us polling.
         await this.sleep(Math.min(interval, Math.max(1, this.remainingMs())));
@@ -393,7 +389,7 @@ class Launch {
       const r = await attempt(budget);
       this.probe.attempts++;
       // An attempt cut short by the deadline says nothing about the service: keep the one before.
-      if (r.ok || budget === full || r.ms < budget) this.probe.last = { ...r, host };
+      if (r.ok || !r.timedOut || budget === full || this.probe.last === undefined) this.probe.last = { ...r, host };
       if (this.settled) return false;
       if (r.ok) return true;
       await this.sleep(Math.min(interval, Math.max(1, this.remainingMs())));
@@ -439,6 +435,21 @@ class Launch {
 
   // ---- supervision ------------------------------------------------------------------------
 
+  private failStolen(own: Extract<Ownership, { state: 'foreign' }>): void {
+    const who = own.strangers.map(describeStranger).join('; ');
+    this.fail(EXIT.UNAVAILABLE, `${this.name}: port ${this.port} was stolen before the service bound it: ${who}`, { strangers: own.strangers });
+  }
+
+  /** One more look when the service died before ready: a stranger on the port explains it. */
+  private reportStolen(): boolean {
+    if (!this.tree || this.port === undefined) return false;
+    const own = checkOwnership(this.procRoot, this.port, this.tree);
+    if (own.state !== 'foreign') return false;
+    this.lastOwnership = own;
+    this.failStolen(own);
+    return true;
+  }
+
   /** The child returned 0 to daemonize, and the daemon is gone too: it will never be ready. */
   private failIfTreeGone(): boolean {
     if (this.childExit === undefined || this.descendantsAlive()) return false;
@@ -464,6 +475,8 @@ class Launch {
       return;
     }
     if (!this.readyInfo) {
+      // A service that died because a stranger took its port was robbed, not broken.
+      if (this.handoff === 'release' && this.reportStolen()) return;
       const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
       this.fail(EXIT.SOFTWARE, `${this.name}: the service ${how} before it was ready (phase ${this.phase})`);
       return;
@@ -528,6 +541,7 @@ class Launch {
 
   /** Wait for the pipes to close, up to `ms` (descendants may hold them open). */
   private async drain(ms: number): Promise<void> {
+    if (this.child === undefined) return; // nothing was started: no pipes to wait for
     const both = Promise.all([this.out?.closed, this.err?.closed]);
     let t: NodeJS.Timeout | undefined;
     await Promise.race([both, new Promise((r) => (t = setTimeout(r, ms)))]);

@@ -11,9 +11,10 @@ const quiet = new WeakSet<object>();
 
 /** A passthrough whose reader went away (EPIPE) must not take the supervisor down. */
 function ignoreErrors(w: NodeJS.WritableStream): void {
-  if (quiet.has(w)) return;
+  const e = w as Partial<NodeJS.EventEmitter>;
+  if (quiet.has(w) || typeof e.on !== 'function') return;
   quiet.add(w);
-  (w as NodeJS.EventEmitter).on('error', () => {});
+  e.on('error', () => {});
 }
 
 export class OutputTee {

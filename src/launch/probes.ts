@@ -15,6 +15,8 @@ export interface ProbeResult {
   /** "HTTP 200", "HTTP 503", "ECONNREFUSED", "exit 1: <last output>", "timed out after 5s" */
   detail: string;
   ms: number;
+  /** The attempt ran out of its time (as opposed to an answer or an error). */
+  timedOut?: boolean;
 }
 
 const MAX_RESPONSE = 64 * 1024;
@@ -49,7 +51,7 @@ export function probeHttp(host: string, port: number, path: string, hostHeader: 
     let done = false;
     let got = Buffer.alloc(0);
     const sock = net.connect({ host, port, allowHalfOpen: true });
-    const finish = (detail: string, reset = true) => {
+    const finish = (detail: string, reset = true, timedOut = false) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
@@ -58,9 +60,9 @@ export function probeHttp(host: string, port: number, path: string, hostHeader: 
       if (reset && !sock.destroyed) sock.resetAndDestroy();
       else sock.destroy();
       const ok = code !== undefined && code >= 200 && code < 300;
-      resolve({ ok, detail: code !== undefined ? `HTTP ${code}` : detail, ms: elapsed(t0) });
+      resolve({ ok, detail: code !== undefined ? `HTTP ${code}` : detail, ms: elapsed(t0), ...(timedOut && code === undefined ? { timedOut } : {}) });
     };
-    const timer = setTimeout(() => finish(`timed out after ${timeoutMs}ms`), timeoutMs);
+    const timer = setTimeout(() => finish(`timed out after ${timeoutMs}ms`, true, true), timeoutMs);
     sock.on('connect', () => {
       sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostHeader}\r\nUser-Agent: berth-ready-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n`);
     });
@@ -80,7 +82,7 @@ export function probeTcp(host: string, port: number, timeoutMs: number): Promise
     const sock = net.connect({ host, port });
     const timer = setTimeout(() => {
       sock.destroy();
-      resolve({ ok: false, detail: `timed out after ${timeoutMs}ms`, ms: elapsed(t0) });
+      resolve({ ok: false, detail: `timed out after ${timeoutMs}ms`, ms: elapsed(t0), timedOut: true });
     }, timeoutMs);
     sock.on('connect', () => {
       clearTimeout(timer);
@@ -132,7 +134,7 @@ export function probeCmd(command: string, env: NodeJS.ProcessEnv, cwd: string | 
       clearTimeout(timer);
       const out = tail.trim();
       const why = timedOut ? `timed out after ${timeoutMs}ms` : signal ? `killed by ${signal}` : `exit ${code}`;
-      resolve({ ok: code === 0 && !timedOut, detail: out ? `${why}: ${out.split('\n').slice(-3).join(' | ')}` : why, ms: elapsed(t0) });
+      resolve({ ok: code === 0 && !timedOut, detail: out ? `${why}: ${out.split('\n').slice(-3).join(' | ')}` : why, ms: elapsed(t0), ...(timedOut ? { timedOut } : {}) });
     });
   });
 }

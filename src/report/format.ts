@@ -79,8 +79,10 @@ export function formatDuration(ms: number): string {
 /** Expiry relative to when the report was made (not to now: a saved report keeps its words). */
 export function expiryText(lease: ReportLease, reportTime: number): string {
   if (lease.expiresAt === undefined) return lease.pid !== undefined ? 'while owner lives' : 'never';
+  if (!Number.isFinite(lease.expiresAt)) return 'unknown';
+  if (!Number.isFinite(reportTime)) return new Date(lease.expiresAt).toISOString();
   const d = lease.expiresAt - reportTime;
-  return Number.isFinite(reportTime) ? (d >= 0 ? `in ${formatDuration(d)}` : `${formatDuration(d)} ago`) : new Date(lease.expiresAt).toISOString();
+  return d >= 0 ? `in ${formatDuration(d)}` : `${formatDuration(d)} ago`;
 }
 
 export function leaseOwnerText(lease: ReportLease): string {

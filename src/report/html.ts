@@ -117,19 +117,22 @@ function legend(report: PortSpaceReport): string {
   const items: [string, string][] = [
     [box('privileged'), `privileged ${privilegedText(hst.unprivilegedStart)}: root only`],
     [box('free'), 'room for bands: not privileged, not ephemeral'],
-    [box('ephemeral'), `ephemeral ${formatRange(hst.ephemeral)}: outgoing connect() takes these`],
-    [box('reserved'), 'reserved (ip_local_reserved_ports): never a source port'],
-    [box('band-rect') + v('path', { d: 'M15 4V14', class: 'window-line' }), 'band; white lines split instance windows #0, #1, …'],
-    [box('conflict'), 'CONFLICT: band ports in the unreserved ephemeral range'],
+    [box('ephemeral'), `ephemeral ${formatRange(hst.ephemeral)}: source ports of connect()`],
+    [box('reserved'), 'reserved: never picked as a source port'],
+    [box('band-rect') + v('path', { d: 'M15 4V14', class: 'window-line' }), 'band; white lines split instance windows'],
+    [box('conflict'), 'CONFLICT: band in unreserved ephemeral ports'],
     [v('rect', { x: 2, y: 3, width: 26, height: 12, class: 'asked-rect' }), 'range asked with --range or --port'],
     [v('path', { d: 'M9.5 4H20.5L15 14Z', class: 'mk-listener' }), 'listener (LISTEN): port, command, pid'],
     [v('path', { d: 'M11 5l8 8m0 -8l-8 8', class: 'mk-timewait' }), 'TIME_WAIT socket: blocks a later bind()'],
     [v('circle', { cx: 15, cy: 9, r: 4, class: 'mk-other' }), 'other socket: ESTABLISHED, SYN_SENT, …'],
     [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease' }), 'live lease: port promised to its owner'],
     [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease-stale' }), 'stale lease: owner gone or expired'],
-    [v('path', { d: 'M15 1V17', class: 'guide' }), 'range boundary; exact port in bold below the axis'],
+    [v('path', { d: 'M15 1V17', class: 'guide' }), 'range boundary (port in bold under the axis)'],
   ];
-  return h('ul', { class: 'legend', id: 'legend', 'aria-label': 'Legend' }, ...items.map(([sw, label]) => h('li', {}, swatch(sw), h('span', {}, esc(label)))));
+  // Only what can appear: no band entries without a layout, no asked-range entry without --range.
+  const hide = new Set<string>([...(report.layout ? [] : ['band-rect', 'conflict']), ...(report.ranges.length > 0 ? [] : ['asked-rect'])]);
+  const shown = items.filter(([sw]) => ![...hide].some((cls) => sw.includes(`class="${cls}"`)));
+  return h('ul', { class: 'legend', id: 'legend', 'aria-label': 'Legend' }, ...shown.map(([sw, label]) => h('li', {}, swatch(sw), h('span', {}, esc(label)))));
 }
 
 function findingItem(f: Finding, report: PortSpaceReport): string {
@@ -226,8 +229,8 @@ function zoomSection(report: PortSpaceReport): string {
     const nSock = report.sockets.filter((r) => inRange(r.localPort)).length;
     const nLease = report.leases.filter((l) => inRange(l.port)).length;
     const clash = ephemeralOverlap(t.range, report.host.unreservedEphemeral);
-    const name = t.band ? `Band ${t.band.name} ${formatRange(t.band)}` : `Range ${formatRange(t.range)}`;
-    const facts = [t.band ? bandSizeText(t.band) : `${t.range.hi - t.range.lo + 1} ports`, plural(nSock, 'socket'), plural(nLease, 'lease')].join(' · ');
+    const name = t.band ? `Band ${t.band.name} ${formatRange(t.band)}` : t.range.lo === t.range.hi ? `Port ${t.range.lo}` : `Range ${formatRange(t.range)}`;
+    const facts = [t.band ? bandSizeText(t.band) : plural(t.range.hi - t.range.lo + 1, 'port'), plural(nSock, 'socket'), plural(nLease, 'lease')].join(' · ');
     const id = t.band ? `zoom-band-${i}` : `zoom-range-${i}`;
     return h(
       'figure',
@@ -301,7 +304,7 @@ export function renderHtml(report: PortSpaceReport): string {
     'main',
     {},
     h('header', {}, h('h1', {}, esc(heading)), h('p', { class: 'meta' }, esc(`${report.generatedAt} · ${report.host.netns}${report.layout ? ` · layout ${report.layout.source}` : ''}`)), h('div', { class: 'chips', id: 'summary' }, ...chips)),
-    h('section', { id: 'port-space' }, h('h2', {}, 'Port space 0-65535'), h('figure', {}, full), layoutOverview(report), legend(report)),
+    h('section', { id: 'port-space' }, h('h2', {}, 'Port space 0-65535'), h('p', { class: 'meta' }, 'To scale. Hover any mark for its exact numbers; every band and asked range is zoomed further down.'), h('figure', {}, full), layoutOverview(report), legend(report)),
     findingsSection(report),
     h('section', { id: 'host-layout' }, h('h2', {}, report.layout ? 'Host and layout' : 'Host'), factsSection(report), bandsTable(report)),
     zoomSection(report),

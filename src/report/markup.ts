@@ -39,20 +39,21 @@ export function text(s: string): string {
   return esc(s);
 }
 
-/** SVG hover text with the exact numbers; read by browsers without any script. */
+/** SVG hover text with the exact numbers; read by browsers without any script. Keeps line breaks. */
 export function title(s: string): string {
-  return `<title>${esc(s)}</title>`;
+  return `<title>${s.split('\n').map(esc).join('\n')}</title>`;
 }
 
 /**
  * JSON safe inside <script type="application/json">: no "<" at all (so neither "</script"
- * nor "<!--" can appear), and U+2028/2029 escaped; JSON.parse gives back the same value.
+ * nor "<!--" can appear), U+2028/2029 and bidi controls escaped; JSON.parse gives back the
+ * same value.
  */
 export function scriptJson(value: unknown): string {
   return JSON.stringify(value, null, 1)
     .replace(/</g, '\\u003c')
     .replace(/>/g, '\\u003e')
     .replace(/&/g, '\\u0026')
-    .replace(/\u2028/g, '\\u2028')
-    .replace(/\u2029/g, '\\u2029');
+    // Line separators and bidi controls: harmless to JSON.parse, but not in view-source.
+    .replace(/[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }

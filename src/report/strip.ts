@@ -4,7 +4,7 @@
 import { formatRange, normalizeRanges, subtractRanges } from '../host/intervals.js';
 import type { PortRange } from '../host/types.js';
 import type { Band } from '../layout/types.js';
-import { bandText, endpoint, formatArgv, leaseJobText, expiryText, placeText, plural, socketOwnerText, type ReportLease, type ReportSocket } from './format.js';
+import { bandText, cleanText, endpoint, formatArgv, leaseJobText, expiryText, placeText, socketOwnerText, type ReportLease, type ReportSocket } from './format.js';
 import {
   assignLanes, bandWindows, ephemeralOverlap, groupByColumn, labelSpan, laneCount, makeScale, niceTicks, portCenterX, portX,
   pxPerPort, rangeRect, textWidth, type Scale, type Span,
@@ -96,7 +96,7 @@ function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands: readon
         x: col.x,
         port: first.localPort,
         tip: socketTip(col.items, bands),
-        label: col.items.length > 1 ? `${ports.map(formatRange).join(',')} ${plural(col.items.length, 'socket')}` : `${first.localPort} ${states}${who ? ` ${who}` : ''}`,
+        label: `${ports.map(formatRange).join(',')} ${states}${col.items.length > 1 ? ` ×${col.items.length}` : ''}${who ? ` ${who}` : ''}`,
         attrs: { 'data-port': first.localPort, 'data-count': col.items.length, 'data-state': states },
       });
     }
@@ -109,7 +109,7 @@ function leaseMarkers(s: Scale, leases: readonly ReportLease[], bands: readonly 
     .filter((l) => l.port >= s.lo && l.port <= s.hi)
     .map((l) => {
       const where = placeText(l.port, bands);
-      const name = l.name ?? '(unnamed)';
+      const name = l.name !== undefined ? cleanText(l.name) : '(unnamed)';
       const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid';
       const job = leaseJobText(l);
       return {
@@ -159,7 +159,11 @@ function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: bool
   // Leaders go underneath everything so they never cross a label's text.
   const leaders: string[] = [];
   // A label is the marker's own shape (so it reads which mark it names) followed by the text.
-  const labelSpans: Span[] = markers.map((m) => labelSpan(m.x, textWidth(m.label, 11) + 18, s.x0 - GUTTER + 4, s.x0 + s.width + RIGHT - 2));
+  // The tag starts under its marker (icon right below it) and runs to the right.
+  const labelSpans: Span[] = markers.map((m) => {
+    const w = textWidth(m.label, 11) + 18;
+    return labelSpan(m.x - 6 + w / 2, w, 4, s.x0 + s.width + RIGHT - 2);
+  });
   const labelLanes = detail ? assignLanes(labelSpans, 4) : [];
   const shown = labelLanes.filter((l) => l < MAX_LABEL_LANES);
   const labelH = detail && shown.length > 0 ? (Math.max(...shown) + 1) * 17 + 6 : 0;
@@ -240,6 +244,70 @@ function insideLabel(r: { x: number; width: number }, y: number, label: string, 
   return h('text', { x: r.x + r.width / 2, y, class: cls, 'text-anchor': 'middle' }, esc(label));
 }
 
+interface Labelled {
+  range: PortRange;
+  rect: { x: number; width: number };
+  label: string;
+  band?: Band;
+}
+
+interface LabelItem {
+  label: string;
+  span: Span;
+  /** Where the leader points: the middle of the member(s) on the strip. */
+  targetX: number;
+  /** Indices into the labelled list. */
+  members: number[];
+}
+
+/**
+ * Labels for bands and asked ranges above the strip, in as few lanes as it takes: "name lo-hi";
+ * when that needs too many lanes, names alone; when even that does, each run of colliding
+ * labels becomes one "N bands lo-hi" label (the zoomed strips name them all).
+ */
+function placeRangeLabels(labelled: readonly Labelled[]): { items: LabelItem[]; lanes: number[] } {
+  const spanFor = (text: string, cx: number) => labelSpan(cx, textWidth(text, LABEL_FONT) + 8, 4, STRIP_WIDTH - 4);
+  const single = (text: (l: Labelled) => string): LabelItem[] =>
+    labelled.map((l, i) => {
+      const cx = l.rect.x + l.rect.width / 2;
+      return { label: text(l), span: spanFor(text(l), cx), targetX: cx, members: [i] };
+    });
+  let items = single((l) => l.label);
+  let lanes = assignLanes(items.map((it) => it.span), 6);
+  if (laneCount(lanes) <= MAX_LABEL_LANES) return { items, lanes };
+  items = single((l) => (l.band ? l.band.name : formatRange(l.range)));
+  lanes = assignLanes(items.map((it) => it.span), 6);
+  if (laneCount(lanes) <= MAX_LABEL_LANES) return { items, lanes };
+  // Runs of overlapping name labels, left to right, each merged into one.
+  const order = items.map((_, i) => i).sort((a, b) => items[a]!.span.start - items[b]!.span.start);
+  const runs: number[][] = [];
+  let end = Number.NEGATIVE_INFINITY;
+  for (const i of order) {
+    const sp = items[i]!.span;
+    const last = runs[runs.length - 1];
+    if (last && sp.start < end + 6) {
+      last.push(i);
+      end = Math.max(end, sp.end);
+    } else {
+      runs.push([i]);
+      end = sp.end;
+    }
+  }
+  const merged = runs.map((run): LabelItem => {
+    if (run.length === 1) return items[run[0]!]!;
+    const ls = run.map((i) => labelled[i]!);
+    const lo = Math.min(...ls.map((l) => l.range.lo));
+    const hi = Math.max(...ls.map((l) => l.range.hi));
+    const what = ls.every((l) => l.band) ? 'bands' : ls.some((l) => l.band) ? 'bands and ranges' : 'ranges';
+    const label = `${ls.length} ${what} ${formatRange({ lo, hi })}`;
+    const x0 = Math.min(...ls.map((l) => l.rect.x));
+    const x1 = Math.max(...ls.map((l) => l.rect.x + l.rect.width));
+    const cx = (x0 + x1) / 2;
+    return { label, span: spanFor(label, cx), targetX: cx, members: run };
+  });
+  return { items: merged, lanes: assignLanes(merged.map((it) => it.span), 6) };
+}
+
 export function renderStrip(spec: StripSpec): string {
   const { report, detail } = spec;
   const hst = report.host;
@@ -250,12 +318,6 @@ export function renderStrip(spec: StripSpec): string {
   const minW = detail ? 2 : 3;
 
   // Band and asked-range labels above the band track, in lanes so none overlap.
-  interface Labelled {
-    range: PortRange;
-    rect: { x: number; width: number };
-    label: string;
-    band?: Band;
-  }
   const labelled: Labelled[] = [];
   for (const b of bands) {
     const rect = rangeRect(s, b, minW);
@@ -265,8 +327,7 @@ export function renderStrip(spec: StripSpec): string {
     const rect = rangeRect(s, r, minW);
     if (rect) labelled.push({ range: r, rect, label: `asked ${formatRange(r)}` });
   }
-  const spans = labelled.map((l) => labelSpan(l.rect.x + l.rect.width / 2, textWidth(l.label, LABEL_FONT) + 8, 4, STRIP_WIDTH - 4));
-  const lanes = assignLanes(spans, 6);
+  const { items: labelItems, lanes } = placeRangeLabels(labelled);
   const nLanes = laneCount(lanes);
 
   const top = 8;
@@ -340,15 +401,25 @@ export function renderStrip(spec: StripSpec): string {
   }
 
   // Bands, their conflicts with the unreserved ephemeral range, and instance windows.
+  // Label (with its leader) of each band or asked range that has one of its own.
+  const ownLabel = new Map<number, string>();
+  labelItems.forEach((it, k) => {
+    const ly = top + lanes[k]! * LABEL_LANE_H + 12;
+    const cx = (it.span.start + it.span.end) / 2;
+    const leader = v('path', { d: `M${num(cx)} ${num(ly + 3)}L${num(it.targetX)} ${num(bandsY)}`, class: 'leader' });
+    const first = labelled[it.members[0]!]!;
+    const cls = it.members.length > 1 ? 'band-label group-label' : first.band ? 'band-label' : 'asked-label';
+    const textEl = h('text', { x: cx, y: ly, class: cls, 'text-anchor': 'middle' }, esc(it.label));
+    if (it.members.length === 1) ownLabel.set(it.members[0]!, leader + textEl);
+    else {
+      const names = it.members.map((m) => { const l = labelled[m]!; return l.band ? `${l.band.name} ${formatRange(l.band)}` : `asked ${formatRange(l.range)}`; });
+      out.push(h('g', { class: 'band-group tip', 'data-bands': String(it.members.length) }, title(`${it.label}:\n${names.join('\n')}`), leader, textEl));
+    }
+  });
   labelled.forEach((l, i) => {
-    const span = spans[i]!;
-    const ly = top + lanes[i]! * LABEL_LANE_H + 12;
-    const cx = (span.start + span.end) / 2;
-    const mid = l.rect.x + l.rect.width / 2;
-    const leader = v('path', { d: `M${num(cx)} ${num(ly + 3)}L${num(mid)} ${num(bandsY)}`, class: 'leader' });
-    const labelText = h('text', { x: cx, y: ly, class: l.band ? 'band-label' : 'asked-label', 'text-anchor': 'middle' }, esc(l.label));
+    const labelMarkup = ownLabel.get(i) ?? '';
     if (!l.band) {
-      out.push(h('g', { class: 'asked tip', 'data-lo': l.range.lo, 'data-hi': l.range.hi }, title(`asked range ${formatRange(l.range)}`), v('rect', { x: l.rect.x, y: bandsY + 1, width: l.rect.width, height: TRACK_H - 2, class: 'asked-rect' }), leader, labelText));
+      out.push(h('g', { class: 'asked tip', 'data-lo': l.range.lo, 'data-hi': l.range.hi }, title(`asked range ${formatRange(l.range)}`), v('rect', { x: l.rect.x, y: bandsY + 1, width: l.rect.width, height: TRACK_H - 2, class: 'asked-rect' }), labelMarkup));
       return;
     }
     const b = l.band;
@@ -375,7 +446,7 @@ export function renderStrip(spec: StripSpec): string {
         }
       });
     }
-    parts.push(leader, labelText);
+    parts.push(labelMarkup);
     out.push(h('g', { class: 'band tip', 'data-band': b.name, 'data-lo': b.lo, 'data-hi': b.hi, 'data-window': b.window }, ...parts));
   });
 

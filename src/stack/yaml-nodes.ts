@@ -72,3 +72,30 @@ export function didYouMean(word: string, allowed: Iterable<string>): string {
 }
 
 export const quoteList = (items: readonly string[]): string => items.map((k) => `"${k}"`).join(', ');
+
+/**
+ * yaml notices an unclosed "{", "[" or quote only where the next line starts; find the line
+ * that opened it instead (the nearest earlier line with more openers than closers).
+ */
+export function unclosedBefore(text: string, message: string, errLine: number): { line: number; char: string } | undefined {
+  const pairs: [string, string, string, string][] = [
+    ['Flow map', '{', '}', '"{"'],
+    ['Flow sequence', '[', ']', '"["'],
+    ['"quote', '"', '"', 'double quote'],
+    ["'quote", "'", "'", 'single quote'],
+  ];
+  const hit = pairs.find(([m]) => message.includes(m));
+  if (!hit) return undefined;
+  const [, open, close, shown] = hit;
+  const lines = text.split('\n');
+  for (let n = Math.min(errLine, lines.length); n >= 1; n--) {
+    let opens = 0;
+    let closes = 0;
+    for (const ch of lines[n - 1]!) {
+      if (ch === open) opens++;
+      else if (ch === close) closes++;
+    }
+    if (open === close ? opens % 2 === 1 : opens > closes) return { line: n, char: shown };
+  }
+  return undefined;
+}

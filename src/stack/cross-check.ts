@@ -1,0 +1,229 @@
+import { formatRange } from '../host/intervals.js';
+import type { PortRange } from '../host/types.js';
+import { DEFAULT_BAND } from '../layout/default-layout.js';
+import type { Band, Layout } from '../layout/types.js';
+import { instanceCount } from '../layout/windows.js';
+import { findCycles } from './graph.js';
+import type { TemplatePart } from './placeholders.js';
+import type { ServiceSpec } from './spec.js';
+import { didYouMean } from './yaml-nodes.js';
+
+/*
+ * Checks of a stack that need every service at once (the loader reads each service alone):
+ * which services get a port, dependencies and cycles, placeholders, overlapping ports, the job.
+ */
+
+export interface Template {
+  /** "command[2]", "env MODEL", "ready" */
+  where: string;
+  line: number;
+  parts: TemplatePart[];
+}
+
+/** A service as read, with the lines the cross-service checks point at. */
+export interface Draft {
+  spec: ServiceSpec;
+  templates: Template[];
+  source?: { kind: 'band'; name: string; line: number } | { kind: 'port'; port: number; line: number } | { kind: 'range'; range: PortRange; line: number } | { kind: 'none'; line: number };
+  instance?: { n: number; line: number };
+  replicasLine: number;
+  jobLine: number;
+  readyLine: number;
+  /** Fields were broken: skip checks that would only repeat the problem. */
+  broken: boolean;
+}
+
+function describeBand(b: Band): string {
+  return `band "${b.name}" (${formatRange(b)}${b.window === undefined ? '' : `, window ${b.window}`})`;
+}
+
+interface Claim {
+  service: string;
+  line: number;
+  range: PortRange;
+  what: string;
+  /** A band without windows is shared by design; it conflicts only with fixed ports/ranges. */
+  fixed: boolean;
+}
+
+/** Checks that need every service: dependencies, cycles, placeholders, ports, the job. */
+export class CrossCheck {
+  private readonly byName: Map<string, Draft>;
+  private readonly names: string[];
+
+  constructor(
+    private readonly report: (line: number, text: string) => void,
+    private readonly drafts: Draft[],
+    private readonly layout: Layout | undefined,
+  ) {
+    this.byName = new Map(drafts.map((d) => [d.spec.name, d]));
+    this.names = drafts.map((d) => d.spec.name);
+  }
+
+  private add(line: number, text: string): void {
+    this.report(line, text);
+  }
+
+  run(): void {
+    for (const d of this.drafts) this.inferPorts(d);
+    for (const d of this.drafts) this.dependencies(d);
+    this.cycles();
+    for (const d of this.drafts) this.placeholders(d);
+    this.ports();
+    this.jobs();
+  }
+
+  private inferPorts(d: Draft): void {
+    if (d.source) return;
+    const usesPort = d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && x.kind === 'self' && x.field === 'port'));
+    if (d.spec.job && !usesPort && d.spec.ready?.kind !== 'tcp') {
+      d.spec.ports = { kind: 'none' };
+      return;
+    }
+    const band = this.layout?.bands.find((b) => b.name === DEFAULT_BAND);
+    d.spec.ports = band ? { kind: 'band', band, instance: 0 } : { kind: 'default' };
+  }
+
+  private dependencies(d: Draft): void {
+    const label = `service "${d.spec.name}"`;
+    for (const dep of d.spec.dependsOn) {
+      if (dep.service === d.spec.name) {
+        this.add(dep.line, `${label}: depends on itself; remove "${dep.service}" from its depends_on`);
+        continue;
+      }
+      const target = this.byName.get(dep.service);
+      if (!target) {
+        this.add(dep.line, `${label}: depends on "${dep.service}", which is not a service of this stack${didYouMean(dep.service, this.names)}; services: ${this.names.join(', ')}`);
+        continue;
+      }
+      if (dep.condition === 'completed' && target.spec.job) {
+        this.add(dep.line, `${label}: depends on "${dep.service}" completing, but "${dep.service}" is the job: the stack ends when it exits`);
+      }
+    }
+  }
+
+  private cycles(): void {
+    const nodes = this.drafts.map((d) => ({ name: d.spec.name, dependsOn: d.spec.dependsOn.filter((x) => x.service !== d.spec.name) }));
+    for (const cycle of findCycles(nodes)) {
+      const from = this.byName.get(cycle[0]!)!;
+      const line = from.spec.dependsOn.find((x) => x.service === cycle[1])?.line ?? from.spec.line;
+      this.add(line, `service "${cycle[0]}": dependency cycle ${cycle.join(' → ')}; remove one of these depends_on entries`);
+    }
+  }
+
+  private placeholders(d: Draft): void {
+    const label = `service "${d.spec.name}"`;
+    if (d.spec.ready?.kind === 'tcp' && d.spec.ports.kind === 'none') this.add(d.readyLine, `${label}: "ready: tcp" needs a port, but the service has "port: none"`);
+    const deps = new Set(d.spec.dependsOn.map((x) => x.service));
+    const reported = new Set<string>();
+    for (const t of d.templates) {
+      for (const ph of t.parts) {
+        if (typeof ph === 'string') continue;
+        const key = `${t.where}\0${ph.text}`;
+        if (reported.has(key)) continue;
+        const say = (msg: string) => {
+          reported.add(key);
+          this.add(t.line, `${label}: ${t.where} uses ${ph.text}${msg}`);
+        };
+        if (ph.kind === 'self') {
+          if (ph.field === 'port' && d.spec.ports.kind === 'none') say(', but the service has "port: none"');
+          continue;
+        }
+        if (ph.service === d.spec.name) {
+          say(', its own service; write {port} for this replica\'s port (replicas of one service cannot refer to each other)');
+          continue;
+        }
+        const target = this.byName.get(ph.service);
+        if (!target) {
+          say(`, but there is no service "${ph.service}"${didYouMean(ph.service, this.names)}; services: ${this.names.join(', ')}`);
+          continue;
+        }
+        if (!deps.has(ph.service)) {
+          say(`, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`);
+          continue;
+        }
+        if (target.spec.ports.kind === 'none') {
+          say(`, but "${ph.service}" has no port (${target.source?.kind === 'none' ? '"port: none"' : 'a job without band, port, range or {port}'})`);
+          continue;
+        }
+        if ((ph.field === 'port' || ph.field === 'url') && target.spec.replicas !== 1) {
+          const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
+          say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s} (all of them, comma-separated)`);
+        }
+      }
+    }
+  }
+
+  private ports(): void {
+    const claims: Claim[] = [];
+    for (const d of this.drafts) {
+      if (d.broken) continue;
+      const label = `service "${d.spec.name}"`;
+      const ports = d.spec.ports;
+      const line = d.source?.line ?? d.spec.line;
+      const n = d.spec.replicas;
+      if (ports.kind === 'port') {
+        if (typeof n === 'number' && n > 1) {
+          this.add(d.replicasLine, `${label}: replicas ${n} with the fixed port ${ports.port}: every replica would need port ${ports.port}; use range: LO-HI or a band with a window`);
+          continue;
+        }
+        if (n === 'gpus') {
+          this.add(d.replicasLine, `${label}: replicas "gpus" with the fixed port ${ports.port}: every replica would need port ${ports.port}; use range: LO-HI or a band with a window`);
+          continue;
+        }
+        claims.push({ service: d.spec.name, line, range: { lo: ports.port, hi: ports.port }, what: `port ${ports.port}`, fixed: true });
+      } else if (ports.kind === 'range') {
+        claims.push({ service: d.spec.name, line, range: ports.range, what: `range ${formatRange(ports.range)}`, fixed: true });
+      } else if (ports.kind === 'band') {
+        const b = ports.band;
+        if (b.window === undefined) {
+          claims.push({ service: d.spec.name, line, range: { lo: b.lo, hi: b.hi }, what: describeBand(b), fixed: false });
+          continue;
+        }
+        if (n === 'gpus') continue; // the window count is known only under Slurm
+        const count = instanceCount(b);
+        const lastNeeded = ports.instance + n - 1;
+        if (lastNeeded >= count) {
+          const who = n === 1 ? `instance ${ports.instance} needs window ${ports.instance}` : `replicas ${n} from instance ${ports.instance} need windows ${ports.instance}-${lastNeeded}`;
+          this.add(d.replicasLine === d.spec.line ? line : d.replicasLine, `${label}: ${who} of ${describeBand(b)}, which has ${count} (0-${count - 1}); widen the band, use a smaller window, or lower replicas`);
+          continue;
+        }
+        for (let r = 0; r < n; r++) {
+          const w = ports.instance + r;
+          const lo = b.lo + w * b.window;
+          const win = `window ${w} of band "${b.name}" (${formatRange({ lo, hi: lo + b.window - 1 })})`;
+          claims.push({ service: d.spec.name, line, range: { lo, hi: lo + b.window - 1 }, what: n === 1 ? win : `replica ${r}'s ${win}`, fixed: true });
+        }
+      }
+    }
+    const reported = new Set<string>();
+    for (let j = 1; j < claims.length; j++) {
+      const b = claims[j]!;
+      for (let i = 0; i < j; i++) {
+        const a = claims[i]!;
+        if (a.service === b.service || (!a.fixed && !b.fixed)) continue;
+        const lo = Math.max(a.range.lo, b.range.lo);
+        const hi = Math.min(a.range.hi, b.range.hi);
+        if (lo > hi) continue;
+        const pair = `${a.service}\0${b.service}`;
+        if (reported.has(pair)) continue;
+        reported.add(pair);
+        // "on ports" only adds something when neither side lies wholly inside the other.
+        const same = (a.range.lo === lo && a.range.hi === hi) || (b.range.lo === lo && b.range.hi === hi);
+        this.add(b.line, `service "${b.service}": ${b.what} overlaps ${a.what} of service "${a.service}" (line ${a.line})${same ? '' : ` on ports ${formatRange({ lo, hi })}`}; give each service its own ports`);
+      }
+    }
+  }
+
+  private jobs(): void {
+    let first: Draft | undefined;
+    for (const d of this.drafts) {
+      if (!d.spec.job) continue;
+      const label = `service "${d.spec.name}"`;
+      if (d.spec.replicas !== 1) this.add(d.replicasLine, `${label}: a job runs once (the stack ends with its status); remove replicas or set it to 1`);
+      if (first) this.add(d.jobLine, `${label}: only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
+      else first = d;
+    }
+  }
+}
+

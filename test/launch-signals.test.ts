@@ -1,0 +1,81 @@
+/**
+ * Supervision: berth forwards SIGTERM/SIGINT/SIGHUP to the service's process group, exits
+ * with the service's own status (128+N when a signal killed it), escalates to SIGKILL after
+ * the grace when the service ignores SIGTERM, and leaves no lease and no process behind.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { requireNetns } from './helpers/netns.js';
+import { berthSh, countLeases, kv, netnsSh, q, sandbox, serviceSh, waitFile } from './fixtures/services/launch-harness.js';
+
+/** Start berth in the background with a ready file, wait for it, run `then`, wait for berth. */
+function scenario(rf: string, berthArgs: string, serviceArgs: string, then: string): string {
+  return `
+OUT=${q(rf)}.out
+${berthSh} run ${berthArgs} --ready-file ${q(rf)} --ready http://127.0.0.1:{port}/ -- ${serviceSh} ${serviceArgs} > "$OUT" & B=$!
+${waitFile(rf)}
+pid=$(sed -n 's/.*"pid": \\([0-9]*\\).*/\\1/p' ${q(rf)})
+${then}
+wait $B
+echo "RC=$?"
+cat "$OUT"
+echo "SERVICE_LEFT=$(kill -0 $pid 2>/dev/null && echo yes || echo no)"
+${countLeases}
+`;
+}
+
+test('SIGTERM to berth reaches the service; berth exits with its status; no lease is left', async (t) => {
+  if (!requireNetns(t)) return;
+  const box = sandbox();
+  try {
+    const rf = join(box.dir, 'ready.json');
+    const r = await netnsSh({}, box, scenario(rf, '--port 20000', '--on-term 7', 'echo "LEASES_WHILE_RUNNING=$(find "$BERTH_STATE_DIR" -name "*.lease" | wc -l)"; kill -TERM $B'));
+    const v = kv(r.stdout);
+    assert.match(r.stdout, /got SIGTERM/, r.stdout + r.stderr);
+    assert.equal(v.get('RC'), '7');
+    assert.equal(v.get('LEASES_WHILE_RUNNING'), '1');
+    assert.equal(v.get('LEASES'), '0');
+    assert.equal(v.get('SERVICE_LEFT'), 'no');
+  } finally {
+    box.cleanup();
+  }
+});
+
+test('SIGHUP is passed on and the service keeps running; SIGINT then ends it with 128+2', async (t) => {
+  if (!requireNetns(t)) return;
+  const box = sandbox();
+  try {
+    const rf = join(box.dir, 'ready.json');
+    const r = await netnsSh({}, box, scenario(rf, '--port 20000', '', `kill -HUP $B
+i=0; until grep -q 'got SIGHUP' "$OUT" || [ $i -ge 250 ]; do sleep 0.02; i=$((i+1)); done
+sleep 0.1
+echo "ALIVE_AFTER_HUP=$(kill -0 $pid 2>/dev/null && echo yes || echo no)"
+kill -INT $B`));
+    const v = kv(r.stdout);
+    assert.match(r.stdout, /got SIGHUP/, r.stdout + r.stderr);
+    assert.equal(v.get('ALIVE_AFTER_HUP'), 'yes');
+    assert.equal(v.get('RC'), '130', 'node dies of SIGINT: 128+2');
+    assert.equal(v.get('LEASES'), '0');
+    assert.equal(v.get('SERVICE_LEFT'), 'no');
+  } finally {
+    box.cleanup();
+  }
+});
+
+test('a service that ignores SIGTERM is killed after --stop-grace: 128+9', async (t) => {
+  if (!requireNetns(t)) return;
+  const box = sandbox();
+  try {
+    const rf = join(box.dir, 'ready.json');
+    const r = await netnsSh({}, box, scenario(rf, '--port 20000 --stop-grace 300ms', '--ignore-term', 't0=$(date +%s%N); kill -TERM $B') + 'echo "STOP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"');
+    const v = kv(r.stdout);
+    assert.match(r.stdout, /got SIGTERM/);
+    assert.equal(v.get('RC'), '137', r.stdout + r.stderr);
+    assert.ok(Number(v.get('STOP_MS')) >= 300 && Number(v.get('STOP_MS')) < 5_000, v.get('STOP_MS'));
+    assert.equal(v.get('SERVICE_LEFT'), 'no');
+    assert.equal(v.get('LEASES'), '0');
+  } finally {
+    box.cleanup();
+  }
+});
