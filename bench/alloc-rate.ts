@@ -21,7 +21,7 @@ export async function benchAllocRate(ctx: BenchContext): Promise<Section> {
   ctx.log(`allocation rate: ${reps} repetitions x ${durationMs} ms per loop`);
   const res = await runChildInNetns<{ rates: Record<string, number[]>; socketsInTable: number }>(scripts['alloc-rate-child'], {
     lib, lo: LO, hi: HI, reps, durationMs, warmupMs: 300, stateDir,
-  });
+  }, { env: { ...process.env, BERTH_STATE_DIR: stateDir } });
   const raw = median(res.rates.raw ?? []);
   const berth = median(res.rates.berth ?? []);
   const noHold = median(res.rates.berthNoHold ?? []);
