@@ -10,7 +10,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { cpus, release, totalmem, availableParallelism } from 'node:os';
+import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
@@ -51,7 +51,7 @@ async function benchReady(ctx: BenchContext): Promise<Section> {
       ],
     ),
     '',
-    `Median of ${r.samples} launches each, measured by bench/ready-latency.ts.`,
+    `Median of ${r.samples} launches each, measured by bench/ready-latency.ts: the time from the service's listen() callback to the moment readiness is reported, both taken on the host's monotonic clock; each service waits a random delay before listening so neither side profits from a lucky polling phase.`,
   ].join('\n');
   return {
     title,
@@ -76,7 +76,7 @@ function sh(cmd: string, args: string[]): string | undefined {
   }
 }
 
-function machine(): string[][] {
+function machine(loadAtStart: number): string[][] {
   const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string };
   const commit = sh('git', ['-C', repoRoot, 'rev-parse', '--short', 'HEAD']);
   const dirty = commit && sh('git', ['-C', repoRoot, 'status', '--porcelain']) ? ' (with uncommitted changes)' : '';
@@ -88,6 +88,8 @@ function machine(): string[][] {
     ['kernel', `Linux ${release()}`],
     ['node', process.version],
     ['ephemeral range (host)', (sh('cat', ['/proc/sys/net/ipv4/ip_local_port_range']) ?? '?').replace(/\s+/, '-')],
+    // Other work on the box skews every number; this says how busy it was.
+    ['load average (1 min), start / end', `${loadAtStart.toFixed(2)} / ${(loadavg()[0] ?? 0).toFixed(2)}`],
     ['berth', `${pkg.version}${commit ? ` at ${commit}${dirty}` : ' (no commit yet)'}`],
   ];
 }
@@ -102,6 +104,7 @@ async function main(): Promise<void> {
   const ctx = new BenchContext(values.quick === true);
   const netnsWhy = netnsUnavailable();
   const started = Date.now();
+  const loadAtStart = loadavg()[0] ?? 0;
   const sections: Section[] = [];
   try {
     for (const b of BENCHES) {
@@ -137,7 +140,7 @@ async function main(): Promise<void> {
     '',
     '## Machine',
     '',
-    table(['machine', ''], machine(), true),
+    table(['machine', ''], machine(loadAtStart), true),
     '',
     '## Summary',
     '',

@@ -46,6 +46,8 @@ c.on('error', (e) => console.log('REPLY=' + e.code));
 ${berthSh} run --port ${P} --handoff fd --name web --ready-file ${q(rf)} -- ${q(realPython())} -S ${q(join(SERVICES, 'fd-server.py'))} 1.0 > ${q(out)} & B=$!
 ${waitFile(rf)}
 pid=$(sed -n 's/.*"pid": \\([0-9]*\\).*/\\1/p' ${q(rf)})
+# The service has finished its own start-up (its report is out) before its fds are listed.
+i=0; until grep -q '^fd-server {' ${q(out)} || [ $i -ge 500 ]; do sleep 0.01; i=$((i+1)); done
 echo "CHILD_FDS_BEGIN"; ls -l /proc/$pid/fd; echo "CHILD_FDS_END"
 echo "SHELL_FDS_BEGIN"; ls -l /proc/$$/fd; echo "SHELL_FDS_END"
 ${q(NODE)} -e ${q(client)}

@@ -19,7 +19,8 @@ test('launch(): ready, exited, stop(), daemons, early death, a caller\'s reserva
     const o = JSON.parse(r.stdout.trim().split('\n').pop()!);
 
     // Service that ends by itself after the probe: status 0; the clean run's folder is removed.
-    assert.equal(o.natural.ready.host, '127.0.0.1', 'localhost is probed as an address, never by name');
+    // localhost is probed as an address, never by name: the one the service listens on ([::] → ::1).
+    assert.equal(o.natural.ready.host, '::1');
     assert.equal(o.natural.ready.port, 20000);
     assert.equal(o.natural.ready.name, 'node');
     assert.ok(o.natural.ready.waitedMs >= 0 && typeof o.natural.ready.readyAt === 'string');

@@ -7,11 +7,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { requireNetns } from './helpers/netns.js';
-import { berthSh, countLeases, kv, netnsSh, q, sandbox, serviceSh, waitFile } from './fixtures/services/launch-harness.js';
+import { berthSh, countLeases, kv, netnsSh, q, runningFn, sandbox, serviceSh, waitFile } from './fixtures/services/launch-harness.js';
 
 /** Start berth in the background with a ready file, wait for it, run `then`, wait for berth. */
 function scenario(rf: string, berthArgs: string, serviceArgs: string, then: string): string {
   return `
+${runningFn}
 OUT=${q(rf)}.out
 ${berthSh} run ${berthArgs} --ready-file ${q(rf)} --ready http://127.0.0.1:{port}/ -- ${serviceSh} ${serviceArgs} > "$OUT" & B=$!
 ${waitFile(rf)}
@@ -20,7 +21,7 @@ ${then}
 wait $B
 echo "RC=$?"
 cat "$OUT"
-echo "SERVICE_LEFT=$(kill -0 $pid 2>/dev/null && echo yes || echo no)"
+echo "SERVICE_LEFT=$(running $pid && echo yes || echo no)"
 ${countLeases}
 `;
 }
@@ -50,7 +51,7 @@ test('SIGHUP is passed on and the service keeps running; SIGINT then ends it wit
     const r = await netnsSh({}, box, scenario(rf, '--port 20000', '', `kill -HUP $B
 i=0; until grep -q 'got SIGHUP' "$OUT" || [ $i -ge 250 ]; do sleep 0.02; i=$((i+1)); done
 sleep 0.1
-echo "ALIVE_AFTER_HUP=$(kill -0 $pid 2>/dev/null && echo yes || echo no)"
+echo "ALIVE_AFTER_HUP=$(running $pid && echo yes || echo no)"
 kill -INT $B`));
     const v = kv(r.stdout);
     assert.match(r.stdout, /got SIGHUP/, r.stdout + r.stderr);

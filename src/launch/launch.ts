@@ -43,6 +43,8 @@ const PROBE_FIRST_MS = 10;
 const PROBE_MAX_MS = 250;
 /** A same-uid listener we cannot see is "stolen" only after this many looks in a row. */
 const INVISIBLE_CONFIRMATIONS = 3;
+/** Child output triggers an early look at most this often. */
+const KICK_GAP_MS = 10;
 /** After the child exits, how long its pipes may stay open (held by descendants) before we move on. */
 const DRAIN_MS = 500;
 /** How often a daemonized tree (child exited 0, descendants live) is checked. */
@@ -107,8 +109,10 @@ class Launch {
   /** The failure's message without the "diagnostics: …" note. */
   private reason: string | undefined;
   private warnings: string[] = [];
-  /** Wakes the current poll sleep early (child output, exit, deadline, stop). */
+  /** Wakes the current poll sleep early (exit, deadline, stop; output through kick()). */
   private wake: () => void = () => {};
+  private lastPoll = 0;
+  private kickTimer: NodeJS.Timeout | undefined;
   private resolveReady!: (r: ReadyInfo) => void;
   private rejectReady!: (e: Error) => void;
   private resolveExited!: (e: ExitInfo) => void;
@@ -202,7 +206,7 @@ class Launch {
       }
     }
     this.runDir = createRunDir({ name: this.name, env: base, ...(o.diagDir !== undefined ? { diagDir: o.diagDir } : {}), ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}) });
-    const kick = () => this.wake();
+    const kick = () => this.kick();
     this.out = new OutputTee(join(this.runDir.path, 'stdout.log'), o.stdout === undefined ? process.stdout : o.stdout, kick);
     this.err = new OutputTee(join(this.runDir.path, 'stderr.log'), o.stderr === undefined ? process.stderr : o.stderr, kick);
     const timeout = o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
@@ -238,6 +242,8 @@ class Launch {
     const plan = execPlan(command, this.handoff, this.handoff === 'fd' ? findPerl(base) : undefined);
     this.plan = plan;
     if (plan.warning) this.warn(plan.warning);
+    // Listed before the release window opens: everything here predates the child.
+    const existing = listPids(this.procRoot);
     let fd: number | undefined;
     if (this.handoff === 'fd') {
       fd = this.reservation!.holdFd(port);
@@ -251,7 +257,6 @@ class Launch {
         return false;
       }
     }
-    const existing = listPids(this.procRoot);
     let child: ChildProcess;
     try {
       child = spawn(plan.file, plan.args, {
@@ -299,7 +304,23 @@ class Launch {
     return this.failure !== undefined || this.stopReq !== undefined || this.readyInfo !== undefined || this.finishing;
   }
 
+  /**
+   * The service printed something: often "listening on …", so look again now rather than at
+   * the next backed-off poll. At most one look per KICK_GAP_MS, so a chatty start-up does
+   * not turn into a busy loop over /proc/net/tcp.
+   */
+  private kick(): void {
+    if (this.kickTimer || this.settled) return;
+    const wait = this.lastPoll + KICK_GAP_MS - now();
+    if (wait <= 0) return this.wake();
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = undefined;
+      this.wake();
+    }, wait);
+  }
+
   private sleep(ms: number): Promise<void> {
+    this.lastPoll = now();
     return new Promise((resolve) => {
       const t = setTimeout(done, ms);
       function done() {
@@ -605,6 +626,7 @@ class Launch {
     this.out?.closeLog();
     this.err?.closeLog();
     clearTimeout(this.killTimer);
+    clearTimeout(this.kickTimer);
     try {
       // The lease lives until the service has ended (a caller's reservation is consumed too).
       await this.reservation?.release();

@@ -2,6 +2,7 @@ import { readHostMap } from '../../host/read-host.js';
 import { defaultLayout } from '../../layout/default-layout.js';
 import { loadLayout } from '../../layout/parse.js';
 import { collectReport } from '../../report/collect.js';
+import { renderJobSummary, slurmJobReport } from '../../slurm/job-summary.js';
 import { parseCommandArgs, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { readLeasesForReport } from '../leases-view.js';
@@ -25,8 +26,13 @@ Options:
   --html FILE     also write a self-contained HTML picture of the port space
   --json          the full report as JSON (the same data the HTML embeds)
 
+Inside a Slurm job it also reports the job: its GPUs, the instance --instance gpu and
+--instance auto pick, the ports of --source resv, and the window of each windowed band that
+each GPU of the job takes (an error when a GPU's window lies outside its band).
+
 Examples:
   berth doctor
+  srun --gres=gpu:2 berth doctor --layout layout.yaml   # the job's windows and GPUs
   berth doctor --layout examples/layouts/rl-framework.yaml
   berth doctor --layout layout.yaml --html port-space.html
 
@@ -47,6 +53,7 @@ export const doctorCommand: Command = {
     const root = procRoot();
     const host = readHostMap({ procRoot: root });
     const layout = values.layout !== undefined ? loadLayout(values.layout) : defaultLayout(host);
+    const job = slurmJobReport(layout);
     const report = collectReport({
       kind: 'doctor',
       procRoot: root,
@@ -54,8 +61,12 @@ export const doctorCommand: Command = {
       layout,
       ranges: (values.range ?? []).map((r) => parseRange('doctor', '--range', r)),
       leases: readLeasesForReport(),
+      extraFindings: job.findings,
     });
+    // The job rides along in --json (and the HTML's embedded data) as an extra "slurm" key.
+    if (job.summary) Object.assign(report, { slurm: job.summary });
     emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
+    if (job.summary && values.json !== true) process.stdout.write('\n' + renderJobSummary(job.summary));
     return report.summary.errors > 0 ? 1 : 0;
   },
 };

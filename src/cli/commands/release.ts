@@ -19,8 +19,19 @@ Examples:
   berth release --port 20001
   berth release --owner $$            # at the end of a job script
   trap 'berth release --owner $$' EXIT
+  berth release --job "$SLURM_JOB_ID"  # Slurm TaskEpilog (runs as the job's user)
+
+Leases made inside a Slurm job record SLURM_JOB_ID, so --job ends those that were given a
+--ttl and would otherwise outlive the job. Leases live per user: a root Epilog must run it
+as the job's user (runuser -u "$SLURM_JOB_USER" -- berth release --job "$SLURM_JOB_ID").
 
 Exit codes: 0 ok (also when nothing matched); 64 usage; 74 the lease directory is unsafe.`;
+
+/** Slurm job ids are numbers; leases store SLURM_JOB_ID as written, so match it as text. */
+function parseJobId(text: string): string {
+  if (!/^\d{1,15}$/.test(text.trim())) throw usage('release', `--job ${JSON.stringify(text)}: expected a Slurm job id (a number, as in $SLURM_JOB_ID)`);
+  return String(Number(text.trim()));
+}
 
 export const releaseCommand: Command = {
   name: 'release',
@@ -42,7 +53,7 @@ export const releaseCommand: Command = {
       ports,
       all: values.all === true,
       ...(values.owner !== undefined ? { ownerPid: parseCount('release', '--owner', values.owner) } : {}),
-      ...(values.job !== undefined ? { jobId: values.job } : {}),
+      ...(values.job !== undefined ? { jobId: parseJobId(values.job) } : {}),
     };
     const result = await releaseLeases({ ...filter, procRoot: procRoot() });
     if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned });
