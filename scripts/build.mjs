@@ -1,14 +1,19 @@
-// Bundles the CLI and the library with esbuild so `npx berth` starts in one file read,
+// Bundles the CLI and the library with esbuild so `npx berth` starts fast (no TS at run time),
 // then type-checks and emits declarations with tsc (the bundle does no type checking).
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { chmodSync } from 'node:fs';
+import { chmodSync, rmSync } from 'node:fs';
 
 const common = { bundle: true, platform: 'node', format: 'esm', target: 'node20', sourcemap: false, logLevel: 'warning' };
+// Split per command (dynamic imports in src/cli/commands/index.ts): startup parses only
+// the code the command needs. Chunks land in dist/cli/.
+rmSync('dist/cli', { recursive: true, force: true });
 await build({
   ...common,
-  entryPoints: ['src/cli/main.ts'],
-  outfile: 'dist/berth.js',
+  entryPoints: { berth: 'src/cli/main.ts' },
+  outdir: 'dist',
+  splitting: true,
+  chunkNames: 'cli/[name]-[hash]',
   banner: { js: "#!/usr/bin/env node\nimport { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);" },
 });
 chmodSync('dist/berth.js', 0o755);

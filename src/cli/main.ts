@@ -1,5 +1,4 @@
 import { BerthError, EXIT } from '../errors.js';
-import type { Command } from './command.js';
 import { commands } from './commands/index.js';
 
 const VERSION = '0.1.0';
@@ -31,8 +30,9 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`berth ${VERSION}\n`);
     return EXIT.OK;
   }
-  const cmd: Command | undefined = commands.find((c) => c.name === name);
-  if (!cmd) throw new BerthError(EXIT.USAGE, `unknown command ${JSON.stringify(name)}\n\n${topHelp()}`);
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) throw new BerthError(EXIT.USAGE, `unknown command ${JSON.stringify(name)}\n\n${topHelp()}`);
+  const cmd = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     const dd = rest.indexOf('--');
     const helpAt = Math.max(rest.indexOf('--help'), rest.indexOf('-h'));

@@ -1,8 +1,21 @@
 import type { Command } from '../command.js';
-import { doctorCommand } from './doctor.js';
-import { inspectCommand } from './inspect.js';
-import { leasesCommand } from './leases.js';
-import { portCommand } from './port.js';
-import { releaseCommand } from './release.js';
 
-export const commands: Command[] = [inspectCommand, doctorCommand, portCommand, releaseCommand, leasesCommand];
+/**
+ * The command table. Each command's module is loaded only when it runs: the bundle is
+ * split per command so `berth port` does not parse the YAML, HTML or launch code.
+ * `summary` is repeated here so the top-level help needs no module at all.
+ */
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<Command>;
+}
+
+export const commands: CommandEntry[] = [
+  { name: 'inspect', summary: 'show host port ranges and who holds the asked ports', load: async () => (await import('./inspect.js')).inspectCommand },
+  { name: 'doctor', summary: 'audit host port ranges and a layout; say exactly what to fix', load: async () => (await import('./doctor.js')).doctorCommand },
+  { name: 'port', summary: 'lease free ports (race-free across processes)', load: async () => (await import('./port.js')).portCommand },
+  { name: 'release', summary: 'end port leases', load: async () => (await import('./release.js')).releaseCommand },
+  { name: 'leases', summary: 'list port leases with owners and liveness', load: async () => (await import('./leases.js')).leasesCommand },
+  { name: 'run', summary: 'start a service on a held port, wait until it is ready, supervise it', load: async () => (await import('./run.js')).runCommand },
+];
