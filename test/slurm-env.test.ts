@@ -131,20 +131,21 @@ test('resv ports: SLURM_STEP_RESV_PORTS as ranges; unset is a usage error', () =
 const HOST: HostSysctls = { ephemeral: { lo: 32768, hi: 60999 }, reserved: [], unprivilegedStart: 1024 } as unknown as HostSysctls;
 const LAYOUT = 'test/fixtures/slurm/layout.yaml';
 
-test('CLI sources: --instance auto|gpu pick windows, --source resv the longest reserved run', () => {
-  const gpuSrc = resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, STEP);
+test('CLI sources: --instance auto|gpu pick windows, --source resv the longest reserved run', async () => {
+  const gpuSrc = await resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, STEP);
   assert.deepEqual(gpuSrc, { kind: 'band', band: 'engines', range: { lo: 21200, hi: 21299 }, layoutFile: LAYOUT, instance: 2 });
-  const autoSrc = resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'auto' }, HOST, STEP);
+  const autoSrc = await resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'auto' }, HOST, STEP);
   assert.deepEqual(autoSrc.kind === 'band' && autoSrc.range, { lo: 21100, hi: 21199 });
-  assert.deepEqual(resolveSource('port', { layout: LAYOUT, band: 'engines', instance: '3' }, HOST, {}).kind === 'band' && resolveSource('port', { layout: LAYOUT, band: 'engines', instance: '3' }, HOST, {}).range, { lo: 21300, hi: 21399 });
-  assert.deepEqual(resolveSource('port', { source: 'resv' }, HOST, { ...STEP, SLURM_STEP_RESV_PORTS: '12999,12000-12002' }), { kind: 'range', range: { lo: 12000, hi: 12002 } });
-  assert.throws(() => resolveSource('port', { source: 'resv', port: '5' }, HOST, STEP), isErr(64, /give one source/));
-  assert.throws(() => resolveSource('port', { source: 'nodes' }, HOST, STEP), isErr(64, /the only named source is "resv"/));
-  assert.throws(() => resolveSource('port', { source: 'resv' }, HOST, { SLURM_JOB_ID: '9' }), isErr(64, /^port: --source resv: SLURM_STEP_RESV_PORTS is not set/));
-  assert.throws(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, {}), isErr(64, /^port: --instance gpu: this process was given no GPU/));
-  assert.throws(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpus' }, HOST, {}), isErr(64, /expected a whole number ≥ 0, auto or gpu/));
-  assert.throws(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, { SLURM_STEP_GPUS: '9' }), isErr(64, /instance 9 is outside the band, which fits 8 instances/));
-  assert.throws(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, { SLURM_STEP_GPUS: '1,1' }), isErr(65, /SLURM_STEP_GPUS="1,1": lists 1 twice/));
+  const third = await resolveSource('port', { layout: LAYOUT, band: 'engines', instance: '3' }, HOST, {});
+  assert.deepEqual(third.kind === 'band' && third.range, { lo: 21300, hi: 21399 });
+  assert.deepEqual(await resolveSource('port', { source: 'resv' }, HOST, { ...STEP, SLURM_STEP_RESV_PORTS: '12999,12000-12002' }), { kind: 'range', range: { lo: 12000, hi: 12002 } });
+  await assert.rejects(() => resolveSource('port', { source: 'resv', port: '5' }, HOST, STEP), isErr(64, /give one source/));
+  await assert.rejects(() => resolveSource('port', { source: 'nodes' }, HOST, STEP), isErr(64, /the only named source is "resv"/));
+  await assert.rejects(() => resolveSource('port', { source: 'resv' }, HOST, { SLURM_JOB_ID: '9' }), isErr(64, /^port: --source resv: SLURM_STEP_RESV_PORTS is not set/));
+  await assert.rejects(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, {}), isErr(64, /^port: --instance gpu: this process was given no GPU/));
+  await assert.rejects(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpus' }, HOST, {}), isErr(64, /expected a whole number ≥ 0, auto or gpu/));
+  await assert.rejects(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, { SLURM_STEP_GPUS: '9' }), isErr(64, /instance 9 is outside the band, which fits 8 instances/));
+  await assert.rejects(() => resolveSource('port', { layout: LAYOUT, band: 'engines', instance: 'gpu' }, HOST, { SLURM_STEP_GPUS: '1,1' }), isErr(65, /SLURM_STEP_GPUS="1,1": lists 1 twice/));
 });
 
 test('doctor summary: the job, its GPUs and the windows they take; GPUs outside a band are errors', async () => {

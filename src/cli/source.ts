@@ -1,6 +1,5 @@
 import type { PortSource } from '../allocate/types.js';
 import type { HostSysctls } from '../host/types.js';
-import { loadLayout } from '../layout/parse.js';
 import { defaultLayout } from '../layout/default-layout.js';
 import { instanceWindow } from '../layout/windows.js';
 import { BerthError, EXIT } from '../errors.js';
@@ -36,7 +35,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
  * (largest span above the unprivileged start outside the ephemeral range).
  * `env` is where Slurm's variables are read (tests pass their own).
  */
-export function resolveSource(command: string, values: SourceValues, host: HostSysctls, env: NodeJS.ProcessEnv = process.env): PortSource {
+export async function resolveSource(command: string, values: SourceValues, host: HostSysctls, env: NodeJS.ProcessEnv = process.env): Promise<PortSource> {
   const port = str(values.port);
   const range = str(values.range);
   const layoutFile = str(values.layout);
@@ -51,7 +50,8 @@ export function resolveSource(command: string, values: SourceValues, host: HostS
   if (range !== undefined) return { kind: 'range', range: parseRange(command, '--range', range) };
   if (sourceText !== undefined) return resvSource(command, env);
   const instance = instanceText === undefined ? undefined : parseInstance(command, instanceText, env);
-  const layout = layoutFile !== undefined ? loadLayout(layoutFile) : defaultLayout(host);
+  // The YAML parser is loaded only when a layout file is named: most calls never need it.
+  const layout = layoutFile !== undefined ? (await import('../layout/parse.js')).loadLayout(layoutFile) : defaultLayout(host);
   const bandName = band ?? (layoutFile === undefined ? 'default' : undefined);
   if (bandName === undefined) throw usage(command, `--layout ${layoutFile} needs --band NAME (one of: ${layout.bands.map((b) => b.name).join(', ')})`);
   const found = layout.bands.find((b) => b.name === bandName);

@@ -61,7 +61,7 @@ export const portCommand: Command = {
     const strategy = values.strategy ?? 'lowest';
     if (strategy !== 'lowest' && strategy !== 'random') throw usage('port', `--strategy ${strategy}: expected lowest or random`);
     const root = procRoot();
-    const source = resolveSource('port', values, readSysctls(root));
+    const source = await resolveSource('port', values, readSysctls(root));
     const opts: ReserveOptions = {
       source,
       count: values.count === undefined ? 1 : parseCount('port', '--count', values.count),

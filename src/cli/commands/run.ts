@@ -80,8 +80,9 @@ export const runCommand: Command = {
   help,
   async run(argv) {
     const dd = argv.indexOf('--');
-    const own = dd < 0 ? argv : argv.slice(0, dd);
-    const command = dd < 0 ? [] : argv.slice(dd + 1);
+    if (dd < 0) throw usage('run', 'put the command after --, e.g. berth run --ready http://127.0.0.1:{port}/ -- python3 -m http.server {port}');
+    const own = argv.slice(0, dd);
+    const command = argv.slice(dd + 1);
     const { values, positionals } = parseCommandArgs(
       'run',
       own,
@@ -115,7 +116,7 @@ export const runCommand: Command = {
     const root = procRoot();
     const opts: LaunchOptions = {
       command,
-      source: resolveSource('run', values, readSysctls(root)),
+      source: await resolveSource('run', values, readSysctls(root)),
       handoff: handoff as Handoff,
       procRoot: root,
       stdin: 'inherit',
