@@ -13,6 +13,7 @@ export { BerthError, EXIT, type ExitCode } from './errors.js';
 export * from './host/index.js';
 export * from './layout/index.js';
 export * from './allocate/index.js';
+export * from './launch/index.js';
 export { collectReport, type CollectOptions } from './report/collect.js';
 export type { PortSpaceReport } from './report/types.js';
 export { parseDuration, formatDuration } from './util/duration.js';

@@ -14,7 +14,6 @@ import { createRunDir, type EndpointsDocument, type ReplicaUpdate, type RunDir, 
 import { replicaSource } from './sources.js';
 import type { ReplicaState, ServiceSpec, StackSpec } from './spec.js';
 import { StackConsole, type StatusMode } from './stack-console.js';
-import { tailLines } from './stack-messages.js';
 
 /*
  * `berth up`: every replica of every service is one launch() (or, without a port, a plain
@@ -176,7 +175,7 @@ class Stack {
   private resolveReady!: (d: EndpointsDocument) => void;
   private rejectReady!: (e: Error) => void;
   private resolveDone!: (r: StackResult) => void;
-  private teardown: Promise<void> | undefined;
+  private readonly sleepers = new Set<() => void>();
 
   constructor(
     readonly spec: StackSpec,
@@ -307,19 +306,21 @@ class Stack {
       for (const svc of this.services) {
         for (const rep of svc.replicas) {
           if (this.ending) return;
-          rep.source = this.sourceOf(rep);
-          if (rep.source) {
-            try {
-              rep.reservation = await reserve(this.reserveOptions(rep, rep.source));
-            } catch (e) {
-              const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
-              this.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
-              this.failStack(rep, err.exitCode, `${rep.label}: no port: ${err.message}`);
-              return;
-            }
-            rep.port = rep.reservation.ports[0];
-            if (this.ending) return; // stop() came while reserving: teardown releases it
+          try {
+            rep.source = this.sourceOf(rep);
+            if (rep.source) rep.reservation = await reserve(this.reserveOptions(rep, rep.source));
+          } catch (e) {
+            const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
+            this.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
+            this.failStack(rep, err.exitCode, `no port: ${err.message}`);
+            return;
           }
+          if (this.ending) {
+            // stop() came while reserving, after the teardown gave back the others
+            await this.releaseReservation(rep);
+            return;
+          }
+          if (rep.reservation) rep.port = rep.reservation.ports[0];
           this.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}) });
         }
       }
@@ -404,7 +405,7 @@ class Stack {
   }
 
   private startAttempt(rep: Replica): void {
-    if (this.ending) return;
+    if (this.ending) return this.endAbandoned(rep);
     const s = rep.svc.spec;
     const attempt = rep.attempt;
     const diagDir = this.run.diagDir(s.name, rep.index, attempt);
@@ -513,7 +514,10 @@ class Stack {
         const d = rep.diag[rep.diag.length - 1];
         if (d && e.bundle) d.keep = true;
         const reason = stripName(firstLine(e.message), rep.label);
-        if (this.ending && rep.stopAsked) break; // a teardown casualty, not the cause
+        if (this.ending && rep.stopAsked) {
+          rep.final = true; // a teardown casualty, not the cause
+          break;
+        }
         this.update(rep, { state: 'failed', code: e.exitCode, detail: reason });
         this.replicaFailed(rep, e.exitCode, reason, e.bundle);
         break;
@@ -612,12 +616,11 @@ class Stack {
     const delay = Math.min(RESTART_BACKOFF_MS * 2 ** (rep.restarts - 1), RESTART_BACKOFF_MAX_MS);
     const old = rep.runner;
     rep.attempt++;
-    rep.runner = undefined;
     this.update(rep, { state: 'pending', detail: `restart ${rep.restarts} of ${limit} in ${delay}ms: ${reason}` });
     void (async () => {
       // The old attempt releases its lease when it has fully ended.
       await old?.exited;
-      await new Promise((r) => setTimeout(r, delay));
+      await this.sleep(delay);
       if (this.ending) return this.endAbandoned(rep);
       const before = rep.port;
       try {
@@ -642,6 +645,20 @@ class Stack {
       }
       this.startAttempt(rep);
     })().catch((e) => this.internalError(e));
+  }
+
+  /** A wait that the end of the stack cuts short. */
+  private sleep(ms: number): Promise<void> {
+    if (this.ending) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
   }
 
   /** Same port as before when it is still free (dependents know it), else any of its source. */
@@ -710,10 +727,10 @@ class Stack {
       const why = reason === 'failed' && this.failure ? `${this.failure.service}/${this.failure.replica} failed: ${this.failure.reason}` : `the stack ended (${reason}) before it was ready`;
       this.rejectReady(new BerthError(this.failure?.exitCode ?? EXIT.SOFTWARE, why));
     }
-    this.teardown = this.tearDown().catch((e) => {
-      this.warn(`teardown: ${(e as Error)?.stack ?? String(e)}`);
-    });
-    void this.teardown.then(() => this.finish());
+    for (const wake of [...this.sleepers]) wake();
+    void this.tearDown()
+      .catch((e) => this.warn(`teardown: ${(e as Error)?.stack ?? String(e)}`))
+      .then(() => this.finish());
   }
 
   /** Dependents first, latest started first; each wave only after the previous one has exited. */
@@ -742,7 +759,7 @@ class Stack {
 
   private async stopReplica(rep: Replica, why: string): Promise<void> {
     const runner = rep.runner;
-    if (!runner) return; // never launched, or between attempts (the restart loop sees `ending`)
+    if (!runner) return; // never launched
     if (!rep.final && !rep.attemptFailed && STARTED_STATES.has(rep.state)) {
       rep.stopAsked = true;
       this.update(rep, { state: 'stopping', detail: why });
@@ -822,4 +839,3 @@ function stripName(text: string, label: string): string {
   return text.startsWith(`${label}: `) ? text.slice(label.length + 2) : text;
 }
 
-export { tailLines };

@@ -1,0 +1,81 @@
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { basename, isAbsolute, relative } from 'node:path';
+import type { StackResult } from './orchestrate.js';
+import type { EndpointsDocument } from './run-dir.js';
+
+/*
+ * What `berth up` says at its two big moments: the stack is ready (where every replica is),
+ * and the stack failed (which replica, why, where its diagnostics and logs are, and the
+ * last lines it wrote on stderr, which usually say why without opening anything). Pure
+ * apart from reading the tail of a log file.
+ */
+
+/** A path for messages: relative to `cwd` when below it. */
+export function shownPath(abs: string, cwd: string = process.cwd()): string {
+  const rel = relative(cwd, abs);
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? abs : rel;
+}
+
+/** The last `n` non-empty lines of a file (reads at most its last `maxBytes`); [] when unreadable. */
+export function tailLines(file: string, n: number, maxBytes = 16_384): string[] {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const len = Math.min(size, maxBytes);
+    const buf = Buffer.alloc(len);
+    let got = 0;
+    while (got < len) {
+      const r = readSync(fd, buf, got, len - got, size - len + got);
+      if (r === 0) break;
+      got += r;
+    }
+    const lines = buf.subarray(0, got).toString('utf8').split('\n');
+    if (len < size) lines.shift(); // a cut first line
+    return lines.map((l) => l.replace(/\r$/, '')).filter((l) => l.trim() !== '').slice(-n);
+  } catch {
+    return [];
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+const cut = (s: string, max = 300) => (s.length > max ? s.slice(0, max - 1) + '…' : s);
+
+/**
+ * "stack ready after 1.52s (endpoints: …/endpoints.json)" and one line per replica with its
+ * url and pid. Replicas of `skip` services (the job) are left out.
+ */
+export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: number; skip?: ReadonlySet<string>; cwd?: string } = {}): string {
+  const reps = doc.replicas.filter((r) => !opts.skip?.has(r.service));
+  const after = opts.readyMs === undefined ? '' : ` after ${(opts.readyMs / 1000).toFixed(2)}s`;
+  const head = `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'} (endpoints: ${shownPath(`${doc.runDir}/endpoints.json`, opts.cwd)})`;
+  const names = reps.map((r) => `${r.service}/${r.replica}`);
+  const width = Math.max(0, ...names.map((x) => x.length));
+  const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : '(no port)'));
+  const uwidth = Math.max(0, ...urls.map((x) => x.length));
+  const lines = reps.map((r, i) => `  ${names[i]!.padEnd(width)}  ${urls[i]!.padEnd(uwidth)}${r.pid === null ? '' : `  pid ${r.pid}`}`);
+  return [head, ...lines].join('\n');
+}
+
+/**
+ * The failure message (the CLI prefixes "berth: "): which replica failed and why, its
+ * diagnostics bundle, its logs, and the last lines of its stderr.
+ */
+export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: number } = {}): string {
+  const f = result.failure;
+  if (!f) return `stack failed (exit ${result.exitCode})`;
+  const who = f.service === '(berth)' ? 'berth' : `${f.service}/${f.replica}`;
+  const lines = [`${who} failed: ${f.reason}`];
+  if (f.diagnostics) lines.push(`  diagnostics: ${shownPath(f.diagnostics, opts.cwd)}/ (diagnostics.json, stdout.log, stderr.log)`);
+  if (f.service !== '(berth)') {
+    lines.push(`  logs:        ${shownPath(f.logs.out, opts.cwd)}, ${basename(f.logs.err)}`);
+    const tail = tailLines(f.logs.err, opts.tail ?? 5);
+    if (tail.length > 0) {
+      lines.push(`  last lines of ${who}'s stderr:`);
+      for (const l of tail) lines.push(`    ${cut(l)}`);
+    }
+  }
+  lines.push(`  the stack was stopped; run directory: ${shownPath(result.runDir, opts.cwd)}`);
+  return lines.join('\n');
+}
