@@ -8,11 +8,14 @@
  * - Allocation: reserve() leases and holds ports race-free across processes and returns a
  *   Reservation that owns the listening sockets until unhold()/release().
  * - Leases: currentLeases(), releaseLeases(), releaseJob().
+ * - Stacks: loadStack() reads a stack file; runStack() starts it (`berth up`) and returns a
+ *   StackHandle (ready, done, stop()); the run directory holds endpoints.json and events.jsonl.
  */
 export { BerthError, EXIT, type ExitCode } from './errors.js';
 export * from './host/index.js';
 export * from './layout/index.js';
 export * from './allocate/index.js';
+export * from './stack/index.js';
 export * from './launch/index.js';
 export { collectReport, type CollectOptions } from './report/collect.js';
 export type { PortSpaceReport } from './report/types.js';

@@ -137,3 +137,108 @@ srun -n1 ${B} doctor --layout ${LAYOUT}`,
   assert.match(r.out, new RegExp(`Slurm job ${r.jobId} step 1 on node n2; nodes n2 \\(1\\)`));
   assert.match(r.out, /engines +gpu 0: 21000-21099/);
 });
+
+// ---- berth up under Slurm ---------------------------------------------------------------------
+
+const STACKS = resolve('test/fixtures/slurm');
+const up = (stack: string) => `${B} up ${STACKS}/${stack} --run-dir "$PWD/run"`;
+
+interface Endpoints {
+  replicas: { service: string; replica: number; port: number | null; state: string }[];
+}
+const endpointsOf = async (dir: string): Promise<Endpoints> => JSON.parse((await import('node:fs')).readFileSync(`${dir}/endpoints.json`, 'utf8')) as Endpoints;
+const logOf = async (file: string): Promise<string> => (await import('node:fs')).readFileSync(file, 'utf8');
+
+test('one node, 4 GPUs: berth up with replicas: gpus puts engine g in window g; the client completes', async (t) => {
+  if (!requireSlurm(t)) return;
+  const r = await sbatch(up('gpus-stack.yaml'), { args: ['-w', 'n1', '--gres=gpu:4'], env: { BERTH_STATE_DIR: tempStateDir() } });
+  assert.equal(r.code, 0, describeJob(r));
+  for (let g = 0; g < 4; g++) assert.match(r.out, new RegExp(`engine/${g} +10 requests`), describeJob(r));
+  assert.match(r.out, /errors +0/);
+  const eps = await endpointsOf(`${r.dir}/run`);
+  const engines = eps.replicas.filter((x) => x.service === 'engine');
+  assert.equal(engines.length, 4);
+  for (const e of engines) {
+    const w = window(21000, 100, e.replica); // GPUs 0-3: replica r is on GPU r here
+    assert.ok(e.port! >= w.lo && e.port! <= w.hi, `engine/${e.replica} on ${e.port}, outside ${w.lo}-${w.hi}`);
+  }
+  for (let g = 0; g < 4; g++) {
+    assert.equal((await logOf(`${r.dir}/run/logs/gpu-check-${g}.out`)).trim(), `gpu=${g} BERTH_GPU=${g} CUDA_VISIBLE_DEVICES=${g}`);
+  }
+});
+
+test('two concurrent 2-GPU jobs on one node run the same stack: disjoint windows, all ports distinct', async (t) => {
+  if (!requireSlurm(t)) return;
+  const state = tempStateDir();
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const barrier = mkdtempSync(`${tmpdir()}/berth-slurm-barrier-`);
+  const script = `touch ${barrier}/$SLURM_JOB_ID
+for i in $(seq 600); do [ $(ls ${barrier} | wc -l) -ge 2 ] && break; sleep 0.1; done
+echo "job gpus $SLURM_JOB_GPUS"
+${up('gpus-stack.yaml')}`;
+  const opts = { args: ['-w', 'n1', '--gres=gpu:2'], env: { BERTH_STATE_DIR: state } };
+  const [a, b] = await Promise.all([sbatch(script, opts), sbatch(script, opts)]);
+  assert.equal(a.code, 0, describeJob(a));
+  assert.equal(b.code, 0, describeJob(b));
+  const ports: number[] = [];
+  const gpus: number[] = [];
+  for (const r of [a, b]) {
+    const jobGpus = /job gpus (\S+)/.exec(r.out)![1]!.split(',').map(Number);
+    gpus.push(...jobGpus);
+    for (const g of jobGpus) assert.match(r.out, new RegExp(`engine/${g} +\\d+ requests`), describeJob(r));
+    const eps = await endpointsOf(`${r.dir}/run`);
+    for (const e of eps.replicas) {
+      if (e.port === null) continue;
+      ports.push(e.port);
+      if (e.service !== 'engine') continue;
+      const w = window(21000, 100, jobGpus[e.replica]!);
+      assert.ok(e.port >= w.lo && e.port <= w.hi, `job ${r.jobId} engine/${e.replica} (GPU ${jobGpus[e.replica]}) on ${e.port}, outside ${w.lo}-${w.hi}`);
+    }
+  }
+  assert.deepEqual(gpus.sort(), [0, 1, 2, 3]);
+  assert.equal(ports.length, 2 * 3, 'two engines and a proxy per job');
+  assert.equal(new Set(ports).size, ports.length, `ports repeat: ${ports.join(' ')}`);
+});
+
+test('three emulated nodes: engines on every node through srun agents, proxy and client on the first', async (t) => {
+  if (!requireSlurm(t)) return;
+  const r = await sbatch(up('nodes-stack.yaml'), { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir() } });
+  assert.equal(r.code, 0, describeJob(r));
+  for (const n of [0, 1, 2]) assert.match(r.out, new RegExp(`engine/${n} +20 requests`), describeJob(r));
+  assert.match(r.out, /errors +0/);
+  assert.match(r.err, /berth: starting engine on n\[1-3\] \(one agent per node, srun step/);
+  const ports: number[] = [];
+  for (const node of ['n1', 'n2', 'n3']) {
+    const f = JSON.parse(await logOf(`${r.dir}/run/nodes/${node}.json`)) as { state: string; services: { engine: { port: number; host: string }[] } };
+    assert.equal(f.state, 'stopped', `${node}: ${JSON.stringify(f)}`);
+    assert.equal(f.services.engine.length, 1);
+    assert.equal(f.services.engine[0]!.host, '0.0.0.0');
+    ports.push(f.services.engine[0]!.port);
+    assert.match(await logOf(`${r.dir}/run/nodes/${node}/logs/engine-0.out`), /listening on 0\.0\.0\.0:\d+.*\n(.*\n)*.*loaded/);
+  }
+  // The emulated nodes share one port space: concurrent agents still never collide.
+  assert.equal(new Set(ports).size, 3, `engine ports ${ports.join(' ')}`);
+  // {engine.urls} named each node by its NodeAddr (127.0.0.1: the names n1..n3 do not resolve).
+  const urls = ['n1', 'n2', 'n3'].map((_, i) => `http://127.0.0.1:${ports[i]}`).join(' ');
+  assert.match(await logOf(`${r.dir}/run/logs/proxy-0.out`), new RegExp(`round-robin over 3 backends: ${urls.replace(/\./g, '\\.')}`));
+});
+
+test('a failing node ends the job with exit 70 and its diagnostics in the run directory', async (t) => {
+  if (!requireSlurm(t)) return;
+  const r = await sbatch(up('nodes-stack-fail.yaml'), { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir() } });
+  assert.equal(r.code, 70, describeJob(r));
+  assert.match(r.err, /engine\/0 failed: on node n2: the service exited with status 3 before it was ready/, describeJob(r));
+  assert.match(r.err, /diagnostics: run\/nodes\/n2\/diagnostics\/engine-0\//);
+  const diag = JSON.parse(await logOf(`${r.dir}/run/nodes/n2/diagnostics/engine-0/diagnostics.json`)) as { phase?: string };
+  assert.ok(diag.phase, 'diagnostics.json has the phase');
+  assert.match(await logOf(`${r.dir}/run/nodes/n2/diagnostics/engine-0/stderr.log`), /failed to load model/);
+  const n2 = JSON.parse(await logOf(`${r.dir}/run/nodes/n2.json`)) as { state: string; exitCode: number };
+  assert.deepEqual([n2.state, n2.exitCode], ['failed', 70]);
+  // The other nodes were stopped, not left running; the client never started.
+  for (const node of ['n1', 'n3']) {
+    const f = JSON.parse(await logOf(`${r.dir}/run/nodes/${node}.json`)) as { state: string };
+    assert.equal(f.state, 'stopped', node);
+  }
+  assert.doesNotMatch(r.out, /client: \d+ requests/);
+});

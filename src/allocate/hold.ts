@@ -21,7 +21,16 @@ function holdError(e: unknown, port: number, address: string): HoldError {
   return err;
 }
 
-function listenOnce(port: number, host: string): Promise<net.Server> {
+/**
+ * host undefined: the dual-stack wildcard. Node then binds '::' with IPV6_V6ONLY cleared
+ * (libuv sets or clears it explicitly on every IPv6 bind; no ipv6Only flag means cleared,
+ * whatever net.ipv6.bindv6only says), and binds '0.0.0.0' instead only when the IPv6 socket
+ * cannot be made or bound at once (EAFNOSUPPORT where IPv6 is off; EADDRINUSE is reported
+ * by listen(), so a taken port never falls back). Naming '::' instead would send the
+ * address through dns.lookup(): loading node:dns and compiling its IPv6 regex costs
+ * `berth port` about 5 ms at startup, for the same socket.
+ */
+function listenOnce(port: number, host: string | undefined): Promise<net.Server> {
   return new Promise((resolve, reject) => {
     // Nothing is served on a hold yet: a connection that lands here is refused with a
     // reset rather than left hanging. A reset, not a close: closing first would leave a
@@ -29,12 +38,12 @@ function listenOnce(port: number, host: string): Promise<net.Server> {
     const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.resetAndDestroy());
     const onError = (e: Error) => {
       server.close();
-      reject(holdError(e, port, host));
+      reject(holdError(e, port, host ?? '::'));
     };
     server.once('error', onError);
-    // ipv6Only false: libuv then clears IPV6_V6ONLY explicitly, so '::' is dual-stack even
-    // where net.ipv6.bindv6only=1. exclusive: never share the handle with cluster workers.
-    server.listen({ port, host, ipv6Only: false, exclusive: true, backlog: 16 }, () => {
+    // exclusive: never share the handle with cluster workers.
+    const opts: net.ListenOptions = host === undefined ? { port, exclusive: true, backlog: 16 } : { port, host, ipv6Only: false, exclusive: true, backlog: 16 };
+    server.listen(opts, () => {
       server.off('error', onError);
       server.on('error', () => {}); // a held socket has no later errors worth crashing for
       resolve(server);
@@ -43,22 +52,16 @@ function listenOnce(port: number, host: string): Promise<net.Server> {
 }
 
 /**
- * Listen on `port` on '::' (dual-stack) when IPv6 is on, else on '0.0.0.0'. Rejects with a
+ * Listen on `port` on '::' (dual-stack) when IPv6 is on, else on '0.0.0.0' (also when IPv6
+ * sockets turn out to be unsupported after all). Rejects with a
  * HoldError carrying `code` (EADDRINUSE, EACCES, …). Never port 0.
  */
 export async function holdPort(port: number, ipv6: boolean): Promise<net.Server> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw holdError(Object.assign(new Error(`cannot hold port ${port}: not a port 1-65535`), { code: 'EINVAL' }), port, '');
   }
-  if (ipv6) {
-    try {
-      return await listenOnce(port, '::');
-    } catch (e) {
-      // IPv6 sockets unsupported after all (module present, family disabled): hold on IPv4.
-      if ((e as HoldError).code !== 'EAFNOSUPPORT') throw e;
-    }
-  }
-  return listenOnce(port, '0.0.0.0');
+  // Without IPv6 (no tcp6 table), '0.0.0.0' by name as before.
+  return listenOnce(port, ipv6 ? undefined : '0.0.0.0');
 }
 
 /** The listening socket's file descriptor (for handoff), undefined once closed. */

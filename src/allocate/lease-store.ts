@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   constants,
@@ -13,7 +12,6 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BerthError, EXIT } from '../errors.js';
 import { processStartTime } from '../host/proc-stat.js';
 import { leaseState, parseLeaseRecord, type LeaseState, type StartTimeOf } from './lease-record.js';
@@ -75,9 +73,24 @@ export function portOfLeaseName(name: string): number | undefined {
 const TEMP_KINDS = ['tmp', 'reclaim', 'release'] as const;
 type TempKind = (typeof TEMP_KINDS)[number];
 
-/** pid + random: unique across processes and across calls within one. */
+/*
+ * Temp names need to be unique, not unpredictable: the directory is private to the user
+ * (state-dir.ts). The pid keeps live processes apart, a counter keeps the calls of one
+ * process apart, and 48 random bits keep a leftover of a dead process with the same pid
+ * from colliding. Math.random rather than node:crypto, whose loading alone costs
+ * `berth port` about 2 ms at startup.
+ */
+let tempSeq = 0;
+
+/** pid + counter + random: unique across processes and across calls within one. */
 function uniqueName(dir: string, kind: TempKind): string {
-  return join(dir, `.${kind}-${process.pid}-${randomBytes(6).toString('hex')}`);
+  const rnd = Math.floor(Math.random() * 0x1000000000000).toString(16).padStart(12, '0');
+  return join(dir, `.${kind}-${process.pid}-${(tempSeq++).toString(36)}${rnd}`);
+}
+
+/** Promise-based sleep without loading node:timers/promises (startup cost; see uniqueName). */
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function code(e: unknown): string | undefined {

@@ -134,9 +134,11 @@ export async function reserve(opts: ReserveOptions): Promise<Reservation> {
   }
   const procRoot = opts.procRoot ?? '/proc';
 
-  const host = readHostMap({ procRoot });
-  const dir = openStateDir(opts.stateDir ?? resolveStateDir(), host.netns);
   const srcRanges = sourceRanges(opts.source);
+  // Only the source's rows: the planner looks at nothing else, and skipping the rest of a
+  // busy node's table early is most of the parse (every row on those ports is kept).
+  const host = readHostMap({ procRoot, localPorts: srcRanges });
+  const dir = openStateDir(opts.stateDir ?? resolveStateDir(), host.netns);
   const store = { startTimeOf: memoStartTime() };
   const scan = scanLeaseDir(dir, { ...store, portFilter: (p) => inRanges(p, srcRanges) });
   const leased = new Map<number, { pid?: number; name?: string }>();

@@ -127,6 +127,7 @@ export class CrossCheck {
         };
         if (ph.kind === 'self') {
           if (ph.field === 'port' && d.spec.ports.kind === 'none') say(', but the service has "port: none"');
+          if (ph.field === 'gpu' && d.spec.replicas !== 'gpus') say(', but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)');
           continue;
         }
         if (ph.service === d.spec.name) {

@@ -28,3 +28,7 @@ export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, RunDirOptions, S
 export { eraseFrame, formatAge, formatClock, formatEventLine, renderTable, StatusView, wantColor } from './status-view.js';
 export type { RenderOptions, StatusRow, StatusStream, StatusViewOptions } from './status-view.js';
 export { replicaSource } from './sources.js';
+export { runStack } from './orchestrate.js';
+export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './orchestrate.js';
+export type { StatusMode } from './stack-console.js';
+export { formatFailure, formatStackReady, shownPath, tailLines } from './stack-messages.js';

@@ -10,6 +10,7 @@ import { parseLayout } from '../layout/parse.js';
 import type { Layout } from '../layout/types.js';
 import { parseDuration } from '../util/duration.js';
 import { CrossCheck, type Draft } from './cross-check.js';
+import { checkNodes } from './nodes-check.js';
 import { describeTemplateError, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
 import {
   DEFAULT_HOST,
@@ -29,7 +30,8 @@ import { didYouMean, isNullish, kindOf, quoteList, scalarText, scalarTextOrBool,
  *   services:
  *     NAME:
  *       command: [PROGRAM, ARG…]   # required; argv, no shell
- *       replicas: 2                # or "gpus" (Slurm, later)
+ *       replicas: 2                # or "gpus": one per GPU of the Slurm job, on window = GPU index
+ *       nodes: all                 # or N (Slurm): on every node of the allocation / its first N
  *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
  *       host: 127.0.0.1
  *       env: { KEY: value }
@@ -54,7 +56,7 @@ import { didYouMean, isNullish, kindOf, quoteList, scalarText, scalarTextOrBool,
 
 const TOP_KEYS = ['layout', 'bands', 'services'] as const;
 export const SERVICE_KEYS = [
-  'command', 'replicas', 'band', 'port', 'range', 'instance', 'host', 'env', 'cwd', 'handoff', 'ready',
+  'command', 'replicas', 'nodes', 'band', 'port', 'range', 'instance', 'host', 'env', 'cwd', 'handoff', 'ready',
   'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
@@ -195,6 +197,7 @@ class StackParser {
       if (d) drafts.push(d);
     }
     new CrossCheck((line, text) => this.add(line, text), drafts, layout).run();
+    checkNodes(drafts.map((d) => d.spec), (line, text) => this.add(line, text));
     const spec: StackSpec = { file: this.file, dir: this.baseDir, services: drafts.map((d) => d.spec) };
     if (layout) spec.layout = layout;
     return spec;
@@ -319,6 +322,7 @@ class StackParser {
     const keys = new Map<string, number>();
     let hasCommand = false;
     let limitLine: number | undefined;
+    let nodesLine: number | undefined;
     let readyText: string | undefined;
 
     for (const p of value.items) {
@@ -371,6 +375,14 @@ class StackParser {
           if (text?.trim() === 'gpus') spec.replicas = 'gpus';
           else if (n === undefined || n < 1) fail(`replicas must be a whole number ≥ 1 or "gpus", found ${kindOf(v)}`, true);
           else spec.replicas = n;
+          break;
+        }
+        case 'nodes': {
+          nodesLine = kLine;
+          const n = text === undefined ? undefined : toUint(text.trim());
+          if (text?.trim() === 'all') spec.nodes = 'all';
+          else if (n === undefined || n < 1) fail(`nodes must be "all" or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found ${kindOf(v)}`);
+          else spec.nodes = n;
           break;
         }
         case 'band':
@@ -477,6 +489,11 @@ class StackParser {
     }
 
     if (!hasCommand) this.add(line, `${label}: missing "command: ${COMMAND_EXAMPLE}"`);
+    if (nodesLine !== undefined) {
+      if (spec.job) this.add(nodesLine, `${label}: a job runs once, where berth up runs; remove "nodes" (or make another service the job)`);
+      // Other nodes must reach it: listen on every address unless told otherwise.
+      if (!keys.has('host')) spec.host = '0.0.0.0';
+    }
     if (limitLine !== undefined && spec.restart.policy !== 'on-failure') {
       this.add(limitLine, `${label}: restart_limit needs "restart: on-failure"`);
     }

@@ -7,6 +7,7 @@ import type { HostSysctls } from '../host/types.js';
 import { launch, signalNumber } from '../launch/launch.js';
 import type { ExitInfo, LaunchEvent, LaunchHandle, LaunchOptions, ReadySpec } from '../launch/types.js';
 import { conditionStatus, teardownWaves, type GraphNode, type ReplicaStatus } from './graph.js';
+import { gpuReplicas, type GpuReplica } from '../slurm/replicas.js';
 import { runPlain } from './plain-process.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
 import { LogSink, type ChunkConsumer } from './replica-output.js';
@@ -55,6 +56,11 @@ export interface RunStackOptions {
   onReady?: (doc: EndpointsDocument) => void;
   /** berth's own warnings (launch warnings, a restarted replica's changed port). */
   onWarning?: (message: string) => void;
+  /**
+   * Services running elsewhere (a multi-node stack's other nodes, see multi-node.ts): not in
+   * the spec, always ready, with these endpoints for the placeholders of their dependents.
+   */
+  external?: ReadonlyMap<string, readonly Endpoint[]>;
 }
 
 export interface StackFailure {
@@ -102,6 +108,8 @@ export interface StackHandle {
    * everything still running now (a second Ctrl-C).
    */
   stop(opts?: { signal?: NodeJS.Signals; force?: boolean }): Promise<StackResult>;
+  /** A message on the status stream, above a live table (nothing when the status display is off). */
+  say(text: string): void;
 }
 
 /** Exit classes worth another attempt (a port lost, a crash, a slow start); usage and I/O errors repeat. */
@@ -119,6 +127,8 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
 interface Replica {
   svc: Service;
   index: number;
+  /** Its GPU under `replicas: gpus`: window, {gpu} and CUDA_VISIBLE_DEVICES. */
+  gpu?: GpuReplica;
   /** "engine/1" */
   label: string;
   source: PortSource | undefined;
@@ -162,6 +172,7 @@ class Stack {
   private readonly nodes: GraphNode[];
   private readonly startedOrder: string[] = [];
   private readonly env: NodeJS.ProcessEnv;
+  private readonly gpuPlans = new Map<string, GpuReplica[]>();
   private readonly procRoot: string;
   private readonly t0 = performance.now();
   private host: HostSysctls | undefined;
@@ -181,16 +192,17 @@ class Stack {
     readonly spec: StackSpec,
     private readonly o: RunStackOptions,
   ) {
+    this.env = o.env ?? process.env;
+    // replicas: gpus — one replica per GPU of the Slurm job, known only now (src/slurm/replicas.ts).
     for (const s of spec.services) {
-      if (s.replicas === 'gpus') {
-        throw new BerthError(
-          EXIT.DATAERR,
-          `${spec.file}:${s.line}: service "${s.name}": replicas: gpus needs Slurm support, which berth up does not have yet; give a number of replicas`,
-          { service: s.name },
-        );
+      if (s.replicas !== 'gpus') continue;
+      try {
+        this.gpuPlans.set(s.name, gpuReplicas(s.name, this.env).replicas);
+      } catch (e) {
+        if (e instanceof BerthError) throw new BerthError(e.exitCode, `${spec.file}:${s.line}: ${e.message}`, e.details);
+        throw e;
       }
     }
-    this.env = o.env ?? process.env;
     this.procRoot = o.procRoot ?? '/proc';
     this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) });
     this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
@@ -211,13 +223,17 @@ class Stack {
       done,
       endpoints: () => this.run.endpointsDocument(),
       stop: (so) => this.stop(so?.signal, so?.force === true),
+      say: (text) => this.console.message(text),
     };
-    void this.main();
+    // After the caller has its handle (a stack without ports could otherwise be ready
+    // before runStack() returns).
+    queueMicrotask(() => void this.main());
   }
 
   private makeService(spec: ServiceSpec): Service {
     const svc: Service = { spec, replicas: [], launched: false };
-    const n = spec.replicas as number;
+    const gpus = this.gpuPlans.get(spec.name);
+    const n = gpus ? gpus.length : (spec.replicas as number);
     const follow = this.o.follow === true || spec.logs === 'attach';
     for (let r = 0; r < n; r++) {
       const label = `${spec.name}/${r}`;
@@ -240,6 +256,7 @@ class Stack {
       svc.replicas.push({
         svc,
         index: r,
+        ...(gpus ? { gpu: gpus[r]! } : {}),
         label,
         source: undefined,
         port: undefined,
@@ -295,6 +312,8 @@ class Stack {
   }
 
   private statuses(name: string): ReplicaStatus[] {
+    const ext = this.byName.has(name) ? undefined : this.o.external?.get(name);
+    if (ext) return ext.map(() => ({ state: 'ready' }));
     return (this.byName.get(name)?.replicas ?? []).map((r) => ({ state: r.state, ...(r.code !== undefined ? { code: r.code } : {}) }));
   }
 
@@ -333,7 +352,7 @@ class Stack {
   private sourceOf(rep: Replica): PortSource | undefined {
     if (rep.svc.spec.ports.kind === 'default') this.host ??= readSysctls(this.procRoot);
     // The host is only read for the built-in band; other kinds ignore it.
-    return replicaSource(this.spec, rep.svc.spec, rep.index, this.host ?? ({} as HostSysctls));
+    return replicaSource(this.spec, rep.svc.spec, rep.index, this.host ?? ({} as HostSysctls), rep.gpu?.gpu);
   }
 
   private reserveOptions(rep: Replica, source: PortSource): ReserveOptions {
@@ -393,7 +412,11 @@ class Stack {
     const endpoints = new Map<string, Endpoint[]>();
     for (const d of rep.svc.spec.dependsOn) {
       const dep = this.byName.get(d.service);
-      if (!dep) continue;
+      if (!dep) {
+        const ext = this.o.external?.get(d.service);
+        if (ext) endpoints.set(d.service, [...ext]);
+        continue;
+      }
       endpoints.set(
         d.service,
         dep.replicas.filter((r) => r.port !== undefined).map((r) => ({ host: r.host, port: r.port! })),
@@ -401,6 +424,7 @@ class Stack {
     }
     const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints };
     if (rep.port !== undefined) ctx.port = rep.port;
+    if (rep.gpu) ctx.gpu = rep.gpu.gpu;
     return ctx;
   }
 
@@ -412,6 +436,8 @@ class Stack {
     rep.diag.push({ dir: diagDir, keep: false });
     rep.attemptFailed = false;
     rep.stopAsked = false;
+    rep.out.open();
+    rep.err.open();
     let command: string[];
     let env: NodeJS.ProcessEnv;
     let ready: ReadySpec | undefined;
@@ -419,6 +445,11 @@ class Stack {
       const ctx = this.resolveContext(rep);
       command = s.command.map((a) => resolveTemplate(a, ctx));
       env = { ...this.env };
+      if (rep.gpu) {
+        // The GPU as the job sees it; the service's own env: may still override it.
+        env.CUDA_VISIBLE_DEVICES = rep.gpu.cudaVisibleDevices;
+        env.BERTH_GPU = String(rep.gpu.gpu);
+      }
       for (const [k, v] of Object.entries(s.env)) env[k] = resolveTemplate(v, ctx);
       env.BERTH_SERVICE = s.name;
       env.BERTH_REPLICA = String(rep.index);
@@ -510,14 +541,12 @@ class Stack {
         break;
       }
       case 'failed': {
-        rep.attemptFailed = true;
         const d = rep.diag[rep.diag.length - 1];
         if (d && e.bundle) d.keep = true;
+        // Asked to stop during the teardown: its exit is reported as a stop, not a cause.
+        if (this.ending && rep.stopAsked) break;
+        rep.attemptFailed = true;
         const reason = stripName(firstLine(e.message), rep.label);
-        if (this.ending && rep.stopAsked) {
-          rep.final = true; // a teardown casualty, not the cause
-          break;
-        }
         this.update(rep, { state: 'failed', code: e.exitCode, detail: reason });
         this.replicaFailed(rep, e.exitCode, reason, e.bundle);
         break;

@@ -4,12 +4,13 @@ import { BerthError, EXIT } from '../errors.js';
 /*
  * Placeholders in commands, env values and ready specs of a stack:
  *   {port} {replica} {name} {host}                 this replica
+ *   {gpu}                                          its GPU (replicas: gpus)
  *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
 
-export type SelfField = 'port' | 'replica' | 'name' | 'host';
+export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu';
 export type ServiceField = 'port' | 'ports' | 'url' | 'urls';
 
 export type Placeholder =
@@ -29,13 +30,13 @@ export interface ParsedTemplate {
   errors: TemplateError[];
 }
 
-const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host'];
+const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu'];
 const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls'];
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
-export const KNOWN_PLACEHOLDERS = '{port}, {replica}, {name}, {host}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}';
+export const KNOWN_PLACEHOLDERS = '{port}, {replica}, {name}, {host}, {gpu}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}';
 
 function classify(inner: string, text: string): Placeholder | undefined {
   if (SELF_FIELDS.includes(inner)) return { kind: 'self', field: inner as SelfField, text };
@@ -121,6 +122,8 @@ export interface ResolveContext {
   host: string;
   /** This replica's port; when undefined, `{port}` is left in place for the launcher to fill. */
   port?: number;
+  /** The replica's GPU (node-wide index) under `replicas: gpus`. */
+  gpu?: number;
   /** Started replicas of other services, in replica order. */
   endpoints: ReadonlyMap<string, readonly Endpoint[]>;
 }
@@ -130,6 +133,11 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     if (p.field === 'port') return ctx.port === undefined ? '{port}' : String(ctx.port);
     if (p.field === 'replica') return String(ctx.replica);
     if (p.field === 'host') return ctx.host;
+    if (p.field === 'gpu') {
+      // Load-time checks allow {gpu} only with replicas: gpus: reaching here is a bug.
+      if (ctx.gpu === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": {gpu} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no GPU`);
+      return String(ctx.gpu);
+    }
     return ctx.name;
   }
   const eps = ctx.endpoints.get(p.service);

@@ -28,9 +28,21 @@ export class LogSink extends Writable {
     private readonly consumers: ChunkConsumer[] = [],
   ) {
     super();
-    // 'a': one file per replica across restarts, attempts one after the other.
-    this.fd = openSync(path, 'a', 0o600);
   }
+
+  /** Creates the file (at the replica's first start: services never started leave none). */
+  open(): void {
+    if (this.fd !== undefined || this.opened) return;
+    this.opened = true;
+    try {
+      // 'a': one file per replica across restarts, attempts one after the other.
+      this.fd = openSync(this.path, 'a', 0o600);
+    } catch (e) {
+      this.logError = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    }
+  }
+
+  private opened = false;
 
   override _write(chunk: Buffer, _enc: BufferEncoding, done: (error?: Error | null) => void): void {
     this.writeChunk(chunk);

@@ -1,7 +1,6 @@
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
 import { endpointUrl } from './placeholders.js';
 import type { ReplicaState } from './spec.js';
 
@@ -165,6 +164,7 @@ export class RunDir {
   readonly logsDir: string;
   readonly endpointsFile: string;
   readonly eventsFile: string;
+  private readonly tmpFile: string;
   private readonly table: EndpointRecord[] = [];
   private eventsFd: number | undefined;
 
@@ -176,6 +176,7 @@ export class RunDir {
     this.logsDir = join(path, 'logs');
     this.endpointsFile = join(path, 'endpoints.json');
     this.eventsFile = join(path, 'events.jsonl');
+    this.tmpFile = join(path, `.endpoints.json.${process.pid}.tmp`);
   }
 
   /** logs/<service>-<replica>.out and .err */
@@ -208,7 +209,7 @@ export class RunDir {
 
   writeEndpoints(updated?: string): void {
     try {
-      writeFileAtomic(this.endpointsFile, JSON.stringify(this.endpointsDocument(updated), null, 2) + '\n');
+      replaceFile(this.endpointsFile, JSON.stringify(this.endpointsDocument(updated), null, 2) + '\n', this.tmpFile);
     } catch (e) {
       throw writeError(this.endpointsFile, e);
     }
@@ -226,6 +227,35 @@ export class RunDir {
   close(): void {
     if (this.eventsFd !== undefined) closeSync(this.eventsFd);
     this.eventsFd = undefined;
+  }
+}
+
+/**
+ * endpoints.json is replaced on every state change: written whole under a temporary name,
+ * then renamed over the old one, so a reader sees the old document or the new one, never
+ * a mix. No fsync: the rename is what readers need, and an fsync per state change made
+ * the disk, not berth, the pace of a big stack (a crash loses at most the latest states,
+ * which events.jsonl and the dead pid in the document tell anyway). One temporary name
+ * suffices: berth is the only writer of its run directory and writes synchronously.
+ */
+function replaceFile(path: string, text: string, tmp: string): void {
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    const buf = Buffer.from(text);
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw e;
   }
 }
 

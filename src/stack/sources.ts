@@ -7,11 +7,13 @@ import type { ServiceSpec, StackSpec } from './spec.js';
 
 /**
  * Where replica `replica` of a service takes its port from, or undefined when the service
- * has none. Replica r of a windowed band takes window (instance + r); other sources are
+ * has none. Replica r of a windowed band takes window (instance + r) — or, under
+ * `replicas: gpus`, window (instance + g) for its GPU g, so jobs sharing a node, which Slurm
+ * gives disjoint GPUs, never share a window. Other sources are
  * shared by all replicas (leases keep their ports distinct). The built-in default band
  * depends on the host, hence `host`.
  */
-export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: number, host: HostSysctls): PortSource | undefined {
+export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: number, host: HostSysctls, gpu?: number): PortSource | undefined {
   const p = service.ports;
   switch (p.kind) {
     case 'none':
@@ -35,7 +37,7 @@ export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: n
       const src: PortSource = { kind: 'band', band: p.band.name, range: { lo: p.band.lo, hi: p.band.hi } };
       if (stack.layout) src.layoutFile = stack.layout.source;
       if (p.band.window !== undefined) {
-        src.instance = p.instance + replica;
+        src.instance = p.instance + (gpu ?? replica);
         src.range = instanceWindow(p.band, src.instance);
       }
       return src;

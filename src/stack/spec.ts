@@ -39,6 +39,11 @@ export interface ServiceSpec {
   /** Argv templates (placeholders unresolved). Never run through a shell. */
   command: string[];
   replicas: ReplicaCount;
+  /**
+   * `nodes: all | N` (Slurm): the service runs on every node of the allocation, or on its
+   * first N, started there by a berth agent (srun). Undefined: once, where `berth up` runs.
+   */
+  nodes?: 'all' | number;
   ports: ServicePorts;
   /**
    * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename, isAbsolute, relative } from 'node:path';
 import type { StackResult } from './orchestrate.js';
 import type { EndpointsDocument } from './run-dir.js';
@@ -68,7 +68,8 @@ export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: 
   const who = f.service === '(berth)' ? 'berth' : `${f.service}/${f.replica}`;
   const lines = [`${who} failed: ${f.reason}`];
   if (f.diagnostics) lines.push(`  diagnostics: ${shownPath(f.diagnostics, opts.cwd)}/ (diagnostics.json, stdout.log, stderr.log)`);
-  if (f.service !== '(berth)') {
+  // A replica that never started (no port for it) has no logs to point at.
+  if (f.service !== '(berth)' && existsSync(f.logs.out)) {
     lines.push(`  logs:        ${shownPath(f.logs.out, opts.cwd)}, ${basename(f.logs.err)}`);
     const tail = tailLines(f.logs.err, opts.tail ?? 5);
     if (tail.length > 0) {
@@ -76,6 +77,6 @@ export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: 
       for (const l of tail) lines.push(`    ${cut(l)}`);
     }
   }
-  lines.push(`  the stack was stopped; run directory: ${shownPath(result.runDir, opts.cwd)}`);
+  lines.push(`  the stack was stopped; run directory: ${shownPath(result.runDir, opts.cwd)} (events.jsonl, endpoints.json, logs/)`);
   return lines.join('\n');
 }

@@ -1,6 +1,7 @@
 import { reserve } from '../../allocate/reserve.js';
 import type { ReserveOptions, Strategy } from '../../allocate/types.js';
 import { readSysctls } from '../../host/sysctl.js';
+import type { HostSysctls } from '../../host/types.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { resolveSource, sourceOptions } from '../source.js';
@@ -41,6 +42,27 @@ Examples:
 Exit codes: 0 leased; 64 usage; 65 bad layout; 69 no usable port (the message says why:
 in the ephemeral range, in use and by whom, or leased); 74 cannot write leases.`;
 
+/**
+ * The sysctls, read on first use: only the default band needs them to resolve SOURCE, and
+ * reserve() reads them again with the socket table anyway. Saves `berth port --range`
+ * three /proc reads at startup.
+ */
+function lazySysctls(root: string): HostSysctls {
+  let read: HostSysctls | undefined;
+  const get = () => (read ??= readSysctls(root));
+  return {
+    get ephemeral() {
+      return get().ephemeral;
+    },
+    get reserved() {
+      return get().reserved;
+    },
+    get unprivilegedStart() {
+      return get().unprivilegedStart;
+    },
+  };
+}
+
 export const portCommand: Command = {
   name: 'port',
   summary: 'lease free ports (race-free across processes)',
@@ -61,7 +83,7 @@ export const portCommand: Command = {
     const strategy = values.strategy ?? 'lowest';
     if (strategy !== 'lowest' && strategy !== 'random') throw usage('port', `--strategy ${strategy}: expected lowest or random`);
     const root = procRoot();
-    const source = await resolveSource('port', values, readSysctls(root));
+    const source = await resolveSource('port', values, lazySysctls(root));
     const opts: ReserveOptions = {
       source,
       count: values.count === undefined ? 1 : parseCount('port', '--count', values.count),

@@ -1,0 +1,145 @@
+import { resolve } from 'node:path';
+import { BerthError } from '../../errors.js';
+import { loadStack } from '../../stack/load.js';
+import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node.js';
+import { runStack, type RunStackOptions } from '../../stack/orchestrate.js';
+import { formatFailure, formatStackReady, shownPath } from '../../stack/stack-messages.js';
+import { parseCommandArgs, usage, type Command } from '../command.js';
+import { procRoot } from '../env.js';
+
+const help = `Usage: berth up STACK [--run-dir DIR] [--follow] [--json]
+
+Start every service of a stack file: ports for all replicas are leased and held first (a
+stack that cannot have them all starts nothing, exit 69), then each service starts as soon
+as the services it depends on meet their condition (started, ready, completed); services
+that do not wait for each other start together. Every replica is a 'berth run': same
+handoff, ownership check, readiness probe and diagnostics. Placeholders such as
+{engine.urls} are filled from the real endpoints of the services depended on.
+
+While it runs: a live table of replicas on a terminal (service, replica, port, pid, state,
+time in state), one line per state change otherwise (a Slurm log, a pipe); NO_COLOR is
+respected. Once every service except the job is ready, "stack ready" and one line per
+replica with its url. The job's stdout and stderr pass through unchanged; other services
+write only to their log files unless --follow or "logs: attach".
+
+Run directory (default ./berth-runs/<UTC timestamp>, private):
+  endpoints.json          every replica's host, port, url, pid, state; replaced atomically
+                          on every change (BERTH_RUN_DIR tells the services where it is)
+  events.jsonl            every state change: t, service, replica, state, pid, port, code, detail
+  logs/SERVICE-R.out|err  complete output of replica R (all restarts, flushed at exit)
+  diagnostics/SERVICE-R/  diagnostics.json, stdout.log, stderr.log of a failed replica
+
+The stack ends when:
+  - the job (job: true) exits: the rest is stopped, berth exits with the job's status;
+  - a service fails before it is ready, or a ready one dies with no restart left: the rest
+    is stopped and berth exits 69 (no port), 70 (it failed or died) or 75 (not ready in
+    time), naming the replica, its diagnostics, its logs and its last stderr lines;
+  - berth gets SIGINT, SIGTERM or SIGHUP: the same orderly teardown, exit 128+N (130 for
+    Ctrl-C, 143 for SIGTERM, 129 for SIGHUP); a second signal kills everything at once;
+  - without a job, every service has exited 0 (exit 0). Otherwise it runs until signalled.
+Teardown: dependents first, latest started first; SIGTERM, then SIGKILL after the
+service's stop_grace (default 10s).
+
+Options:
+  --run-dir DIR   the run directory (may exist, but must be private and hold no run)
+  --follow        stream every service's output on stderr, lines prefixed "service/replica | "
+  --json          when the stack is ready, print endpoints.json's document on stdout as one
+                  line (before the job starts, so it comes before the job's output)
+
+Each service's environment also has BERTH_SERVICE, BERTH_REPLICA and BERTH_RUN_DIR (and,
+with a port, PORT, BERTH_PORT, BERTH_HOST as in 'berth run').
+
+Under Slurm (docs/slurm.md): "replicas: gpus" starts one replica per GPU of the job, the one
+on GPU g in window g of its band, with {gpu} and CUDA_VISIBLE_DEVICES set. Services with
+"nodes: all" (or N) run on every node of a multi-node allocation: berth up starts one agent
+per node with srun (--agent DIR is that agent, not for use by hand); their logs, node files
+and diagnostics are under RUN_DIR/nodes/.
+
+Examples:
+  berth up examples/demo/stack.yaml
+  berth up stack.yaml --run-dir "$SLURM_SUBMIT_DIR/runs/$SLURM_JOB_ID" --follow
+  berth up servers.yaml --json | head -1 > endpoints.json &   # no job: runs until signalled
+
+Exit codes: the job's status; 0 when the stack was stopped by no one and every service
+completed; 64 usage; 65 invalid stack (file:line for every problem); 69 no usable port;
+70 a service failed; 74 cannot write the run directory; 75 readiness deadline passed;
+128+N stopped by signal N.`;
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+export const upCommand: Command = {
+  name: 'up',
+  summary: 'start a stack of services in dependency order; tear it down on failure or Ctrl-C',
+  help,
+  async run(argv) {
+    const { values, positionals } = parseCommandArgs(
+      'up',
+      argv,
+      {
+        'run-dir': { type: 'string' },
+        follow: { type: 'boolean' },
+        json: { type: 'boolean' },
+        agent: { type: 'string' },
+      },
+      true,
+    );
+    if (positionals.length === 0) throw usage('up', 'no stack file given, e.g. berth up examples/demo/stack.yaml');
+    if (positionals.length > 1) throw usage('up', `one stack file at a time (got ${positionals.length}: ${positionals.join(' ')})`);
+    const spec = loadStack(positionals[0]!);
+    // A node's agent of a multi-node stack (started by berth up itself through srun).
+    if (values.agent !== undefined) return runAgent(spec, { runDir: values.agent, procRoot: procRoot() });
+    const json = values.json === true;
+    const jobs = new Set(spec.services.filter((s) => s.job).map((s) => s.name));
+
+    const started = performance.now();
+    const plan = planNodes(spec);
+    const opts: RunStackOptions = {
+      ...(values['run-dir'] !== undefined ? { runDir: values['run-dir'] } : {}),
+      follow: values.follow === true,
+      status: 'auto',
+      procRoot: procRoot(),
+      onReady: (doc) => {
+        if (json) process.stdout.write(JSON.stringify(doc) + '\n');
+        handle.say(formatStackReady(doc, { skip: jobs, readyMs: performance.now() - started }));
+      },
+    };
+    // `nodes:` services on a multi-node Slurm allocation: agents on the other nodes (multi-node.ts).
+    const handle = plan ? runMultiNodeStack(spec, plan, { ...opts, stackFile: resolve(positionals[0]!) }) : runStack(spec, opts);
+
+    let signals = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      signals++;
+      if (signals === 1) {
+        handle.say(`berth: ${sig}: stopping the stack (dependents first); ${sig === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to kill everything now`);
+        void handle.stop({ signal: sig });
+      } else {
+        handle.say(`berth: ${sig} again: killing every service now`);
+        void handle.stop({ force: true });
+      }
+    };
+    for (const s of SIGNALS) process.on(s, onSignal);
+    let result;
+    try {
+      result = await handle.done;
+    } finally {
+      for (const s of SIGNALS) process.off(s, onSignal);
+    }
+    const where = shownPath(result.runDir);
+    switch (result.reason) {
+      case 'failed':
+        throw new BerthError(result.exitCode, formatFailure(result), { runDir: result.runDir, ...(result.failure ? { failure: result.failure } : {}) });
+      case 'job': {
+        const j = result.job!;
+        const how = j.signal ? `was killed by ${j.signal}` : `exited with status ${j.status}`;
+        process.stderr.write(`berth: job ${j.service} ${how}; stack stopped (run directory: ${where})\n`);
+        break;
+      }
+      case 'signal':
+        process.stderr.write(`berth: stopped by ${result.signal}; stack torn down, exit ${result.exitCode} (run directory: ${where})\n`);
+        break;
+      default:
+        process.stderr.write(`berth: every service has exited; stack stopped (run directory: ${where})\n`);
+    }
+    return result.exitCode;
+  },
+};

@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { compressHostlist } from './hostlist.js';
+
+/*
+ * berth agents of a multi-node stack: one per node, started by Slurm itself in one step
+ * (`srun --ntasks-per-node=1 --overlap`), no ssh and no daemon of berth's own. They talk to
+ * `berth up` only through the run directory, which must be on a filesystem every node sees:
+ *   nodes/<node>/        the agent's own run directory (endpoints.json, events, logs, diagnostics)
+ *   nodes/<node>.json    its node file, replaced atomically (temp file + rename) on each change
+ */
+
+export type NodeState = 'starting' | 'ready' | 'stopped' | 'failed';
+
+export interface NodeEndpoint {
+  replica: number;
+  /** The address the service listens on (0.0.0.0 / :: for every address). */
+  host: string;
+  port: number;
+}
+
+/** The node file an agent keeps in the run directory. */
+export interface NodeFile {
+  node: string;
+  /** The agent's pid on its node (for humans: it is another host's pid). */
+  pid: number;
+  state: NodeState;
+  updated: string;
+  /** Once ready: each service's replicas on this node. */
+  services: Record<string, NodeEndpoint[]>;
+  /** When it ended: the agent's exit status. */
+  exitCode?: number;
+  /** When it failed: what, where its diagnostics are (absolute paths on the shared filesystem). */
+  failure?: { service: string; replica: number; exitCode: number; reason: string; diagnostics?: string; logs?: { out: string; err: string } };
+}
+
+/** Node names become file names: keep them one safe path component. */
+export function nodeKey(node: string): string {
+  const safe = node.replace(/[^A-Za-z0-9._-]/g, '_');
+  return safe === '' || safe === '.' || safe === '..' ? `node_${safe}` : safe;
+}
+
+export const nodesDir = (runDir: string): string => join(runDir, 'nodes');
+export const nodeRunDir = (runDir: string, node: string): string => join(nodesDir(runDir), nodeKey(node));
+export const nodeFilePath = (runDir: string, node: string): string => join(nodesDir(runDir), `${nodeKey(node)}.json`);
+
+export function writeNodeFile(runDir: string, f: NodeFile): void {
+  writeFileAtomic(nodeFilePath(runDir, f.node), JSON.stringify(f, null, 2) + '\n', 0o600);
+}
+
+/** The node file, or undefined while it does not exist (yet) or cannot be parsed. */
+export function readNodeFile(runDir: string, node: string): NodeFile | undefined {
+  try {
+    const v = JSON.parse(readFileSync(nodeFilePath(runDir, node), 'utf8')) as NodeFile;
+    return v && typeof v === 'object' && typeof v.state === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export interface AgentStepOptions {
+  /** Nodes to run one agent on each (the first N of the allocation). */
+  nodes: readonly string[];
+  /** The agent's argv (e.g. [node, /path/berth.js, up, STACK, --agent, RUN]). */
+  agent: readonly string[];
+}
+
+/**
+ * The srun argv that starts the agents: one task per node (--ntasks-per-node=1), sharing the
+ * job's resources with the batch step (--overlap), on the named nodes. A failed agent does
+ * not make srun kill the others (--kill-on-bad-exit=0): berth up stops them in order.
+ */
+export function agentStepArgv(o: AgentStepOptions): string[] {
+  const n = String(o.nodes.length);
+  return [
+    'srun',
+    `--nodes=${n}`,
+    `--ntasks=${n}`,
+    '--ntasks-per-node=1',
+    `--nodelist=${compressHostlist(o.nodes)}`,
+    '--overlap',
+    '--kill-on-bad-exit=0',
+    '--job-name=berth-agents',
+    '--',
+    ...o.agent,
+  ];
+}

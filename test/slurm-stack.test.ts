@@ -1,0 +1,166 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BerthError } from '../src/errors.js';
+import { parseStack } from '../src/stack/load.js';
+import { resolveTemplate } from '../src/stack/placeholders.js';
+import { replicaSource } from '../src/stack/sources.js';
+import type { HostSysctls } from '../src/host/types.js';
+
+// Stack files with Slurm's keys: replicas: gpus, {gpu}, nodes: all|N.
+const BANDS = 'bands:\n  engines: { range: 21000-21799, window: 100 }\n  proxy: { range: 22000-22099 }\n';
+
+const errorsOf = (text: string): string[] => {
+  try {
+    parseStack(text, 's.yaml', '.');
+  } catch (e) {
+    assert.ok(e instanceof BerthError && e.exitCode === 65, String(e));
+    return e.details!.errors as string[];
+  }
+  assert.fail('the stack was accepted');
+};
+
+test('replicas: gpus takes window (instance + GPU index); {gpu} fills in; {gpu} needs replicas: gpus', () => {
+  const s = parseStack(
+    `${BANDS}services:
+  engine:
+    replicas: gpus
+    band: engines
+    command: [serve, --port, "{port}", --gpu, "{gpu}"]
+    env: { WHICH: "gpu{gpu}" }
+`,
+    's.yaml',
+    '.',
+  );
+  const engine = s.services[0]!;
+  assert.equal(engine.replicas, 'gpus');
+  const host = {} as HostSysctls;
+  assert.deepEqual(replicaSource(s, engine, 0, host, 3), { kind: 'band', band: 'engines', range: { lo: 21300, hi: 21399 }, layoutFile: 's.yaml', instance: 3 });
+  assert.deepEqual(replicaSource(s, engine, 1, host), { kind: 'band', band: 'engines', range: { lo: 21100, hi: 21199 }, layoutFile: 's.yaml', instance: 1 });
+  const ctx = { name: 'engine', replica: 0, host: '127.0.0.1', port: 21300, gpu: 3, endpoints: new Map() };
+  assert.equal(resolveTemplate('gpu{gpu}:{port}', ctx), 'gpu3:21300');
+  assert.throws(() => resolveTemplate('{gpu}', { ...ctx, gpu: undefined }), (e: unknown) => e instanceof BerthError && e.exitCode === 70);
+  assert.deepEqual(errorsOf(`${BANDS}services:\n  a:\n    replicas: 2\n    band: engines\n    command: [x, "{gpu}"]\n`), [
+    's.yaml:8: service "a": command[1] uses {gpu}, but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)',
+  ]);
+});
+
+test('nodes: all | N parses; nodes services listen on 0.0.0.0 unless host is given', () => {
+  const s = parseStack(
+    `${BANDS}services:
+  engine:
+    nodes: all
+    band: engines
+    command: [serve, "{port}"]
+  worker:
+    nodes: 2
+    host: 127.0.0.1
+    command: [work, "{port}", "{engine.urls}"]
+    depends_on: [engine]
+  proxy:
+    band: proxy
+    command: [proxy, "{port}", "{engine.urls}"]
+    depends_on: [engine]
+`,
+    's.yaml',
+    '.',
+  );
+  const [engine, worker, proxy] = s.services;
+  assert.equal(engine!.nodes, 'all');
+  assert.equal(engine!.host, '0.0.0.0');
+  assert.equal(worker!.nodes, 2);
+  assert.equal(worker!.host, '127.0.0.1');
+  assert.equal(proxy!.nodes, undefined);
+  assert.equal(proxy!.host, '127.0.0.1');
+});
+
+test('nodes: errors name the line: bad values, jobs, dependencies the agents cannot meet', () => {
+  assert.deepEqual(
+    errorsOf(`services:
+  a:
+    nodes: 0
+    command: [x]
+  b:
+    nodes: some
+    command: [x]
+  local:
+    command: [x]
+  c:
+    nodes: all
+    command: [x]
+    depends_on: [local, d]
+  d:
+    nodes: 2
+    command: [x]
+  client:
+    nodes: all
+    job: true
+    command: [x]
+`),
+    [
+      's.yaml:3: service "a": nodes must be "all" or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found number 0',
+      's.yaml:6: service "b": nodes must be "all" or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found the text "some"',
+      's.yaml:13: service "c": has nodes: all but depends on "local", which runs once where berth up runs; give "local" nodes: too, or drop the dependency (berth agents start only their node\'s services)',
+      's.yaml:13: service "c": has nodes: all but depends on "d" with nodes: 2: on the other nodes it would have nothing to wait for; give "d" at least as many nodes',
+      's.yaml:18: service "client": a job runs once, where berth up runs; remove "nodes" (or make another service the job)',
+    ],
+  );
+});
+
+test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocation is 65; one node runs locally', async () => {
+  const { planNodes, agentServices, externalEndpoints } = await import('../src/stack/multi-node.js');
+  const { agentStepArgv, nodeKey } = await import('../src/slurm/agents.js');
+  const s = parseStack(
+    `services:
+  engine: { nodes: all, command: [e, "{port}"] }
+  cache: { nodes: 2, command: [c, "{port}"] }
+  proxy: { command: [p, "{port}", "{engine.urls}", "{cache.urls}"], depends_on: [engine, cache] }
+`,
+    's.yaml',
+    '.',
+  );
+  const job = { SLURM_JOB_ID: '9', SLURM_JOB_NODELIST: 'gpu[1-4]' };
+  const plan = planNodes(s, job)!;
+  assert.deepEqual(plan.nodes, ['gpu1', 'gpu2', 'gpu3', 'gpu4']);
+  assert.deepEqual(plan.agentNodes, ['gpu1', 'gpu2', 'gpu3', 'gpu4']);
+  assert.deepEqual(plan.local.services.map((x) => x.name), ['proxy']);
+  assert.deepEqual(agentServices(s, 1, 4).map((x) => x.name), ['engine', 'cache']);
+  assert.deepEqual(agentServices(s, 2, 4).map((x) => x.name), ['engine']);
+  assert.equal(planNodes(s, { SLURM_JOB_ID: '9', SLURM_JOB_NODELIST: 'gpu[1-2]' })!.agentNodes.length, 2);
+  assert.throws(
+    () => planNodes(s, { SLURM_JOB_ID: '9', SLURM_JOB_NODELIST: 'gpu1' }),
+    /s\.yaml:3: service "cache": nodes: 2, but job 9 has 1 node \(gpu1\); ask Slurm for more nodes/,
+  );
+  const one = parseStack('services:\n  engine: { nodes: all, command: [e, "{port}"] }\n', 's.yaml', '.');
+  assert.equal(planNodes(one, {}), undefined, 'outside Slurm nodes: all is this host');
+  assert.equal(planNodes(parseStack('services:\n  a: { command: [x] }\n', 's.yaml', '.'), { SLURM_JOB_ID: 'bad' }), undefined, 'no nodes: never reads Slurm');
+
+  const files = new Map([
+    ['gpu1', { node: 'gpu1', pid: 1, state: 'ready' as const, updated: '', services: { engine: [{ replica: 0, host: '0.0.0.0', port: 21000 }], cache: [{ replica: 0, host: '10.0.0.1', port: 23000 }] } }],
+    ['gpu2', { node: 'gpu2', pid: 1, state: 'ready' as const, updated: '', services: { engine: [{ replica: 0, host: '0.0.0.0', port: 21001 }], cache: [{ replica: 0, host: '0.0.0.0', port: 23000 }] } }],
+    ['gpu3', { node: 'gpu3', pid: 1, state: 'ready' as const, updated: '', services: { engine: [{ replica: 0, host: '::', port: 21000 }] } }],
+  ]);
+  const ext = externalEndpoints(plan, files, new Map([['gpu1', 'gpu1'], ['gpu2', '10.0.0.2'], ['gpu3', 'gpu3']]));
+  assert.deepEqual(ext.get('engine'), [{ host: 'gpu1', port: 21000 }, { host: '10.0.0.2', port: 21001 }, { host: 'gpu3', port: 21000 }]);
+  assert.deepEqual(ext.get('cache'), [{ host: '10.0.0.1', port: 23000 }, { host: '10.0.0.2', port: 23000 }]);
+
+  assert.deepEqual(agentStepArgv({ nodes: ['n1', 'n2', 'n3'], agent: ['node', 'berth.js', 'up', '/s.yaml', '--agent', '/run'] }), [
+    'srun', '--nodes=3', '--ntasks=3', '--ntasks-per-node=1', '--nodelist=n[1-3]', '--overlap', '--kill-on-bad-exit=0', '--job-name=berth-agents', '--',
+    'node', 'berth.js', 'up', '/s.yaml', '--agent', '/run',
+  ]);
+  assert.equal(nodeKey('n1'), 'n1');
+  assert.equal(nodeKey('../x'), '.._x');
+  assert.equal(nodeKey('..'), 'node_..');
+});
+
+test('berth up refuses replicas: gpus in a job without GPUs (65, file:line), before making a run directory', async () => {
+  const { runStack } = await import('../src/stack/orchestrate.js');
+  const s = parseStack(`${BANDS}services:\n  engine:\n    replicas: gpus\n    band: engines\n    command: [x, "{port}"]\n`, 's.yaml', '.');
+  assert.throws(
+    () => runStack(s, { env: { SLURM_JOB_ID: '4' }, runDir: '/nonexistent/never-made' }),
+    (e: unknown) => e instanceof BerthError && e.exitCode === 65 && /^s\.yaml:5: service "engine": replicas: gpus, but this job has no GPU/.test(e.message),
+  );
+  assert.throws(
+    () => runStack(s, { env: { SLURM_STEP_GPUS: '0,x' }, runDir: '/nonexistent/never-made' }),
+    (e: unknown) => e instanceof BerthError && e.exitCode === 65 && /^s\.yaml:5: service "engine": replicas: gpus: SLURM_STEP_GPUS="0,x"/.test(e.message),
+  );
+});
