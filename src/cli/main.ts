@@ -44,12 +44,20 @@ async function main(argv: string[]): Promise<number> {
   return cmd.run(rest);
 }
 
+/**
+ * BerthError by shape: each command is bundled on its own (scripts/build.mjs), with its own
+ * copy of the class, so `instanceof` would not see a command's errors from here.
+ */
+function isBerthError(e: unknown): e is BerthError {
+  return e instanceof Error && e.name === 'BerthError' && typeof (e as BerthError).exitCode === 'number';
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
   (e: unknown) => {
-    if (e instanceof BerthError) {
+    if (isBerthError(e)) {
       process.stderr.write(`berth: ${e.message}\n`);
       if (process.argv.includes('--json')) {
         process.stdout.write(JSON.stringify({ error: { exitCode: e.exitCode, message: e.message, ...(e.details ?? {}) } }, null, 2) + '\n');
