@@ -17,6 +17,7 @@ export * from './layout/index.js';
 export * from './allocate/index.js';
 export * from './stack/index.js';
 export * from './launch/index.js';
+export * from './slurm/index.js';
 export { collectReport, type CollectOptions } from './report/collect.js';
 export type { PortSpaceReport } from './report/types.js';
 export { parseDuration, formatDuration } from './util/duration.js';

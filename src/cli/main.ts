@@ -45,11 +45,12 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * BerthError by shape: each command is bundled on its own (scripts/build.mjs), with its own
- * copy of the class, so `instanceof` would not see a command's errors from here.
+ * A BerthError (or subclass) by shape: an Error with a whole-number exitCode. Each command
+ * is bundled on its own (scripts/build.mjs) with its own copy of the class, so `instanceof`
+ * would not see a command's errors from here, and subclasses rename themselves.
  */
 function isBerthError(e: unknown): e is BerthError {
-  return e instanceof Error && e.name === 'BerthError' && typeof (e as BerthError).exitCode === 'number';
+  return e instanceof Error && Number.isInteger((e as { exitCode?: unknown }).exitCode);
 }
 
 main(process.argv.slice(2)).then(

@@ -7,6 +7,16 @@ import { resolveInstance, stepResvPorts } from '../slurm/instance.js';
 import { usage } from './command.js';
 import { parseCount, parsePort, parseRange } from './values.js';
 
+/** The SOURCE paragraph of `port` and `run` --help. */
+export const SOURCE_HELP = `SOURCE (one of; default: the built-in "default" band, see 'berth doctor'):
+  --port P                     exactly this port (busy: exit 69 naming the holder)
+  --range LO-HI                any port of this inclusive range
+  --layout FILE --band NAME [--instance N|auto|gpu]
+                               a band of a layout file, or one instance's window of it:
+                               auto = $BERTH_INSTANCE, else $SLURM_LOCALID;
+                               gpu = the window of the job's lowest GPU index
+  --source resv                the ports Slurm reserved for this step (srun --resv-ports)`;
+
 /** parseArgs option definitions for SOURCE (design.md §4), shared by `port` and `run`. */
 export const sourceOptions = {
   port: { type: 'string' },

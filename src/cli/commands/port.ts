@@ -4,7 +4,7 @@ import { readSysctls } from '../../host/sysctl.js';
 import type { HostSysctls } from '../../host/types.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
-import { resolveSource, sourceOptions } from '../source.js';
+import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { parseCount, parseDurationArg } from '../values.js';
 
 const help = `Usage: berth port [SOURCE] [--count N] [--owner PID] [--ttl DUR] [--name NAME]
@@ -14,11 +14,7 @@ Lease N distinct ports that nothing else on this host (network namespace) can ta
 outside the unreserved ephemeral range, with no socket in any state, not leased to anyone
 else, and bindable right now. All or none.
 
-SOURCE (one of; default: the built-in "default" band, see 'berth doctor'):
-  --port P                     exactly this port
-  --range LO-HI                any port of this inclusive range
-  --layout FILE --band NAME [--instance N]
-                               a band of a layout file, or instance N's window of it
+${SOURCE_HELP}
 
 Options:
   --count N          how many distinct ports (default 1)

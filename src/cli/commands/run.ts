@@ -5,7 +5,7 @@ import { checkReadyWithHandoff, parseReadySpec } from '../../launch/ready-spec.j
 import type { Handoff, LaunchOptions } from '../../launch/types.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
-import { resolveSource, sourceOptions } from '../source.js';
+import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { parseDurationArg } from '../values.js';
 
 const help = `Usage: berth run [SOURCE] [--bind HOST] [--env NAME] [--handoff release|fd]
@@ -22,10 +22,7 @@ CMD is run directly (no shell). In its arguments {port} becomes the port and {ho
 --bind address (default 127.0.0.1); PORT (or --env NAME), BERTH_PORT, BERTH_NAME and
 BERTH_RUN_ID are set (BERTH_RUN_ID marks the whole process tree, daemons included).
 
-SOURCE (one of; default: the built-in "default" band, see 'berth doctor'):
-  --port P                     exactly this port (busy: exit 69 naming the holder)
-  --range LO-HI                any port of this inclusive range
-  --layout FILE --band NAME [--instance N]
+${SOURCE_HELP}
   --allow-ephemeral            allow ports inside the unreserved ephemeral range
 
 Options:
