@@ -3,8 +3,9 @@
  * reserve()+release() loop against a raw listen()/close() loop on the same range.
  * argv[2]: JSON config. Prints one JSON line with the per-repetition rates.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { loadBerth } from './lib/berth-api.js';
 import { nowMs } from './lib/stats.js';
 
@@ -32,7 +33,11 @@ function listenClose(port: number): Promise<void> {
   });
 }
 
-type Loop = (i: number) => Promise<void>;
+/** One pass of a loop; returns how many allocations (ports) it made when more than one. */
+type Loop = (i: number) => Promise<number | void>;
+
+/** Ports per reserve() in the batched loop: one table read serves them all. */
+const BATCH = 100;
 
 const loops: Record<string, Loop> = {
   raw: (i) => listenClose(cfg.lo + (i % size)),
@@ -40,14 +45,34 @@ const loops: Record<string, Loop> = {
     const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 60_000, stateDir: cfg.stateDir });
     await r.release();
   },
-  // Not an allocator: the cost every table-reading allocator pays once per call.
-  tableRead: async () => {
-    readFileSync('/proc/net/tcp', 'latin1');
-    readFileSync('/proc/net/tcp6', 'latin1');
-  },
   berthNoHold: async () => {
     const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 60_000, stateDir: cfg.stateDir, hold: false });
     await r.release();
+  },
+  berthBatch: async () => {
+    const r = await berth.reserve({ source: { kind: 'range', range }, count: BATCH, ttlMs: 60_000, stateDir: cfg.stateDir });
+    await r.release();
+    return BATCH;
+  },
+  // Not allocators: the two costs every berth allocation pays at least once.
+  // Both socket tables read the way berth reads them (one hash-table walk per file; see
+  // src/host/read-host.ts), with the sysctls: readHostMap() alone.
+  hostMap: async () => {
+    berth.readHostMap();
+  },
+  // A file made and removed in the lease directory: a lease is a temporary file linked
+  // into place and later removed, so each one costs at least this on that filesystem.
+  leaseFile: async (i) => {
+    const path = join(cfg.stateDir, `.bench-${process.pid}-${i}`);
+    const fd = openSync(path, 'wx', 0o600);
+    writeSync(fd, '{}\n');
+    closeSync(fd);
+    unlinkSync(path);
+  },
+  // Not an allocator: the tables read the customary way, until read() returns 0.
+  tableRead: async () => {
+    readFileSync('/proc/net/tcp', 'latin1');
+    readFileSync('/proc/net/tcp6', 'latin1');
   },
 };
 
@@ -56,8 +81,9 @@ async function rate(loop: Loop, ms: number): Promise<number> {
   const t0 = nowMs();
   let n = 0;
   let t = t0;
+  let i = 0;
   while (t - t0 < ms) {
-    await loop(n++);
+    n += (await loop(i++)) ?? 1;
     t = nowMs();
   }
   return (n / (t - t0)) * 1000;

@@ -6,7 +6,7 @@ import {
   lstatSync,
   openSync,
   readdirSync,
-  readFileSync,
+  readSync,
   renameSync,
   unlinkSync,
   writeSync,
@@ -113,6 +113,21 @@ export interface LeaseFile {
   record?: LeaseRecord;
 }
 
+/**
+ * The file's text, `size` bytes as fstat gave them (what readFileSync(fd) reads, without
+ * its second fstat: leases are read several times per allocation).
+ */
+function readText(fd: number, size: number): string {
+  const buf = Buffer.allocUnsafe(size);
+  let len = 0;
+  while (len < size) {
+    const n = readSync(fd, buf, len, size - len, null);
+    if (n === 0) break;
+    len += n;
+  }
+  return buf.toString('utf8', 0, len);
+}
+
 /** Read a lease file and its inode from one open file description; undefined if it does not exist. */
 export function readLeaseFile(path: string, port?: number): LeaseFile | undefined {
   let fd: number;
@@ -134,7 +149,7 @@ export function readLeaseFile(path: string, port?: number): LeaseFile | undefine
   try {
     const st = fstatSync(fd);
     if (!st.isFile()) return { path, ino: st.ino, text: '' };
-    const text = readFileSync(fd, 'utf8');
+    const text = readText(fd, st.size);
     const record = parseLeaseRecord(text, port ?? portOfLeaseName(basename(path)));
     return record === undefined ? { path, ino: st.ino, text } : { path, ino: st.ino, text, record };
   } finally {
@@ -295,8 +310,10 @@ export async function acquireLease(dir: string, record: LeaseRecord, opts: Lease
   // rounds bound the loop when others keep creating and abandoning leases.
   for (let round = 0; round < 4; round++) {
     // Look first: under contention most ports are taken, and reading is cheaper than
-    // writing a temp file only to have link() refuse it.
-    const seen = readLeaseFile(path, record.port);
+    // writing a temp file only to have link() refuse it. The planner skipped live leases
+    // it saw, so usually nothing is there: lstat says so without the cost of a thrown
+    // ENOENT (readLeaseFile would open the file).
+    const seen = lstatSync(path, { throwIfNoEntry: false }) === undefined ? undefined : readLeaseFile(path, record.port);
     if (seen === undefined) {
       const made = createLeaseFile(dir, record);
       if (made === undefined) continue; // created by someone else just now: judge theirs

@@ -75,10 +75,20 @@ function makeDir(path: string, recursive: boolean): void {
  * the subdirectory, where lease files live. Throws BerthError(EXIT.IOERR) when unsafe.
  */
 export function openStateDir(dir: string, netns: string): string {
-  makeDir(dir, true);
+  ensureDir(dir, true);
   checkPrivateDir(dir);
   const sub = join(dir, netnsDirName(netns));
-  makeDir(sub, false);
+  ensureDir(sub, false);
   checkPrivateDir(sub);
   return sub;
+}
+
+/**
+ * mkdir only when nothing is there: this runs on every allocation, and mkdir of an
+ * existing directory costs a thrown EEXIST (and, recursive, a stat). Whatever is there is
+ * judged by checkPrivateDir right after, as before; a directory made meanwhile by another
+ * process is fine (makeDir ignores EEXIST).
+ */
+function ensureDir(path: string, recursive: boolean): void {
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) makeDir(path, recursive);
 }

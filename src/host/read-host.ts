@@ -68,7 +68,7 @@ function ioError(path: string, e: unknown): BerthError {
  * The bytes of a socket table, undefined when the file does not exist. The result is a
  * view of a shared buffer, valid until the next call: parse it before reading again.
  */
-function readTable(path: string): Uint8Array | undefined {
+function readTable(path: string): Buffer | undefined {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -96,6 +96,14 @@ function readTable(path: string): Uint8Array | undefined {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The text of /proc/net/tcp or tcp6 read as readHostMap reads it (one hash-table walk, not
+ * two; see above), for callers that search the text themselves; undefined when missing.
+ */
+export function readSocketTableText(path: string): string | undefined {
+  return readTable(path)?.toString('latin1');
 }
 
 /** The host port map (design §2): sysctls, every TCP socket, and owners when asked. */

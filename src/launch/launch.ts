@@ -9,8 +9,10 @@ import { BerthError, EXIT } from '../errors.js';
 import type { SocketRow } from '../host/types.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { snapshotHost, writeBundle } from './diagnostics.js';
+import { copyLogTail } from './log-copy.js';
 import { OutputTee } from './output.js';
 import { checkOwnership, describeStranger, type Ownership } from './ownership.js';
+import { tablePoller, type TablePoller } from './port-watch.js';
 import { chooseProbeHost, hostPort, isLoopbackName, stripBrackets } from './probe-host.js';
 import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
 import { listPids, ProcessTree } from './process-tree.js';
@@ -35,7 +37,7 @@ export class LaunchError extends BerthError {
 const DEFAULT_READY_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
 const DEFAULT_STOP_GRACE_MS = 10_000;
-/** Ownership polling: fast at first (most services bind within a second), then ~10/s. */
+/** Ownership polling: fast at first (most services bind within a second), then ~10/s; one read per tick serves every launch (port-watch.ts). */
 const OWN_POLL_FIRST_MS = 2;
 const OWN_POLL_MAX_MS = 100;
 /** Probe interval backs off from 10 ms to 250 ms. */
@@ -78,6 +80,10 @@ class Launch {
   private readonly name: string;
   private readonly handoff: Handoff;
   private readonly procRoot: string;
+  /** No port: no reservation, no ownership phase (LaunchOptions.portless). */
+  private readonly portless: boolean;
+  /** Fill `{port}`/`{host}`/`{name}` into command and ready (LaunchOptions.substitute). */
+  private readonly subst: boolean;
   private readonly runId = randomUUID();
   private readonly t0 = now();
   private readonly startedAt = iso();
@@ -109,6 +115,10 @@ class Launch {
   /** The failure's message without the "diagnostics: …" note. */
   private reason: string | undefined;
   private warnings: string[] = [];
+  /** Logs that are the caller's files (LaunchOptions.stdoutLog/stderrLog): copied into a bundle. */
+  private readonly callerLogs = new Set<OutputTee>();
+  /** Why a caller's log could not be copied into the bundle, by bundle file name. */
+  private readonly copyErrors = new Map<string, string>();
   /** Wakes the current poll sleep early (exit, deadline, stop; output through kick()). */
   private wake: () => void = () => {};
   private lastPoll = 0;
@@ -121,6 +131,8 @@ class Launch {
     this.o = o;
     this.handoff = o.handoff ?? 'release';
     this.procRoot = o.procRoot ?? '/proc';
+    this.portless = o.portless === true;
+    this.subst = o.substitute !== false;
     this.name = o.name ?? (o.command[0] !== undefined ? basename(o.command[0]) : 'service');
     const ready = new Promise<ReadyInfo>((res, rej) => {
       this.resolveReady = res;
@@ -176,7 +188,7 @@ class Launch {
   private async main(): Promise<void> {
     try {
       this.prepare();
-      await this.reserve();
+      if (!this.portless) await this.reserve();
       if (this.stopReq) return void (await this.finish());
       // false: the spawn failed ('error' reports it) or a stop came first.
       if (!(await this.spawn()) || this.failure || this.stopReq) return;
@@ -193,7 +205,8 @@ class Launch {
     if (o.command.length === 0 || o.command[0] === '') throw new BerthError(EXIT.USAGE, 'no command to run: put it after --, e.g. berth run -- python3 -m http.server {port}');
     this.spec = typeof o.ready === 'string' ? parseReadySpec(o.ready) : o.ready;
     checkReadyWithHandoff(this.spec, this.handoff);
-    if (!o.reservation && !o.source) throw new BerthError(EXIT.USAGE, 'launch needs a port source or a reservation');
+    if (this.portless) this.checkPortless();
+    else if (!o.reservation && !o.source) throw new BerthError(EXIT.USAGE, 'launch needs a port source or a reservation (or portless: true)');
     const base = o.env ?? process.env;
     if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
       throw new BerthError(EXIT.USAGE, `command not found: ${o.command[0]} (not an executable file${o.command[0]!.includes('/') ? '' : ' in PATH'})`);
@@ -207,10 +220,37 @@ class Launch {
     }
     this.runDir = createRunDir({ name: this.name, env: base, ...(o.diagDir !== undefined ? { diagDir: o.diagDir } : {}), ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}) });
     const kick = () => this.kick();
-    this.out = new OutputTee(join(this.runDir.path, 'stdout.log'), o.stdout === undefined ? process.stdout : o.stdout, kick);
-    this.err = new OutputTee(join(this.runDir.path, 'stderr.log'), o.stderr === undefined ? process.stderr : o.stderr, kick);
+    this.out = this.openLog('stdout', o.stdoutLog, o.stdout === undefined ? process.stdout : o.stdout, kick);
+    this.err = this.openLog('stderr', o.stderrLog, o.stderr === undefined ? process.stderr : o.stderr, kick);
     const timeout = o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
     this.deadlineTimer = setTimeout(() => this.onDeadline(timeout), timeout);
+  }
+
+  /** What a launch without a port cannot do, refused before anything starts. */
+  private checkPortless(): void {
+    const o = this.o;
+    const no = (what: string) => new BerthError(EXIT.USAGE, `${this.name}: a portless launch ${what}`);
+    if (o.reservation || o.source) throw no('takes no port source or reservation');
+    if (this.handoff === 'fd') throw no('has no socket to hand over (handoff fd)');
+    if (this.spec?.kind === 'tcp') throw no('cannot use --ready tcp: there is no port to connect to; use cmd:COMMAND');
+    if (this.subst) {
+      const uses = (t: string) => t.includes('{port}');
+      if (o.command.some(uses)) throw no('has no {port} to fill into the command');
+      if (this.spec && uses(this.spec.kind === 'http' ? this.spec.url : this.spec.command)) throw no(`has no {port} to fill into the ready probe ${formatReadySpec(this.spec)}`);
+    }
+  }
+
+  /** The run folder's <stream>.log, or the caller's file (appended to) when one is given. */
+  private openLog(stream: 'stdout' | 'stderr', callerPath: string | undefined, through: NodeJS.WritableStream | null, kick: () => void): OutputTee {
+    const path = callerPath ?? join(this.runDir!.path, `${stream}.log`);
+    try {
+      const tee = new OutputTee(path, through, kick, callerPath !== undefined);
+      if (callerPath !== undefined) this.callerLogs.add(tee);
+      return tee;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+      throw new BerthError(EXIT.IOERR, `${this.name}: cannot open the ${stream} log ${path} (${code}); give a writable ${callerPath !== undefined ? 'log path' : '--diag-dir'}`, { path });
+    }
   }
 
   private async reserve(): Promise<void> {
@@ -233,11 +273,12 @@ class Launch {
   private async spawn(): Promise<boolean> {
     this.phase = 'spawn';
     const o = this.o;
-    const port = this.port!;
+    const port = this.port;
     const base = o.env ?? process.env;
-    const vars = { port: String(port), host: o.bind ?? '127.0.0.1', name: this.name };
-    const command = o.command.map((a) => substitute(a, vars));
-    const env = childEnv({ base, port, envName: o.envName ?? 'PORT', name: this.name, runId: this.runId, handoff: this.handoff, ...(o.bind !== undefined ? { bind: o.bind } : {}) });
+    const vars: Record<string, string> = { host: o.bind ?? '127.0.0.1', name: this.name };
+    if (port !== undefined) vars.port = String(port);
+    const command = this.subst ? o.command.map((a) => substitute(a, vars)) : [...o.command];
+    const env = childEnv({ base, ...(port !== undefined ? { port } : {}), envName: o.envName ?? 'PORT', name: this.name, runId: this.runId, handoff: this.handoff, ...(o.bind !== undefined ? { bind: o.bind } : {}) });
     this.env = env;
     const plan = execPlan(command, this.handoff, this.handoff === 'fd' ? findPerl(base) : undefined);
     this.plan = plan;
@@ -245,7 +286,9 @@ class Launch {
     // Listed before the release window opens: everything here predates the child.
     const existing = listPids(this.procRoot);
     let fd: number | undefined;
-    if (this.handoff === 'fd') {
+    if (port === undefined) {
+      // portless: nothing is held, nothing to hand over
+    } else if (this.handoff === 'fd') {
       fd = this.reservation!.holdFd(port);
       if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for port ${port} (the reservation was made without a hold, or already handed over)`);
     } else {
@@ -270,7 +313,7 @@ class Launch {
     } finally {
       // fd handoff: berth's copy closes in the same tick, so berth never accepts a connection
       // meant for the service (the child's dup keeps the socket and its backlog alive).
-      if (fd !== undefined) void this.reservation!.unhold(port);
+      if (fd !== undefined) void this.reservation!.unhold(port!);
     }
     this.child = child;
     this.out!.attach(child.stdout);
@@ -294,7 +337,7 @@ class Launch {
     if (child.pid === undefined) return false; // 'error' follows
     this.tree = new ProcessTree(this.procRoot, child.pid, `BERTH_RUN_ID=${this.runId}`, existing);
     this.mark('spawnedMs');
-    this.emit({ type: 'spawned', pid: child.pid, port, handoff: this.handoff, t: iso() });
+    this.emit({ type: 'spawned', pid: child.pid, port: port ?? 0, handoff: this.handoff, t: iso() });
     return true;
   }
 
@@ -331,19 +374,43 @@ class Launch {
     });
   }
 
+  /**
+   * The port's rows from the shared poller's next read, due within `withinMs` (sooner when
+   * another launch's look comes first). wake() (output, exit, stop, deadline) asks for it now.
+   */
+  private async look(poller: TablePoller, port: number, withinMs: number): Promise<SocketRow[]> {
+    const look = poller.look(port, withinMs);
+    this.wake = () => look.hurry();
+    const rows = await look.rows;
+    this.lastPoll = now();
+    return rows;
+  }
+
   private remainingMs(): number {
     return this.t0 + (this.o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS) - now();
   }
 
   private async waitReady(): Promise<void> {
+    if (this.portless) {
+      // Nothing to own: spawned is started; the probe, when given, says ready.
+      if (this.spec) {
+        this.phase = 'probe';
+        if (!(await this.probeUntilReady())) return;
+      }
+      return this.becomeReady();
+    }
     const port = this.port!;
     if (this.handoff === 'release') {
       this.phase = 'ownership';
+      const poller = tablePoller(this.procRoot);
       let interval = OWN_POLL_FIRST_MS;
+      let within = 0; // the first look: now
       let invisible = 0;
       for (;;) {
         if (this.settled || this.failIfTreeGone()) return;
-        const own = checkOwnership(this.procRoot, port, this.tree!);
+        const rows = await this.look(poller, port, within);
+        if (this.settled) return;
+        const own = checkOwnership(this.procRoot, port, this.tree!, rows);
         this.lastOwnership = own;
         if (own.state === 'owned') {
           this.listening = own.listening;
@@ -356,7 +423,7 @@ class Launch {
           if (!hidden || ++invisible >= INVISIBLE_CONFIRMATIONS) return void this.failStolen(own);
         } else invisible = 0;
         // A service that died is reported by the exit handler; one still alive but silent keeps us polling.
-        await this.sleep(Math.min(interval, Math.max(1, this.remainingMs())));
+        within = Math.min(interval, Math.max(1, this.remainingMs()));
         interval = Math.min(interval * 1.5, OWN_POLL_MAX_MS);
       }
     } else {
@@ -382,11 +449,16 @@ class Launch {
 
   private async probeUntilReady(): Promise<boolean> {
     const spec = this.spec!;
-    const port = this.port!;
+    const port = this.port;
     let attempt: (timeoutMs: number) => Promise<ProbeResult>;
     let host: string;
     if (spec.kind === 'http') {
-      const url = new URL(substitutePort(spec.url, port));
+      let url: URL;
+      try {
+        url = new URL(this.subst && port !== undefined ? substitutePort(spec.url, port) : spec.url);
+      } catch {
+        throw new BerthError(EXIT.USAGE, `${this.name}: the ready probe ${JSON.stringify(spec.url)} is not a valid URL (expected http://HOST:PORT/PATH)`);
+      }
       const urlHost = stripBrackets(url.hostname);
       host = isLoopbackName(urlHost) || urlHost === '0.0.0.0' || urlHost === '::' ? this.reachHost(urlHost) : urlHost;
       const target = url.port === '' ? 80 : Number(url.port);
@@ -394,10 +466,10 @@ class Launch {
       attempt = (t) => probeHttp(host, target, path, url.host, t);
     } else if (spec.kind === 'tcp') {
       host = this.reachHost(undefined);
-      attempt = (t) => probeTcp(host, port, t);
+      attempt = (t) => probeTcp(host, port!, t);
     } else {
       host = this.reachHost(undefined);
-      const command = substitute(spec.command, { port: String(port), host, name: this.name });
+      const command = this.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: this.name }) : spec.command;
       attempt = (t) => probeCmd(command, this.env!, this.o.cwd, t);
     }
     let interval = PROBE_FIRST_MS;
@@ -419,10 +491,11 @@ class Launch {
   }
 
   private becomeReady(): void {
-    const port = this.port!;
+    const port = this.port ?? 0;
     const childAlive = this.childExit === undefined;
     const pid = childAlive ? this.child!.pid! : (this.ownerPids[0] ?? this.child!.pid!);
-    const host = this.probe.last?.host ?? this.reachHost(undefined);
+    // A portless service is reached on nothing (a probe's host names some other service).
+    const host = this.portless ? '' : (this.probe.last?.host ?? this.reachHost(undefined));
     this.mark('readyMs');
     const waitedMs = Math.round((this.timings.readyMs ?? 0) - (this.timings.spawnedMs ?? 0));
     const info: ReadyInfo = { name: this.name, host, port, pid, readyAt: iso(), waitedMs };
@@ -449,7 +522,7 @@ class Launch {
       this.phase === 'ownership'
         ? `the service did not listen on port ${this.port}`
         : this.phase === 'probe'
-          ? `the probe ${substitutePort(formatReadySpec(this.spec!), this.port ?? 0)} did not succeed (last: ${this.probe.last?.detail ?? 'no attempt finished'}, ${this.probe.attempts} attempts)`
+          ? `the probe ${this.subst && this.port !== undefined ? substitutePort(formatReadySpec(this.spec!), this.port) : formatReadySpec(this.spec!)} did not succeed (last: ${this.probe.last?.detail ?? 'no attempt finished'}, ${this.probe.attempts} attempts)`
           : `berth was still in phase ${this.phase}`;
     this.fail(EXIT.TEMPFAIL, `${this.name}: not ready after ${(timeoutMs / 1000).toFixed(1)}s (--ready-timeout): ${where}`);
   }
@@ -600,7 +673,7 @@ class Launch {
     let bundleNote = '';
     if (this.runDir) {
       try {
-        this.bundlePath = writeBundle(this.runDir.path, this.bundle(phase, err, details));
+        this.bundlePath = this.saveBundle(this.runDir.path, phase, err, details);
         bundleNote = `\ndiagnostics: ${this.runDir.path} (diagnostics.json, stdout.log, stderr.log)`;
       } catch (e) {
         bundleNote = `\n(could not write diagnostics to ${this.runDir.path}: ${(e as Error).message})`;
@@ -647,14 +720,14 @@ class Launch {
     if (this.runDir && unasked) {
       try {
         const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
-        this.bundlePath = writeBundle(this.runDir.path, this.bundle('exited', new BerthError(exitCode, `${this.name}: the service ${how} after it was ready`)));
+        this.bundlePath = this.saveBundle(this.runDir.path, 'exited', new BerthError(exitCode, `${this.name}: the service ${how} after it was ready`));
       } catch {
         // best effort
       }
     } else if (this.runDir && this.failure && this.bundlePath) {
       try {
         // Add how the cleanup ended (the child's final status) to the bundle written before it.
-        writeBundle(this.runDir.path, this.bundle(this.failure.phase, this.failure, this.failure.details));
+        this.saveBundle(this.runDir.path, this.failure.phase, this.failure, this.failure.details);
       } catch {
         // the first bundle stays
       }
@@ -670,6 +743,40 @@ class Launch {
     this.resolveExited(info);
   }
 
+  /**
+   * diagnostics.json, and with the caller's log files, this launch's part of each copied in as
+   * stdout.log/stderr.log (see log-copy.ts): the bundle is complete on its own. Called again
+   * when the launch has ended, so the copies then hold the output of the cleanup too.
+   */
+  private saveBundle(dir: string, phase: LaunchPhase, err: BerthError, details?: Record<string, unknown>): string {
+    for (const [tee, file] of [
+      [this.out, 'stdout.log'],
+      [this.err, 'stderr.log'],
+    ] as const) {
+      if (!tee || !this.callerLogs.has(tee)) continue;
+      try {
+        copyLogTail(tee.logPath, tee.startOffset, join(dir, file));
+        this.copyErrors.delete(file);
+      } catch (e) {
+        this.copyErrors.set(file, (e as NodeJS.ErrnoException).code ?? (e as Error).message);
+      }
+    }
+    return writeBundle(dir, this.bundle(phase, err, details));
+  }
+
+  private logEntry(tee: OutputTee | undefined, file: 'stdout.log' | 'stderr.log'): Record<string, unknown> {
+    const entry: Record<string, unknown> = { file, bytes: tee?.bytes ?? 0 };
+    if (tee?.logError) entry.error = tee.logError;
+    if (tee && this.callerLogs.has(tee)) {
+      // The live log is the caller's file; `file` is the copy of this launch's part of it.
+      entry.log = tee.logPath;
+      entry.offset = tee.startOffset;
+      const copyError = this.copyErrors.get(file);
+      if (copyError !== undefined) entry.copyError = copyError;
+    }
+    return entry;
+  }
+
   private bundle(phase: LaunchPhase, err: BerthError, details?: Record<string, unknown>): Record<string, unknown> {
     const port = this.port ?? (this.o.source?.kind === 'port' ? this.o.source.port : undefined);
     const tree = this.tree;
@@ -680,7 +787,8 @@ class Launch {
       phase,
       reason: this.reason ?? err.message,
       exitCode: err.exitCode,
-      port,
+      port: port ?? null,
+      portless: this.portless,
       handoff: this.handoff,
       ready: this.spec ? formatReadySpec(this.spec) : null,
       command: redactArgv(this.o.command),
@@ -701,10 +809,7 @@ class Launch {
           }
         : null,
       timings: { startedAt: this.startedAt, ...this.timings, bundleMs: Math.round(now() - this.t0) },
-      logs: {
-        stdout: { file: 'stdout.log', bytes: this.out?.bytes ?? 0, ...(this.out?.logError ? { error: this.out.logError } : {}) },
-        stderr: { file: 'stderr.log', bytes: this.err?.bytes ?? 0, ...(this.err?.logError ? { error: this.err.logError } : {}) },
-      },
+      logs: { stdout: this.logEntry(this.out, 'stdout.log'), stderr: this.logEntry(this.err, 'stderr.log') },
       warnings: this.warnings,
       env: redactEnv(this.env ?? this.o.env ?? process.env),
       cwd: this.o.cwd ?? process.cwd(),

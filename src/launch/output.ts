@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 
 /*
@@ -21,15 +21,23 @@ export class OutputTee {
   bytes = 0;
   /** Set when the log could not be written (e.g. disk full); the stream still passes through. */
   logError: string | undefined;
+  /**
+   * Where this launch's output begins in the log: 0 for a fresh file, the earlier size when
+   * appending to a caller's log (a stack replica's attempts share one file).
+   */
+  readonly startOffset: number;
   readonly closed: Promise<void>;
   private fd: number | undefined;
 
+  /** Throws the open error (the caller says which file and what to do). */
   constructor(
     readonly logPath: string,
     private readonly passthrough: NodeJS.WritableStream | null,
     private readonly onData: () => void = () => {},
+    append = false,
   ) {
-    this.fd = openSync(logPath, 'w', 0o600);
+    this.fd = openSync(logPath, append ? 'a' : 'w', 0o600);
+    this.startOffset = append ? fstatSync(this.fd).size : 0;
     if (passthrough) ignoreErrors(passthrough);
     let resolveClosed!: () => void;
     this.closed = new Promise((r) => (resolveClosed = r));

@@ -80,12 +80,13 @@ export type Ownership =
   | { state: 'foreign'; rows: SocketRow[]; listening: SocketRow[]; strangers: Stranger[] };
 
 /**
- * One look at the port. A listener whose holder cannot be seen is reported as foreign with no
- * owners; when its uid is ours the caller should look again before calling it stolen (a
- * process caught between fork and exit, or closing the socket, can hide for a moment).
+ * One look at the port. `rows`: the port's rows from a read of the tables just made (the
+ * shared poller's, port-watch.ts); read here when not given. A listener whose holder cannot
+ * be seen is reported as foreign with no owners; when its uid is ours the caller should look
+ * again before calling it stolen (a process caught between fork and exit, or closing the
+ * socket, can hide for a moment).
  */
-export function checkOwnership(procRoot: string, port: number, tree: ProcessTree): Ownership {
-  const rows = readPortRows(procRoot, port);
+export function checkOwnership(procRoot: string, port: number, tree: ProcessTree, rows: SocketRow[] = readPortRows(procRoot, port)): Ownership {
   const listening = rows.filter((r) => r.state === 'LISTEN' && r.inode !== 0);
   if (listening.length === 0) return { state: 'waiting', rows };
   tree.scan();

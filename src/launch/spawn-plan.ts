@@ -61,7 +61,8 @@ export function fdName(name: string): string {
 
 export interface ChildEnvInput {
   base: NodeJS.ProcessEnv;
-  port: number;
+  /** Absent for a portless launch: no PORT/BERTH_PORT then. */
+  port?: number;
   envName: string;
   name: string;
   runId: string;
@@ -75,8 +76,10 @@ export function childEnv(i: ChildEnvInput): NodeJS.ProcessEnv {
   delete env.LISTEN_FDS;
   delete env.LISTEN_PID;
   delete env.LISTEN_FDNAMES;
-  env[i.envName] = String(i.port);
-  env.BERTH_PORT = String(i.port);
+  if (i.port !== undefined) {
+    env[i.envName] = String(i.port);
+    env.BERTH_PORT = String(i.port);
+  }
   env.BERTH_NAME = i.name;
   // Marks the whole process tree (survives setsid and double fork): see process-tree.ts.
   env.BERTH_RUN_ID = i.runId;

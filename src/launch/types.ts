@@ -16,12 +16,26 @@ export type ReadySpec =
 export type LaunchPhase = 'reserve' | 'spawn' | 'ownership' | 'probe' | 'ready' | 'stopping' | 'exited';
 
 export interface LaunchOptions {
-  /** Argv of the service, no shell. `{port}` in any element is replaced by the port. */
+  /** Argv of the service, no shell. `{port}`, `{host}`, `{name}` in any element are replaced (unless `substitute: false`). */
   command: string[];
+  /**
+   * false: `command` and `ready` are used exactly as given, no `{port}`/`{host}`/`{name}`
+   * replacement (a caller that filled in its own placeholders, where `{{port}` means a
+   * literal `{port}`). Default true.
+   */
+  substitute?: boolean;
   /** Where the port comes from. Ignored when `reservation` is given. */
   source?: PortSource;
   /** A reservation made by the caller (e.g. a stack that allocates up front); its first port is used. */
   reservation?: Reservation;
+  /**
+   * A service without a port (a client, a worker): nothing is reserved and there is no
+   * ownership phase; it is ready once spawned, or once `ready` succeeds (`cmd:`, or `http`
+   * to a URL that names its own port; `tcp` and `{port}` are refused with 64). Supervision,
+   * logs, diagnostics and exit codes are those of any launch; events carry port 0, ReadyInfo
+   * has port 0 and host ''. Not with `source`, `reservation` or `handoff: 'fd'`.
+   */
+  portless?: boolean;
   /** Label for messages, leases, the run folder (default: basename of command[0]). */
   name?: string;
   /** The address the service is told to listen on (`{host}`, BERTH_HOST) and berth probes on. */
@@ -46,6 +60,15 @@ export interface LaunchOptions {
    * private per-run folder under the state directory, removed after a clean run.
    */
   diagDir?: string;
+  /**
+   * The child's stdout/stderr are written (appended; created 0600) to these files instead of
+   * stdout.log/stderr.log in the run folder: the caller's files are THE logs, written once.
+   * A failure bundle still gets complete stdout.log/stderr.log: a copy of this launch's part
+   * of the file (from where it started appending), taken when the bundle is written and
+   * refreshed when the launch has ended.
+   */
+  stdoutLog?: string;
+  stderrLog?: string;
   allowEphemeral?: boolean;
   /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
   stopGraceMs?: number;
@@ -64,8 +87,9 @@ export interface LaunchOptions {
 
 export interface ReadyInfo {
   name: string;
-  /** Address berth reached the service on: never "localhost". */
+  /** Address berth reached the service on: never "localhost" ('' for a portless launch). */
   host: string;
+  /** 0 for a portless launch. */
   port: number;
   /** The child's pid; the listening process's pid once the child has exited (daemonized service). */
   pid: number;
@@ -97,7 +121,7 @@ export interface LaunchHandle {
   readonly ready: Promise<ReadyInfo>;
   /** Resolves (never rejects) when the service has ended and everything is cleaned up. */
   readonly exited: Promise<ExitInfo>;
-  /** The chosen port, once reserved. */
+  /** The chosen port, once reserved (never, for a portless launch). */
   readonly port: number | undefined;
   /** The child's pid, once spawned. */
   readonly pid: number | undefined;

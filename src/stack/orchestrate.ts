@@ -8,23 +8,22 @@ import { launch, signalNumber } from '../launch/launch.js';
 import type { ExitInfo, LaunchEvent, LaunchHandle, LaunchOptions, ReadySpec } from '../launch/types.js';
 import { conditionStatus, teardownWaves, type GraphNode, type ReplicaStatus } from './graph.js';
 import { gpuReplicas, type GpuReplica } from '../slurm/replicas.js';
-import { runPlain } from './plain-process.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
-import { LogSink, type ChunkConsumer } from './replica-output.js';
+import { OutputFanout, type ChunkConsumer } from './replica-output.js';
 import { createRunDir, type EndpointsDocument, type ReplicaUpdate, type RunDir, type StackEvent } from './run-dir.js';
 import { replicaSource } from './sources.js';
 import type { ReplicaState, ServiceSpec, StackSpec } from './spec.js';
 import { StackConsole, type StatusMode } from './stack-console.js';
 
 /*
- * `berth up`: every replica of every service is one launch() (or, without a port, a plain
- * supervised process) on a port reserved up front, so a stack either gets all its ports
- * or starts nothing. Services start as soon as their dependencies meet their conditions;
- * placeholders are filled from the dependencies' real endpoints at that moment. Every
- * state change goes through RunDir.update (events.jsonl, then endpoints.json atomically)
- * and the status view. The stack ends when its job exits, when a service fails for good
- * (then it is torn down: dependents first, latest started first, TERM then KILL after each
- * service's stop_grace), when asked to stop, or when every service has exited 0.
+ * `berth up`: every replica of every service is one launch() on a port reserved up front
+ * (or a portless launch), so a stack either gets all its ports or starts nothing. Services
+ * start as soon as their dependencies meet their conditions; placeholders are filled from
+ * the dependencies' real endpoints at that moment. Every state change goes through
+ * RunDir.update (events.jsonl, then endpoints.json atomically) and the status view. The
+ * stack ends when its job exits, when a service fails for good (then it is torn down:
+ * dependents first, latest started first, TERM then KILL after each service's stop_grace),
+ * when asked to stop, or when every service has exited 0.
  */
 
 export interface RunStackOptions {
@@ -151,8 +150,9 @@ interface Replica {
   /** Settles when the replica's last runner has exited and its logs are closed. */
   ended: Promise<void>;
   markEnded: () => void;
-  out: LogSink;
-  err: LogSink;
+  /** Output beyond the log (job passthrough, --follow); the logs are written by launch(). */
+  out: OutputFanout;
+  err: OutputFanout;
   /** Diagnostics folders of attempts, kept when a bundle was written. */
   diag: { dir: string; keep: boolean }[];
 }
@@ -237,7 +237,6 @@ class Stack {
     const follow = this.o.follow === true || spec.logs === 'attach';
     for (let r = 0; r < n; r++) {
       const label = `${spec.name}/${r}`;
-      const files = this.run.logFiles(spec.name, r);
       const outC: ChunkConsumer[] = [];
       const errC: ChunkConsumer[] = [];
       if (spec.job) {
@@ -273,8 +272,8 @@ class Stack {
         final: false,
         ended,
         markEnded,
-        out: new LogSink(files.out, outC),
-        err: new LogSink(files.err, errC),
+        out: new OutputFanout(outC),
+        err: new OutputFanout(errC),
         diag: [],
       });
     }
@@ -436,8 +435,6 @@ class Stack {
     rep.diag.push({ dir: diagDir, keep: false });
     rep.attemptFailed = false;
     rep.stopAsked = false;
-    rep.out.open();
-    rep.err.open();
     let command: string[];
     let env: NodeJS.ProcessEnv;
     let ready: ReadySpec | undefined;
@@ -473,46 +470,38 @@ class Stack {
         this.internalError(err);
       }
     };
-    let runner: LaunchHandle;
+    const logs = this.run.logFiles(s.name, rep.index);
+    // Placeholders are the stack's own (resolved above, `{{port}` a literal `{port}`): launch
+    // takes command and ready as they are. The replica's logs are launch's logs.
+    const lo: LaunchOptions = {
+      command,
+      substitute: false,
+      name: rep.label,
+      env,
+      cwd: s.cwd,
+      diagDir,
+      stdoutLog: logs.out,
+      stderrLog: logs.err,
+      stopGraceMs: s.stopGraceMs,
+      stdout: rep.out.idle ? null : rep.out,
+      stderr: rep.err.idle ? null : rep.err,
+      onEvent,
+      procRoot: this.procRoot,
+    };
     if (rep.reservation) {
-      const lo: LaunchOptions = {
-        command,
-        reservation: rep.reservation,
-        name: rep.label,
-        bind: s.host,
-        env,
-        cwd: s.cwd,
-        handoff: s.handoff,
-        diagDir,
-        stopGraceMs: s.stopGraceMs,
-        stdout: rep.out,
-        stderr: rep.err,
-        onEvent,
-        procRoot: this.procRoot,
-      };
-      if (ready) lo.ready = ready;
-      if (s.readyTimeoutMs !== undefined) lo.readyTimeoutMs = s.readyTimeoutMs;
-      if (this.o.probeTimeoutMs !== undefined) lo.probeTimeoutMs = this.o.probeTimeoutMs;
-      if (this.o.stateDir !== undefined) lo.stateDir = this.o.stateDir;
+      lo.reservation = rep.reservation;
+      lo.bind = s.host;
+      lo.handoff = s.handoff;
       rep.reservation = undefined; // launch() consumes it
-      runner = launch(lo);
     } else {
-      env.BERTH_NAME = rep.label;
-      runner = runPlain({
-        name: rep.label,
-        command,
-        env,
-        cwd: s.cwd,
-        diagDir,
-        stopGraceMs: s.stopGraceMs,
-        stdout: rep.out,
-        stderr: rep.err,
-        onEvent,
-        ...(ready ? { ready } : {}),
-        ...(s.readyTimeoutMs !== undefined ? { readyTimeoutMs: s.readyTimeoutMs } : {}),
-        ...(this.o.probeTimeoutMs !== undefined ? { probeTimeoutMs: this.o.probeTimeoutMs } : {}),
-      });
+      // No port (typically the job, a client): spawned is started, or the probe says ready.
+      lo.portless = true;
     }
+    if (ready) lo.ready = ready;
+    if (s.readyTimeoutMs !== undefined) lo.readyTimeoutMs = s.readyTimeoutMs;
+    if (this.o.probeTimeoutMs !== undefined) lo.probeTimeoutMs = this.o.probeTimeoutMs;
+    if (this.o.stateDir !== undefined) lo.stateDir = this.o.stateDir;
+    const runner = launch(lo);
     rep.runner = runner;
     void runner.exited.then((info) => {
       try {

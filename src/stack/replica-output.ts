@@ -1,13 +1,13 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 
 /*
- * Where a replica's output goes in a stack. The launcher hands every chunk of the child's
- * stdout/stderr to a passthrough stream as it arrives; a LogSink is that stream. It writes
- * the chunk to logs/<service>-<replica>.out|.err with a synchronous write (so the file is
- * complete the moment the launcher reports the exit: nothing sits in a buffer), then gives
- * the same chunk to the extra consumers (a job's passthrough, `--follow`).
+ * Where a replica's output goes in a stack besides its log. The log itself,
+ * logs/<service>-<replica>.out|.err, is written by launch() (LaunchOptions.stdoutLog/
+ * stderrLog: synchronous writes, complete the moment the launcher reports the exit). The
+ * launcher also hands every chunk to a passthrough stream as it arrives; an OutputFanout is
+ * that stream, giving the chunk to the extra consumers (a job's passthrough, `--follow`).
+ * A replica with no consumer gets no passthrough at all.
  */
 
 /** Gets every chunk; flush() at the replica's end (a last partial line). */
@@ -16,61 +16,28 @@ export interface ChunkConsumer {
   flush?(): void;
 }
 
-export class LogSink extends Writable {
-  /** Bytes written to the log. */
-  bytes = 0;
-  /** Set when the log could not be written (disk full…): consumers still get the output. */
-  logError: string | undefined;
-  private fd: number | undefined;
-
-  constructor(
-    readonly path: string,
-    private readonly consumers: ChunkConsumer[] = [],
-  ) {
+export class OutputFanout extends Writable {
+  constructor(private readonly consumers: readonly ChunkConsumer[]) {
     super();
   }
 
-  /** Creates the file (at the replica's first start: services never started leave none). */
-  open(): void {
-    if (this.fd !== undefined || this.opened) return;
-    this.opened = true;
-    try {
-      // 'a': one file per replica across restarts, attempts one after the other.
-      this.fd = openSync(this.path, 'a', 0o600);
-    } catch (e) {
-      this.logError = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-    }
+  /** Nobody to give output to: launch() needs no passthrough. */
+  get idle(): boolean {
+    return this.consumers.length === 0;
   }
-
-  private opened = false;
 
   override _write(chunk: Buffer, _enc: BufferEncoding, done: (error?: Error | null) => void): void {
-    this.writeChunk(chunk);
-    done();
-  }
-
-  /** Synchronous: the chunk is in the file when this returns. */
-  writeChunk(chunk: Buffer): void {
-    if (this.fd !== undefined) {
-      try {
-        let off = 0;
-        while (off < chunk.length) off += writeSync(this.fd, chunk, off);
-        this.bytes += chunk.length;
-      } catch (e) {
-        this.logError = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-        this.closeFile();
-      }
-    }
     for (const c of this.consumers) {
       try {
         c.push(chunk);
       } catch {
-        // a broken consumer (closed terminal) must not stop the log
+        // a broken consumer (closed terminal) must not stop the others
       }
     }
+    done();
   }
 
-  /** The replica has ended for good: consumers show a last partial line, the file is closed. */
+  /** The replica has ended for good: consumers show a last partial line. */
   finish(): void {
     for (const c of this.consumers) {
       try {
@@ -79,17 +46,6 @@ export class LogSink extends Writable {
         // as above
       }
     }
-    this.closeFile();
-  }
-
-  closeFile(): void {
-    if (this.fd === undefined) return;
-    try {
-      closeSync(this.fd);
-    } catch {
-      // already closed
-    }
-    this.fd = undefined;
   }
 }
 

@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import { reserve } from '../../allocate/reserve.js';
 import type { ReserveOptions, Strategy } from '../../allocate/types.js';
 import { readSysctls } from '../../host/sysctl.js';
@@ -37,6 +38,22 @@ Examples:
 
 Exit codes: 0 leased; 64 usage; 65 bad layout; 69 no usable port (the message says why:
 in the ephemeral range, in use and by whom, or leased); 74 cannot write leases.`;
+
+/**
+ * A few bytes to stdout with write(2). process.stdout is a stream object (a net.Socket for
+ * a pipe, as in PORT=$(berth port)), and making one costs `berth port` about 1 ms of its
+ * startup. Anything unusual (non-blocking pipe full, closed reader) goes through
+ * process.stdout as before, from the first byte not yet written.
+ */
+function writeStdout(text: string): void {
+  const bytes = Buffer.from(text);
+  let done = 0;
+  try {
+    while (done < bytes.length) done += writeSync(1, bytes, done);
+  } catch {
+    process.stdout.write(bytes.subarray(done));
+  }
+}
 
 /**
  * The sysctls, read on first use: only the default band needs them to resolve SOURCE, and
@@ -95,8 +112,8 @@ export const portCommand: Command = {
     if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
     else if (format === 'env') {
       const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
-      process.stdout.write(lines.join('\n') + '\n');
-    } else process.stdout.write(r.ports.join('\n') + '\n');
+      writeStdout(lines.join('\n') + '\n');
+    } else writeStdout(r.ports.join('\n') + '\n');
     return 0;
   },
 };

@@ -1,0 +1,106 @@
+import { readHostMap } from '../host/read-host.js';
+import type { PortRange, SocketRow } from '../host/types.js';
+
+/*
+ * Every launch waiting for its service to listen looks at the socket tables again and again.
+ * A look costs the same with 3 sockets or 300 (the kernel walks its whole connection hash to
+ * produce /proc/net/tcp{,6}), so 16 launches of one stack looking on their own read the tables
+ * 16 times as often as one would. Instead, one poller per /proc root serves every launch of
+ * this process: each asks for the rows of its port no later than its own next poll time; when
+ * the earliest such time comes the poller reads both tables once (readHostMap: it stops at a
+ * seq_file's short read and builds only the asked ports' rows) and answers every waiting
+ * request from that read (the others get their answer early). The read rate is that of the
+ * most eager waiter, not the sum of all of them. An answer always comes from a read begun
+ * after the request, so it is never staler than a look of the launch's own.
+ */
+
+interface Request {
+  port: number;
+  due: number;
+  resolve: (rows: SocketRow[]) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface PortLook {
+  readonly rows: Promise<SocketRow[]>;
+  /** Answer as soon as possible (the service printed something, or the launch must move on). */
+  hurry(): void;
+}
+
+const now = () => performance.now();
+
+export class TablePoller {
+  /** Reads of the tables so far (for tests and benchmarks). */
+  reads = 0;
+  private readonly pending = new Set<Request>();
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+  private timerAt = Infinity;
+
+  constructor(private readonly procRoot: string) {}
+
+  /** The rows of `port` from a read made after this call, at the latest about `withinMs` from now. */
+  look(port: number, withinMs: number): PortLook {
+    let resolve!: (rows: SocketRow[]) => void;
+    let reject!: (e: unknown) => void;
+    const rows = new Promise<SocketRow[]>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const req: Request = { port, due: now() + Math.max(0, withinMs), resolve, reject };
+    this.pending.add(req);
+    this.arm(req.due);
+    return {
+      rows,
+      hurry: () => {
+        if (!this.pending.has(req)) return;
+        req.due = now();
+        this.arm(req.due);
+      },
+    };
+  }
+
+  private arm(due: number): void {
+    const wait = due - now();
+    if (wait <= 0) {
+      // Now: after the current turn, so requests made in it share the read.
+      this.immediate ??= setImmediate(() => this.tick());
+      return;
+    }
+    if (due >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = due;
+    this.timer = setTimeout(() => this.tick(), wait);
+  }
+
+  private tick(): void {
+    clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
+    this.timerAt = Infinity;
+    if (this.pending.size === 0) return;
+    const served = [...this.pending];
+    this.pending.clear();
+    this.reads++;
+    // Only the waited-for ports' rows are built (the rest of a busy table is passed over).
+    const ports: PortRange[] = [...new Set(served.map((r) => r.port))].map((p) => ({ lo: p, hi: p }));
+    let sockets: SocketRow[];
+    try {
+      sockets = readHostMap({ procRoot: this.procRoot, localPorts: ports }).sockets;
+    } catch (e) {
+      for (const req of served) req.reject(e);
+      return;
+    }
+    for (const req of served) req.resolve(sockets.filter((r) => r.localPort === req.port));
+  }
+}
+
+const pollers = new Map<string, TablePoller>();
+
+/** The process-wide poller of `procRoot`. */
+export function tablePoller(procRoot: string): TablePoller {
+  let p = pollers.get(procRoot);
+  if (!p) pollers.set(procRoot, (p = new TablePoller(procRoot)));
+  return p;
+}
