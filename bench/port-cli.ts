@@ -33,8 +33,8 @@ function timeSpawn(argv: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
 
 export async function benchPortCli(ctx: BenchContext): Promise<Section> {
   const title = '2. `berth port` wall time';
-  const cli = join(ctx.repoRoot, 'dist', 'berth.js');
-  if (!existsSync(cli)) throw new Error('dist/berth.js is missing (run node scripts/build.mjs)');
+  const cli = join(ctx.repoRoot, 'dist', 'berth.cjs');
+  if (!existsSync(cli)) throw new Error('dist/berth.cjs is missing (run node scripts/build.mjs)');
   const env = { ...process.env, BERTH_STATE_DIR: ctx.privateDir('port-cli-state') };
   const node = [process.execPath, '-e', '0'];
   const berth = [process.execPath, cli, 'port', '--range', RANGE, '--ttl', '1m'];
@@ -61,7 +61,7 @@ export async function benchPortCli(ctx: BenchContext): Promise<Section> {
   const r = mBerth / mNode;
   const rows = [
     ['`node -e 0`', fmt(mNode, 1), fmt(percentile(times.node, 90), 1), '1.00×', ''],
-    [`\`node dist/berth.js port --range ${RANGE} --ttl 1m\``, fmt(mBerth, 1), fmt(percentile(times.berth, 90), 1), `${fmt(r, 2)}×`, `< 1.3×: ${verdict(r < 1.3)}`],
+    [`\`node dist/berth.cjs port --range ${RANGE} --ttl 1m\``, fmt(mBerth, 1), fmt(percentile(times.berth, 90), 1), `${fmt(r, 2)}×`, `< 1.3×: ${verdict(r < 1.3)}`],
   ];
   const body = [
     table(['command', 'median ms', 'p90 ms', 'vs node -e 0', 'target'], rows),

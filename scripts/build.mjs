@@ -2,15 +2,16 @@
 // then type-checks and emits declarations with tsc (the bundle does no type checking).
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, renameSync, rmSync } from 'node:fs';
+import { chmodSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /*
  * The CLI is built for startup time: `berth port` runs once per port, often in a loop, and
  * most of its time beyond Node's own start is loading code (docs/benchmarks.md §2).
  *
- * - dist/berth.js: main.ts and the command table only (an ES module, as package.json's
- *   "type" makes every .js file).
+ * - dist/berth.cjs (package.json "bin"): main.ts and the command table only, CommonJS
+ *   (an ES module entry costs ~3 ms more to start). dist/berth.js is a one-line ES shim
+ *   for those who run `node dist/berth.js`.
  * - dist/cli/<command>.cjs: one bundle per command with everything it needs, loaded only
  *   when that command runs. One esbuild run over all commands with code splitting made
  *   `berth port` load twelve small chunks, and every module costs a resolve, a read and
@@ -29,8 +30,6 @@ import { basename, dirname, join, resolve } from 'node:path';
  * recognizes a BerthError by its shape, not instanceof).
  */
 const common = { bundle: true, platform: 'node', target: 'node20', sourcemap: false, logLevel: 'warning' };
-// CommonJS code in an ES bundle needs a require(); the command bundles are loaded with it.
-const requireBanner = "import { createRequire as __berthRequire } from 'node:module'; const require = __berthRequire(import.meta.url);";
 
 const COMMANDS_INDEX = resolve('src/cli/commands/index.ts');
 const commands = new Set();
@@ -52,10 +51,10 @@ rmSync(tmp, { recursive: true, force: true });
 try {
   await build({
     ...common,
-    format: 'esm',
+    format: 'cjs',
     entryPoints: ['src/cli/main.ts'],
-    outfile: join(tmp, 'berth.js'),
-    banner: { js: `#!/usr/bin/env node\n${requireBanner}` },
+    outfile: join(tmp, 'berth.cjs'),
+    banner: { js: '#!/usr/bin/env node' },
     supported: { 'dynamic-import': false },
     plugins: [commandBundles],
   });
@@ -72,7 +71,8 @@ try {
       }),
     ),
   );
-  chmodSync(join(tmp, 'berth.js'), 0o755);
+  chmodSync(join(tmp, 'berth.cjs'), 0o755);
+  writeFileSync(join(tmp, 'berth.js'), "#!/usr/bin/env node\nimport './berth.cjs';\n", { mode: 0o755 });
   // A concurrent build may put its dist/cli back between our rm and rename: retry.
   for (let attempt = 0; ; attempt++) {
     rmSync('dist/cli', { recursive: true, force: true });
@@ -83,6 +83,7 @@ try {
       if (attempt >= 5 || (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST')) throw e;
     }
   }
+  renameSync(join(tmp, 'berth.cjs'), 'dist/berth.cjs');
   renameSync(join(tmp, 'berth.js'), 'dist/berth.js');
 } finally {
   rmSync(tmp, { recursive: true, force: true });

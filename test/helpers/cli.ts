@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { netnsArgv, type NetnsSysctls, type RunResult } from './netns.js';
 
-export const BERTH = resolve('dist/berth.js');
+export const BERTH = resolve('dist/berth.cjs');
 
 /** A fresh private lease directory, so tests never see each other's (or the user's) leases. */
 export function tempStateDir(): string {
