@@ -3,17 +3,16 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { pathToFileURL } from 'node:url';
 import { writeFileAtomic } from '../src/util/atomic-write.js';
 import { benchAllocRate } from './alloc-rate.js';
 import { benchDuplicates } from './duplicates.js';
@@ -22,7 +21,9 @@ import { table, type Section } from './lib/markdown.js';
 import { netnsUnavailable } from './lib/netns.js';
 import { fmt } from './lib/stats.js';
 import { benchPortCli } from './port-cli.js';
+import { benchReadyLatency } from './ready-latency.js';
 import { benchSocketTable } from './socket-table.js';
+import { benchStackOverhead } from './stack-overhead.js';
 
 interface Bench {
   key: string;
@@ -31,17 +32,8 @@ interface Bench {
   run: (ctx: BenchContext) => Promise<Section>;
 }
 
-const READY_FILE = join(repoRoot, 'bench', 'ready-latency.ts');
-
-async function benchReady(ctx: BenchContext): Promise<Section> {
-  const title = '5. `berth run` readiness latency';
-  if (!existsSync(READY_FILE)) {
-    return { title, body: '_Not measured: bench/ready-latency.ts (from the `berth run` work) does not exist yet._', summary: [{ what: 'readiness latency', measured: 'not measured', target: '—', verdict: 'skipped' }] };
-  }
-  ctx.log('ready latency: bench/ready-latency.ts');
-  const mod = (await import(pathToFileURL(READY_FILE).href)) as { benchReadyLatency?: () => Promise<{ berthMedianMs: number; curlLoopMedianMs: number; samples: number }> };
-  if (typeof mod.benchReadyLatency !== 'function') throw new Error('bench/ready-latency.ts does not export benchReadyLatency()');
-  const r = await mod.benchReadyLatency();
+async function benchReady(): Promise<Section> {
+  const r = await benchReadyLatency();
   const body = [
     table(
       ['readiness detected by', 'median ms from the service\'s listen()', 'samples'],
@@ -54,9 +46,29 @@ async function benchReady(ctx: BenchContext): Promise<Section> {
     `Median of ${r.samples} launches each, measured by bench/ready-latency.ts: the time from the service's listen() callback to the moment readiness is reported, both taken on the host's monotonic clock; each service waits a random delay before listening so neither side profits from a lucky polling phase.`,
   ].join('\n');
   return {
-    title,
+    title: '5. `berth run` readiness latency',
     body,
     summary: [{ what: 'readiness latency, `berth run` vs curl loop', measured: `${fmt(r.berthMedianMs, 1)} vs ${fmt(r.curlLoopMedianMs, 1)} ms`, target: '—', verdict: 'reported' }],
+  };
+}
+
+async function benchStack(): Promise<Section> {
+  const r = await benchStackOverhead();
+  const body = [
+    table(
+      ['measure', 'median'],
+      [
+        [`last service's own readiness → berth reports the stack ready (${r.services} services)`, `${fmt(r.readyToReportedMs, 1)} ms`],
+        [`berth's own CPU (user+sys) for a whole ${r.services}-service stack run`, `${fmt(r.cpuMs, 0)} ms`],
+      ],
+    ),
+    '',
+    `A stack of ${r.services} trivial Node HTTP servers with HTTP readiness probes, started by \`berth up\`, measured by bench/stack-overhead.ts over several runs: each server logs the monotonic time its listen() callback ran; berth's "stack ready" line is timestamped on the same clock; berth's CPU is its own user+sys time (not the services') for start, readiness, SIGTERM and teardown.`,
+  ].join('\n');
+  return {
+    title: '6. `berth up` start-up overhead',
+    body,
+    summary: [{ what: `\`berth up\` overhead, ${r.services} services`, measured: `${fmt(r.readyToReportedMs, 1)} ms ready→reported, ${fmt(r.cpuMs, 0)} ms CPU`, target: '—', verdict: 'reported' }],
   };
 }
 
@@ -66,6 +78,7 @@ const BENCHES: Bench[] = [
   { key: 'table', title: '3. Socket-table read and parse', needsNetns: true, run: benchSocketTable },
   { key: 'dup', title: '4. Duplicate ports under concurrency', needsNetns: true, run: benchDuplicates },
   { key: 'ready', title: '5. `berth run` readiness latency', needsNetns: false, run: benchReady },
+  { key: 'stack', title: '6. `berth up` start-up overhead', needsNetns: false, run: benchStack },
 ];
 
 function sh(cmd: string, args: string[]): string | undefined {
