@@ -41,8 +41,8 @@ c.on('data', (x) => (d += x));
 c.on('end', () => console.log('REPLY=' + JSON.stringify(d.split('\\r\\n\\r\\n')[1])));
 c.on('error', (e) => console.log('REPLY=' + e.code));
 `;
-  try {
-    const r = await netnsSh({}, box, `
+  t.after(() => box.cleanup());
+  const r = await netnsSh({}, box, `
 ${berthSh} run --port ${P} --handoff fd --name web --ready-file ${q(rf)} -- ${q(realPython())} -S ${q(join(SERVICES, 'fd-server.py'))} 1.0 > ${q(out)} & B=$!
 ${waitFile(rf)}
 pid=$(sed -n 's/.*"pid": \\([0-9]*\\).*/\\1/p' ${q(rf)})
@@ -55,37 +55,34 @@ kill -TERM $B
 wait $B
 echo "RC=$?"
 `);
-    const v = kv(r.stdout);
-    const ready = readJson(rf);
-    const text = readFileSync(out, 'utf8');
-    const report = JSON.parse(/^fd-server (\{.*\})$/m.exec(text)?.[1] ?? 'null');
-    assert.ok(report, text + r.stderr);
-    assert.equal(report.pid, ready.pid);
-    assert.equal(report.LISTEN_PID, String(report.pid), 'LISTEN_PID is the service\'s own pid');
-    assert.equal(report.LISTEN_FDS, '1');
-    assert.equal(report.LISTEN_FDNAMES, 'web');
-    assert.equal(report.blocking, true, 'fd 3 handed over in blocking mode');
-    assert.equal(report.sockname_port, P);
-    const inode = /socket:\[(\d+)\]/.exec(report.inode)?.[1];
-    assert.ok(inode);
-    assert.deepEqual(report.listening_at_start, [inode], 'fd 3 was already LISTEN on P when the service began');
-    assert.match(r.stderr, new RegExp(`berth: web ready on 127\\.0\\.0\\.1:${P} pid ${report.pid} after \\d+\\.\\d\\ds`));
-    assert.equal(v.get('PRE_ACCEPT'), 'true');
-    assert.equal(v.get('REPLY'), JSON.stringify('served by fd-server\n'));
-    // Descriptors: 0-2, the socket as 3, and only what berth itself inherited from this shell
-    // (python -S: no site hooks opening files of their own).
-    const child = fdTable(/CHILD_FDS_BEGIN\n([\s\S]*?)CHILD_FDS_END/.exec(r.stdout)![1]!);
-    const shell = fdTable(/SHELL_FDS_BEGIN\n([\s\S]*?)SHELL_FDS_END/.exec(r.stdout)![1]!);
-    assert.equal(child.get(3), `socket:[${inode}]`);
-    for (const fd of [0, 1, 2]) assert.ok(child.has(fd));
-    for (const [fd, target] of child) {
-      if (fd <= 3) continue;
-      assert.equal(shell.get(fd), target, `child fd ${fd} -> ${target} did not come from berth's parent: berth leaked it`);
-    }
-    assert.equal(v.get('RC'), '143', 'SIGTERM forwarded; the service died of it; berth exits 128+15');
-  } finally {
-    box.cleanup();
+  const v = kv(r.stdout);
+  const ready = readJson(rf);
+  const text = readFileSync(out, 'utf8');
+  const report = JSON.parse(/^fd-server (\{.*\})$/m.exec(text)?.[1] ?? 'null');
+  assert.ok(report, text + r.stderr);
+  assert.equal(report.pid, ready.pid);
+  assert.equal(report.LISTEN_PID, String(report.pid), 'LISTEN_PID is the service\'s own pid');
+  assert.equal(report.LISTEN_FDS, '1');
+  assert.equal(report.LISTEN_FDNAMES, 'web');
+  assert.equal(report.blocking, true, 'fd 3 handed over in blocking mode');
+  assert.equal(report.sockname_port, P);
+  const inode = /socket:\[(\d+)\]/.exec(report.inode)?.[1];
+  assert.ok(inode);
+  assert.deepEqual(report.listening_at_start, [inode], 'fd 3 was already LISTEN on P when the service began');
+  assert.match(r.stderr, new RegExp(`berth: web ready on 127\\.0\\.0\\.1:${P} pid ${report.pid} after \\d+\\.\\d\\ds`));
+  assert.equal(v.get('PRE_ACCEPT'), 'true');
+  assert.equal(v.get('REPLY'), JSON.stringify('served by fd-server\n'));
+  // Descriptors: 0-2, the socket as 3, and only what berth itself inherited from this shell
+  // (python -S: no site hooks opening files of their own).
+  const child = fdTable(/CHILD_FDS_BEGIN\n([\s\S]*?)CHILD_FDS_END/.exec(r.stdout)![1]!);
+  const shell = fdTable(/SHELL_FDS_BEGIN\n([\s\S]*?)SHELL_FDS_END/.exec(r.stdout)![1]!);
+  assert.equal(child.get(3), `socket:[${inode}]`);
+  for (const fd of [0, 1, 2]) assert.ok(child.has(fd));
+  for (const [fd, target] of child) {
+    if (fd <= 3) continue;
+    assert.equal(shell.get(fd), target, `child fd ${fd} -> ${target} did not come from berth's parent: berth leaked it`);
   }
+  assert.equal(v.get('RC'), '143', 'SIGTERM forwarded; the service died of it; berth exits 128+15');
 });
 
 test('fd handoff refuses --ready tcp with a usage error that says why', async () => {

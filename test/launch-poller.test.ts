@@ -22,53 +22,44 @@ function procCopy(): { root: string; cleanup(): void } {
 
 const key = (r: { family: number; localPort: number; state: string; inode: number }) => `${r.family}:${r.localPort}:${r.state}:${r.inode}`;
 
-test('one read serves every waiting look, each with its own port\'s rows', async () => {
+test('one read serves every waiting look, each with its own port\'s rows', async (t) => {
   const p = procCopy();
-  try {
-    const poller = new TablePoller(p.root);
-    const a = poller.look(41005, 0);
-    const b = poller.look(41003, 0);
-    const c = poller.look(41001, 50);
-    const [ra, rb, rc] = await Promise.all([a.rows, b.rows, c.rows]);
-    assert.equal(poller.reads, 1, 'a later-due look is answered by the earlier one\'s read');
-    assert.deepEqual(ra.map(key), ['4:41005:LISTEN:9232']);
-    assert.deepEqual(rb.map((r) => `${r.family}:${r.localPort}:${r.state}`), ['6:41003:LISTEN', '6:41003:ESTABLISHED']);
-    assert.ok(rc.length > 0 && rc.every((r) => r.localPort === 41001));
-    assert.deepEqual(await poller.look(41999, 0).rows, []);
-    assert.equal(poller.reads, 2);
-  } finally {
-    p.cleanup();
-  }
+  t.after(() => p.cleanup());
+  const poller = new TablePoller(p.root);
+  const a = poller.look(41005, 0);
+  const b = poller.look(41003, 0);
+  const c = poller.look(41001, 50);
+  const [ra, rb, rc] = await Promise.all([a.rows, b.rows, c.rows]);
+  assert.equal(poller.reads, 1, 'a later-due look is answered by the earlier one\'s read');
+  assert.deepEqual(ra.map(key), ['4:41005:LISTEN:9232']);
+  assert.deepEqual(rb.map((r) => `${r.family}:${r.localPort}:${r.state}`), ['6:41003:LISTEN', '6:41003:ESTABLISHED']);
+  assert.ok(rc.length > 0 && rc.every((r) => r.localPort === 41001));
+  assert.deepEqual(await poller.look(41999, 0).rows, []);
+  assert.equal(poller.reads, 2);
 });
 
-test('an answer comes from a read made after the look; hurry() answers now', async () => {
+test('an answer comes from a read made after the look; hurry() answers now', async (t) => {
   const p = procCopy();
-  try {
-    const poller = new TablePoller(p.root);
-    assert.deepEqual((await poller.look(41005, 0).rows).map(key), ['4:41005:LISTEN:9232']);
-    // The table changes right after the question: the answer must show the change.
-    const look = poller.look(41005, 5_000);
-    const tcp = join(p.root, 'net', 'tcp');
-    writeFileSync(tcp, readFileSync(tcp, 'latin1').split('\n').filter((l) => !l.includes(':A02D ')).join('\n'), 'latin1');
-    const t0 = performance.now();
-    setTimeout(() => look.hurry(), 20);
-    const after = await look.rows;
-    const waited = performance.now() - t0;
-    assert.ok(waited < 1_000, `hurry() answered after ${waited.toFixed(0)} ms, not at the 5 s due time`);
-    assert.deepEqual(after, []);
-    assert.equal(poller.reads, 2);
-  } finally {
-    p.cleanup();
-  }
+  t.after(() => p.cleanup());
+  const poller = new TablePoller(p.root);
+  assert.deepEqual((await poller.look(41005, 0).rows).map(key), ['4:41005:LISTEN:9232']);
+  // The table changes right after the question: the answer must show the change.
+  const look = poller.look(41005, 5_000);
+  const tcp = join(p.root, 'net', 'tcp');
+  writeFileSync(tcp, readFileSync(tcp, 'latin1').split('\n').filter((l) => !l.includes(':A02D ')).join('\n'), 'latin1');
+  const t0 = performance.now();
+  setTimeout(() => look.hurry(), 20);
+  const after = await look.rows;
+  const waited = performance.now() - t0;
+  assert.ok(waited < 1_000, `hurry() answered after ${waited.toFixed(0)} ms, not at the 5 s due time`);
+  assert.deepEqual(after, []);
+  assert.equal(poller.reads, 2);
 });
 
-test('an unreadable table fails the looks (74) instead of leaving them waiting', async () => {
+test('an unreadable table fails the looks (74) instead of leaving them waiting', async (t) => {
   const p = procCopy();
-  try {
-    rmSync(join(p.root, 'net', 'tcp'));
-    const poller = new TablePoller(p.root);
-    await assert.rejects(poller.look(41005, 0).rows, (e: Error & { exitCode: number }) => e.exitCode === 74 && /net\/tcp/.test(e.message));
-  } finally {
-    p.cleanup();
-  }
+  t.after(() => p.cleanup());
+  rmSync(join(p.root, 'net', 'tcp'));
+  const poller = new TablePoller(p.root);
+  await assert.rejects(poller.look(41005, 0).rows, (e: Error & { exitCode: number }) => e.exitCode === 74 && /net\/tcp/.test(e.message));
 });

@@ -31,28 +31,25 @@ const pre = net.createServer().listen(P, '0.0.0.0', () => pre.close(() => {
 test('control: a probe before the bind takes P as its source port and the service then fails with EADDRINUSE', async (t) => {
   if (!requireNetns(t)) return;
   const box = sandbox();
-  try {
-    const r = await netnsSh({ ephemeral: `${P} ${P}` }, box, `
+  t.after(() => box.cleanup());
+  const r = await netnsSh({ ephemeral: `${P} ${P}` }, box, `
 ${q(NODE)} -e ${q(naiveProbe)}
 echo "TIME_WAIT_ON_P=$(grep -c ':4E20 .* 06 ' /proc/net/tcp)"
 ${serviceSh} --port ${P} --host 0.0.0.0; echo "SERVICE_EXIT=$?"
 `);
-    const v = kv(r.stdout);
-    assert.equal(v.get('PROBE_CONNECTED'), 'yes', r.stdout + r.stderr);
-    assert.equal(v.get('PROBE_SOURCE'), String(P), 'the probe connected from P to P (to itself)');
-    assert.notEqual(v.get('TIME_WAIT_ON_P'), '0', 'the self-connection left TIME_WAIT on P');
-    assert.equal(v.get('SERVICE_EXIT'), '98', r.stdout + r.stderr);
-    assert.match(r.stderr, /listen failed: EADDRINUSE/);
-  } finally {
-    box.cleanup();
-  }
+  const v = kv(r.stdout);
+  assert.equal(v.get('PROBE_CONNECTED'), 'yes', r.stdout + r.stderr);
+  assert.equal(v.get('PROBE_SOURCE'), String(P), 'the probe connected from P to P (to itself)');
+  assert.notEqual(v.get('TIME_WAIT_ON_P'), '0', 'the self-connection left TIME_WAIT on P');
+  assert.equal(v.get('SERVICE_EXIT'), '98', r.stdout + r.stderr);
+  assert.match(r.stderr, /listen failed: EADDRINUSE/);
 });
 
 test('fix: berth run --port P --allow-ephemeral brings a late-binding service up, 3 times in a row, both handoffs', async (t) => {
   if (!requireNetns(t)) return;
   const box = sandbox();
-  try {
-    const r = await netnsSh({ ephemeral: `${P} ${P + 1}` }, box, `
+  t.after(() => box.cleanup());
+  const r = await netnsSh({ ephemeral: `${P} ${P + 1}` }, box, `
 for i in 1 2 3; do
   for h in release fd; do
     if [ $h = fd ]; then listen=--fd; else listen="--host 0.0.0.0"; fi
@@ -63,14 +60,11 @@ for i in 1 2 3; do
   done
 done
 `, 60_000);
-    const v = kv(r.stdout);
-    for (const i of [1, 2, 3]) {
-      for (const h of ['release', 'fd']) assert.equal(v.get(`RUN_${i}_${h.toUpperCase()}`), '0', `run ${i} ${h}:\n${r.stdout}\n${r.stderr}`);
-    }
-    const ready = r.stderr.match(/ready on 127\.0\.0\.1:20000 pid \d+ after/g) ?? [];
-    assert.equal(ready.length, 6, r.stderr);
-    assert.doesNotMatch(r.stderr, /EADDRINUSE/);
-  } finally {
-    box.cleanup();
+  const v = kv(r.stdout);
+  for (const i of [1, 2, 3]) {
+    for (const h of ['release', 'fd']) assert.equal(v.get(`RUN_${i}_${h.toUpperCase()}`), '0', `run ${i} ${h}:\n${r.stdout}\n${r.stderr}`);
   }
+  const ready = r.stderr.match(/ready on 127\.0\.0\.1:20000 pid \d+ after/g) ?? [];
+  assert.equal(ready.length, 6, r.stderr);
+  assert.doesNotMatch(r.stderr, /EADDRINUSE/);
 });

@@ -29,54 +29,45 @@ ${countLeases}
 test('SIGTERM to berth reaches the service; berth exits with its status; no lease is left', async (t) => {
   if (!requireNetns(t)) return;
   const box = sandbox();
-  try {
-    const rf = join(box.dir, 'ready.json');
-    const r = await netnsSh({}, box, scenario(rf, '--port 20000', '--on-term 7', 'echo "LEASES_WHILE_RUNNING=$(find "$BERTH_STATE_DIR" -name "*.lease" | wc -l)"; kill -TERM $B'));
-    const v = kv(r.stdout);
-    assert.match(r.stdout, /got SIGTERM/, r.stdout + r.stderr);
-    assert.equal(v.get('RC'), '7');
-    assert.equal(v.get('LEASES_WHILE_RUNNING'), '1');
-    assert.equal(v.get('LEASES'), '0');
-    assert.equal(v.get('SERVICE_LEFT'), 'no');
-  } finally {
-    box.cleanup();
-  }
+  t.after(() => box.cleanup());
+  const rf = join(box.dir, 'ready.json');
+  const r = await netnsSh({}, box, scenario(rf, '--port 20000', '--on-term 7', 'echo "LEASES_WHILE_RUNNING=$(find "$BERTH_STATE_DIR" -name "*.lease" | wc -l)"; kill -TERM $B'));
+  const v = kv(r.stdout);
+  assert.match(r.stdout, /got SIGTERM/, r.stdout + r.stderr);
+  assert.equal(v.get('RC'), '7');
+  assert.equal(v.get('LEASES_WHILE_RUNNING'), '1');
+  assert.equal(v.get('LEASES'), '0');
+  assert.equal(v.get('SERVICE_LEFT'), 'no');
 });
 
 test('SIGHUP is passed on and the service keeps running; SIGINT then ends it with 128+2', async (t) => {
   if (!requireNetns(t)) return;
   const box = sandbox();
-  try {
-    const rf = join(box.dir, 'ready.json');
-    const r = await netnsSh({}, box, scenario(rf, '--port 20000', '', `kill -HUP $B
+  t.after(() => box.cleanup());
+  const rf = join(box.dir, 'ready.json');
+  const r = await netnsSh({}, box, scenario(rf, '--port 20000', '', `kill -HUP $B
 i=0; until grep -q 'got SIGHUP' "$OUT" || [ $i -ge 250 ]; do sleep 0.02; i=$((i+1)); done
 sleep 0.1
 echo "ALIVE_AFTER_HUP=$(running $pid && echo yes || echo no)"
 kill -INT $B`));
-    const v = kv(r.stdout);
-    assert.match(r.stdout, /got SIGHUP/, r.stdout + r.stderr);
-    assert.equal(v.get('ALIVE_AFTER_HUP'), 'yes');
-    assert.equal(v.get('RC'), '130', 'node dies of SIGINT: 128+2');
-    assert.equal(v.get('LEASES'), '0');
-    assert.equal(v.get('SERVICE_LEFT'), 'no');
-  } finally {
-    box.cleanup();
-  }
+  const v = kv(r.stdout);
+  assert.match(r.stdout, /got SIGHUP/, r.stdout + r.stderr);
+  assert.equal(v.get('ALIVE_AFTER_HUP'), 'yes');
+  assert.equal(v.get('RC'), '130', 'node dies of SIGINT: 128+2');
+  assert.equal(v.get('LEASES'), '0');
+  assert.equal(v.get('SERVICE_LEFT'), 'no');
 });
 
 test('a service that ignores SIGTERM is killed after --stop-grace: 128+9', async (t) => {
   if (!requireNetns(t)) return;
   const box = sandbox();
-  try {
-    const rf = join(box.dir, 'ready.json');
-    const r = await netnsSh({}, box, scenario(rf, '--port 20000 --stop-grace 300ms', '--ignore-term', 't0=$(date +%s%N); kill -TERM $B') + 'echo "STOP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"');
-    const v = kv(r.stdout);
-    assert.match(r.stdout, /got SIGTERM/);
-    assert.equal(v.get('RC'), '137', r.stdout + r.stderr);
-    assert.ok(Number(v.get('STOP_MS')) >= 300 && Number(v.get('STOP_MS')) < 5_000, v.get('STOP_MS'));
-    assert.equal(v.get('SERVICE_LEFT'), 'no');
-    assert.equal(v.get('LEASES'), '0');
-  } finally {
-    box.cleanup();
-  }
+  t.after(() => box.cleanup());
+  const rf = join(box.dir, 'ready.json');
+  const r = await netnsSh({}, box, scenario(rf, '--port 20000 --stop-grace 300ms', '--ignore-term', 't0=$(date +%s%N); kill -TERM $B') + 'echo "STOP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"');
+  const v = kv(r.stdout);
+  assert.match(r.stdout, /got SIGTERM/);
+  assert.equal(v.get('RC'), '137', r.stdout + r.stderr);
+  assert.ok(Number(v.get('STOP_MS')) >= 300 && Number(v.get('STOP_MS')) < 5_000, v.get('STOP_MS'));
+  assert.equal(v.get('SERVICE_LEFT'), 'no');
+  assert.equal(v.get('LEASES'), '0');
 });

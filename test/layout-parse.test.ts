@@ -5,24 +5,13 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
 import { loadLayout, parseLayout } from '../src/layout/index.js';
+import { dataErrors } from './helpers/refusal.js';
 
 const FIX = 'test/fixtures/layouts';
 const fixture = (name: string) => readFileSync(join(FIX, name), 'utf8');
 
 /** Parses a fixture that must fail, returning the error lines (message and details must agree). */
-function errorsOf(name: string): string[] {
-  try {
-    parseLayout(fixture(name), name);
-  } catch (e) {
-    assert.ok(e instanceof BerthError, `expected BerthError, got ${String(e)}`);
-    assert.equal(e.exitCode, EXIT.DATAERR);
-    const errors = e.details?.errors as string[];
-    assert.deepEqual(e.message.split('\n'), errors);
-    assert.equal(e.details?.file, name);
-    return errors;
-  }
-  assert.fail(`${name} parsed without error`);
-}
+const errorsOf = (name: string): string[] => dataErrors(name, () => parseLayout(fixture(name), name));
 
 test('valid.yaml: every accepted spelling, with 1-based lines', () => {
   const l = parseLayout(fixture('valid.yaml'), 'valid.yaml');

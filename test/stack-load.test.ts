@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
 import type { HostSysctls } from '../src/host/types.js';
 import { loadStack, parseStack, replicaSource, type ServiceSpec, type StackSpec } from '../src/stack/index.js';
+import { dataErrors } from './helpers/refusal.js';
 
 const FIX = 'test/fixtures/stacks';
 const ABS = resolve(FIX);
@@ -19,19 +20,7 @@ function load(name: string): StackSpec {
   }
 }
 
-function errorsOf(name: string): string[] {
-  try {
-    load(name);
-  } catch (e) {
-    assert.ok(e instanceof BerthError, `expected BerthError, got ${String(e)}`);
-    assert.equal(e.exitCode, EXIT.DATAERR);
-    const errors = e.details?.errors as string[];
-    assert.deepEqual(e.message.split('\n'), errors);
-    assert.equal(e.details?.file, name);
-    return errors;
-  }
-  assert.fail(`${name} loaded without error`);
-}
+const errorsOf = (name: string): string[] => dataErrors(name, () => load(name));
 
 const svc = (s: StackSpec, name: string): ServiceSpec => {
   const found = s.services.find((x) => x.name === name);

@@ -23,23 +23,20 @@ services:
     command: ${svc('--show')}
     depends_on: { web: ready }
 `);
-  try {
-    const r = await runInNetns({}, tsNode(join('test', 'fixtures', 'up', 'library-driver.ts'), b.stack, b.runDir), { env: { ...process.env, BERTH_STATE_DIR: b.stateDir } });
-    assert.equal(r.code, 0, r.stderr);
-    const o = JSON.parse(r.stdout.trim().split('\n').pop()!);
-    assert.equal(o.runDir, b.runDir);
-    assert.deepEqual(o.ready.replicas.map((x: { service: string; state: string; url: string | null }) => [x.service, x.state, x.url]), [
-      ['web', 'ready', 'http://127.0.0.1:20000'],
-      ['web', 'ready', 'http://127.0.0.1:20001'],
-      ['worker', 'ready', null],
-    ]);
-    assert.equal(o.during.pid, o.ready.pid);
-    assert.deepEqual(o.result, { exitCode: 0, reason: 'stopped', runDir: b.runDir, readyMs: o.result.readyMs });
-    assert.ok(o.result.readyMs > 0);
-    assert.equal(o.same, true, 'a second stop() gives the same result');
-    for (const who of ['web/0', 'web/1', 'worker/0']) assert.equal(o.events.filter((e: string) => e.startsWith(`${who}:`)).pop(), `${who}:exited`);
-    assert.ok(o.events.indexOf('worker/0:exited') < o.events.indexOf('web/0:stopping'), 'worker (the dependent) is stopped first');
-  } finally {
-    b.cleanup();
-  }
+  t.after(() => b.cleanup());
+  const r = await runInNetns({}, tsNode(join('test', 'fixtures', 'up', 'library-driver.ts'), b.stack, b.runDir), { env: { ...process.env, BERTH_STATE_DIR: b.stateDir } });
+  assert.equal(r.code, 0, r.stderr);
+  const o = JSON.parse(r.stdout.trim().split('\n').pop()!);
+  assert.equal(o.runDir, b.runDir);
+  assert.deepEqual(o.ready.replicas.map((x: { service: string; state: string; url: string | null }) => [x.service, x.state, x.url]), [
+    ['web', 'ready', 'http://127.0.0.1:20000'],
+    ['web', 'ready', 'http://127.0.0.1:20001'],
+    ['worker', 'ready', null],
+  ]);
+  assert.equal(o.during.pid, o.ready.pid);
+  assert.deepEqual(o.result, { exitCode: 0, reason: 'stopped', runDir: b.runDir, readyMs: o.result.readyMs });
+  assert.ok(o.result.readyMs > 0);
+  assert.equal(o.same, true, 'a second stop() gives the same result');
+  for (const who of ['web/0', 'web/1', 'worker/0']) assert.equal(o.events.filter((e: string) => e.startsWith(`${who}:`)).pop(), `${who}:exited`);
+  assert.ok(o.events.indexOf('worker/0:exited') < o.events.indexOf('web/0:stopping'), 'worker (the dependent) is stopped first');
 });

@@ -27,18 +27,15 @@ services:
     depends_on: [noisy]
     job: true
 `);
-    try {
-      const r = await up(b, [], { timeoutMs: 60_000 }).result;
-      // The job killed itself with SIGKILL: the stack's status is 128+9.
-      assert.equal(r.code, 137, r.stderr);
-      assert.match(r.stderr, /berth: job job was killed by SIGKILL/);
-      const all = expected(LINES);
-      assert.equal(logFile(b, 'job-0.out'), all, 'the job\'s log has every line');
-      assert.equal(r.stdout, all, 'and so has berth\'s stdout');
-      assert.equal(logFile(b, 'noisy-0.out'), `${all}listening on ${events(b).find((e) => e.service === 'noisy')!.port}\nterm\n`);
-    } finally {
-      b.cleanup();
-    }
+    t.after(() => b.cleanup());
+    const r = await up(b, [], { timeoutMs: 60_000 }).result;
+    // The job killed itself with SIGKILL: the stack's status is 128+9.
+    assert.equal(r.code, 137, r.stderr);
+    assert.match(r.stderr, /berth: job job was killed by SIGKILL/);
+    const all = expected(LINES);
+    assert.equal(logFile(b, 'job-0.out'), all, 'the job\'s log has every line');
+    assert.equal(r.stdout, all, 'and so has berth\'s stdout');
+    assert.equal(logFile(b, 'noisy-0.out'), `${all}listening on ${events(b).find((e) => e.service === 'noisy')!.port}\nterm\n`);
   });
 
   test('endpoints.json is valid JSON at every point; --follow prefixes lines', async (t) => {
@@ -61,48 +58,45 @@ services:
     depends_on: [b]
     job: true
 `);
-    try {
-      const run = up(b, ['--follow']);
-      let reads = 0;
-      let missing = 0;
-      const states = new Set<string>();
-      const bad: string[] = [];
-      let done = false;
-      void run.result.then(() => (done = true));
-      const file = join(b.runDir, 'endpoints.json');
-      while (!done) {
-        let text: string;
-        try {
-          text = readFileSync(file, 'utf8');
-        } catch {
-          missing++;
-          await new Promise((r) => setImmediate(r));
-          continue;
-        }
-        reads++;
-        try {
-          const doc = JSON.parse(text);
-          for (const x of doc.replicas) states.add(x.state);
-        } catch {
-          bad.push(text);
-        }
+    t.after(() => b.cleanup());
+    const run = up(b, ['--follow']);
+    let reads = 0;
+    let missing = 0;
+    const states = new Set<string>();
+    const bad: string[] = [];
+    let done = false;
+    void run.result.then(() => (done = true));
+    const file = join(b.runDir, 'endpoints.json');
+    while (!done) {
+      let text: string;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch {
+        missing++;
         await new Promise((r) => setImmediate(r));
+        continue;
       }
-      const r = await run.result;
-      assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(bad, [], 'every read parsed');
-      assert.ok(reads > 100, `read ${reads} times`);
-      for (const s of ['pending', 'ready', 'exited']) assert.ok(states.has(s), `saw ${s} (saw ${[...states].join(', ')})`);
-      // every line of events.jsonl is a whole JSON object
-      const evs = events(b);
-      assert.ok(evs.length >= 7 * 4);
-      // --follow: other services' output on stderr, prefixed; the job's stays unprefixed on stdout.
-      assert.match(r.stderr, /^a\/0 \| \{"argv":/m);
-      assert.match(r.stderr, /^b\/2 \| listening on \d+$/m);
-      assert.match(r.stderr, /^b\/1 \| term$/m);
-      assert.doesNotMatch(r.stderr, /^job\/0 \|/m);
-    } finally {
-      b.cleanup();
+      reads++;
+      try {
+        const doc = JSON.parse(text);
+        for (const x of doc.replicas) states.add(x.state);
+      } catch {
+        bad.push(text);
+      }
+      await new Promise((r) => setImmediate(r));
     }
+    const r = await run.result;
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(bad, [], 'every read parsed');
+    assert.ok(reads > 100, `read ${reads} times`);
+    for (const s of ['pending', 'ready', 'exited']) assert.ok(states.has(s), `saw ${s} (saw ${[...states].join(', ')})`);
+    // every line of events.jsonl is a whole JSON object
+    const evs = events(b);
+    assert.ok(evs.length >= 7 * 4);
+    // --follow: other services' output on stderr, prefixed; the job's stays unprefixed on stdout.
+    assert.match(r.stderr, /^a\/0 \| \{"argv":/m);
+    assert.match(r.stderr, /^b\/2 \| listening on \d+$/m);
+    assert.match(r.stderr, /^b\/1 \| term$/m);
+    assert.doesNotMatch(r.stderr, /^job\/0 \|/m);
   });
 });

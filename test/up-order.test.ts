@@ -46,71 +46,68 @@ services:
 test('dependencies, concurrency, placeholders, the job\'s status, teardown after the job', async (t) => {
   if (!requireNetns(t)) return;
   const b = box(STACK);
-  try {
-    const run = up(b, ['--json']);
-    const r = await run.result;
-    assert.equal(r.code, 3, `the job's status is the stack's\n${r.stderr}`);
-    const evs = events(b);
+  t.after(() => b.cleanup());
+  const run = up(b, ['--json']);
+  const r = await run.result;
+  assert.equal(r.code, 3, `the job's status is the stack's\n${r.stderr}`);
+  const evs = events(b);
 
-    // Independent services start together, without waiting for each other's readiness.
-    const starts = ['a/0', 'a/1', 'b/0', 'setup/0'].map((w) => at(evs, w, 'starting'));
-    assert.ok(Math.max(...starts) - Math.min(...starts) < 400, `independent services start together: ${starts}`);
-    assert.ok(at(evs, 'b/0', 'starting') < at(evs, 'a/0', 'ready'));
+  // Independent services start together, without waiting for each other's readiness.
+  const starts = ['a/0', 'a/1', 'b/0', 'setup/0'].map((w) => at(evs, w, 'starting'));
+  assert.ok(Math.max(...starts) - Math.min(...starts) < 400, `independent services start together: ${starts}`);
+  assert.ok(at(evs, 'b/0', 'starting') < at(evs, 'a/0', 'ready'));
 
-    // ready: c after both a replicas; started: c does not wait for b to be ready.
-    const cStart = at(evs, 'c/0', 'starting');
-    assert.ok(cStart >= lastAt(evs, 'a', 'ready'), 'c starts after every replica of a is ready');
-    assert.ok(cStart >= at(evs, 'b/0', 'starting'));
-    assert.ok(cStart < at(evs, 'b/0', 'ready'), 'c needs b only started');
-    // completed: d after setup exited 0 (and after c is ready).
-    assert.equal(evs.find((e) => e.service === 'setup' && e.state === 'exited')?.code, 0);
-    assert.ok(at(evs, 'd/0', 'starting') >= at(evs, 'setup/0', 'exited'));
-    assert.ok(at(evs, 'd/0', 'starting') >= at(evs, 'c/0', 'ready'));
-    assert.ok(at(evs, 'job/0', 'starting') >= at(evs, 'b/0', 'ready'));
+  // ready: c after both a replicas; started: c does not wait for b to be ready.
+  const cStart = at(evs, 'c/0', 'starting');
+  assert.ok(cStart >= lastAt(evs, 'a', 'ready'), 'c starts after every replica of a is ready');
+  assert.ok(cStart >= at(evs, 'b/0', 'starting'));
+  assert.ok(cStart < at(evs, 'b/0', 'ready'), 'c needs b only started');
+  // completed: d after setup exited 0 (and after c is ready).
+  assert.equal(evs.find((e) => e.service === 'setup' && e.state === 'exited')?.code, 0);
+  assert.ok(at(evs, 'd/0', 'starting') >= at(evs, 'setup/0', 'exited'));
+  assert.ok(at(evs, 'd/0', 'starting') >= at(evs, 'c/0', 'ready'));
+  assert.ok(at(evs, 'job/0', 'starting') >= at(evs, 'b/0', 'ready'));
 
-    // Nothing started before its dependencies, in any order of events.
-    const first = (who: string, state: string) => at(evs, who, state);
-    assert.ok(evs.filter((e) => e.service === 'c' && e.state === 'starting').every((e) => Date.parse(e.t) >= first('a/1', 'ready')));
+  // Nothing started before its dependencies, in any order of events.
+  const first = (who: string, state: string) => at(evs, who, state);
+  assert.ok(evs.filter((e) => e.service === 'c' && e.state === 'starting').every((e) => Date.parse(e.t) >= first('a/1', 'ready')));
 
-    // Placeholders: the dependencies' real endpoints (from endpoints.json), {{ is a literal brace.
-    const doc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
-    const url = (s: string, rep: number) => doc.replicas.find((x: { service: string; replica: number }) => x.service === s && x.replica === rep).url as string;
-    const port = (s: string, rep: number) => doc.replicas.find((x: { service: string; replica: number }) => x.service === s && x.replica === rep).port as number;
-    assert.equal(url('a', 0), 'http://127.0.0.1:20000');
-    assert.equal(url('a', 1), 'http://127.0.0.1:20100');
-    const shown = JSON.parse(logFile(b, 'c-0.out').split('\n')[0]!);
-    const cPort = port('c', 0);
-    assert.ok(cPort >= 20600 && cPort <= 20699);
-    assert.deepEqual(shown.argv, [
-      '--port', String(cPort), '--show', '--a', `${url('a', 0)},${url('a', 1)}`, '--ap', '20000,20100', '--b', 'http://127.0.0.1:20500', '--bp', '20500', '--me', 'c/0', '--lit', '{"k": 1}',
-    ]);
-    assert.equal(shown.env.X_A, `${url('a', 0)},${url('a', 1)}`);
-    assert.equal(shown.env.X_B, 'http://127.0.0.1:20500');
-    assert.equal(shown.env.X_SELF, `127.0.0.1:${cPort}`);
-    assert.equal(shown.env.PORT, String(cPort));
-    assert.equal(shown.env.BERTH_SERVICE, 'c');
-    assert.equal(shown.env.BERTH_REPLICA, '0');
-    assert.equal(shown.env.BERTH_RUN_DIR, b.runDir);
-    const dShown = JSON.parse(logFile(b, 'd-0.out').split('\n')[0]!);
-    assert.deepEqual(dShown.argv, ['--show', '--c', `http://127.0.0.1:${cPort}`]);
+  // Placeholders: the dependencies' real endpoints (from endpoints.json), {{ is a literal brace.
+  const doc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
+  const url = (s: string, rep: number) => doc.replicas.find((x: { service: string; replica: number }) => x.service === s && x.replica === rep).url as string;
+  const port = (s: string, rep: number) => doc.replicas.find((x: { service: string; replica: number }) => x.service === s && x.replica === rep).port as number;
+  assert.equal(url('a', 0), 'http://127.0.0.1:20000');
+  assert.equal(url('a', 1), 'http://127.0.0.1:20100');
+  const shown = JSON.parse(logFile(b, 'c-0.out').split('\n')[0]!);
+  const cPort = port('c', 0);
+  assert.ok(cPort >= 20600 && cPort <= 20699);
+  assert.deepEqual(shown.argv, [
+    '--port', String(cPort), '--show', '--a', `${url('a', 0)},${url('a', 1)}`, '--ap', '20000,20100', '--b', 'http://127.0.0.1:20500', '--bp', '20500', '--me', 'c/0', '--lit', '{"k": 1}',
+  ]);
+  assert.equal(shown.env.X_A, `${url('a', 0)},${url('a', 1)}`);
+  assert.equal(shown.env.X_B, 'http://127.0.0.1:20500');
+  assert.equal(shown.env.X_SELF, `127.0.0.1:${cPort}`);
+  assert.equal(shown.env.PORT, String(cPort));
+  assert.equal(shown.env.BERTH_SERVICE, 'c');
+  assert.equal(shown.env.BERTH_REPLICA, '0');
+  assert.equal(shown.env.BERTH_RUN_DIR, b.runDir);
+  const dShown = JSON.parse(logFile(b, 'd-0.out').split('\n')[0]!);
+  assert.deepEqual(dShown.argv, ['--show', '--c', `http://127.0.0.1:${cPort}`]);
 
-    // --json: the endpoints document on stdout when the stack is ready, before the job ran.
-    const ready = JSON.parse(r.stdout.split('\n')[0]!);
-    assert.equal(ready.runDir, b.runDir);
-    assert.deepEqual(
-      ready.replicas.filter((x: { service: string }) => x.service !== 'job').map((x: { service: string; state: string }) => `${x.service}:${x.state}`),
-      ['a:ready', 'a:ready', 'b:ready', 'setup:exited', 'c:ready', 'd:ready'],
-    );
-    assert.match(r.stderr, /stack ready after [\d.]+s: 6 replicas[^\n]*\n {2}a\/0 +http:\/\/127\.0\.0\.1:20000 +pid \d+/);
-    assert.ok(r.stderr.indexOf('stack ready') < r.stderr.indexOf('job/0 starting'), 'stack ready is reported before the job starts');
+  // --json: the endpoints document on stdout when the stack is ready, before the job ran.
+  const ready = JSON.parse(r.stdout.split('\n')[0]!);
+  assert.equal(ready.runDir, b.runDir);
+  assert.deepEqual(
+    ready.replicas.filter((x: { service: string }) => x.service !== 'job').map((x: { service: string; state: string }) => `${x.service}:${x.state}`),
+    ['a:ready', 'a:ready', 'b:ready', 'setup:exited', 'c:ready', 'd:ready'],
+  );
+  assert.match(r.stderr, /stack ready after [\d.]+s: 6 replicas[^\n]*\n {2}a\/0 +http:\/\/127\.0\.0\.1:20000 +pid \d+/);
+  assert.ok(r.stderr.indexOf('stack ready') < r.stderr.indexOf('job/0 starting'), 'stack ready is reported before the job starts');
 
-    // After the job: dependents first (d, then c, then a and b), each wave after the last.
-    assert.ok(lastAt(evs, 'd', 'exited') <= at(evs, 'c/0', 'stopping'));
-    assert.ok(lastAt(evs, 'c', 'exited') <= Math.min(at(evs, 'a/0', 'stopping'), at(evs, 'b/0', 'stopping')));
-    assert.match(r.stderr, /berth: job job exited with status 3; stack stopped/);
-    const final = doc.replicas.map((x: { state: string }) => x.state);
-    assert.deepEqual(final, ['exited', 'exited', 'exited', 'exited', 'exited', 'exited', 'exited']);
-  } finally {
-    b.cleanup();
-  }
+  // After the job: dependents first (d, then c, then a and b), each wave after the last.
+  assert.ok(lastAt(evs, 'd', 'exited') <= at(evs, 'c/0', 'stopping'));
+  assert.ok(lastAt(evs, 'c', 'exited') <= Math.min(at(evs, 'a/0', 'stopping'), at(evs, 'b/0', 'stopping')));
+  assert.match(r.stderr, /berth: job job exited with status 3; stack stopped/);
+  const final = doc.replicas.map((x: { state: string }) => x.state);
+  assert.deepEqual(final, ['exited', 'exited', 'exited', 'exited', 'exited', 'exited', 'exited']);
 });

@@ -47,32 +47,29 @@ services:
     command: ${svc('--port', '{port}')}
     depends_on: { bad: ready }
 `);
-    try {
-      const r = await up(b).result;
-      assert.equal(r.code, 70, r.stderr);
-      assert.match(r.stderr, /berth: bad\/0 failed: the service exited with status 5 before it was ready/);
-      assert.match(r.stderr, /diagnostics: \S*diagnostics\/bad-0\//);
-      assert.match(r.stderr, /last lines of bad\/0's stderr:\n {4}fatal: simulated failure after 300 ms/);
-      const evs = events(b);
-      assert.equal(evs.find((e) => e.service === 'bad' && e.state === 'failed')?.code, 70);
-      assert.ok(!evs.some((e) => e.service === 'never' && e.state !== 'pending'), 'a service waiting for the failed one never starts');
-      // Dependents first: top before mid before base; side (depends on base) before base.
-      assert.ok(lastAt(evs, 'top', 'exited') <= at(evs, 'mid/0', 'stopping'));
-      assert.ok(lastAt(evs, 'mid', 'exited') <= at(evs, 'base/0', 'stopping'));
-      assert.ok(lastAt(evs, 'side', 'exited') <= at(evs, 'base/0', 'stopping'));
-      // Services nothing depends on stop in the first wave (side with bad), not after top.
-      assert.ok(at(evs, 'side/0', 'stopping') <= at(evs, 'top/0', 'stopping'));
-      const bundle = join(b.runDir, 'diagnostics', 'bad-0');
-      assert.match(readFileSync(join(bundle, 'stderr.log'), 'utf8'), /fatal: simulated failure/);
-      const diag = JSON.parse(readFileSync(join(bundle, 'diagnostics.json'), 'utf8'));
-      assert.equal(diag.exitCode, 70);
-      assert.equal(diag.name, 'bad/0');
-      // Clean replicas leave no diagnostics folder; logs stay.
-      assert.equal(existsSync(join(b.runDir, 'diagnostics', 'base-0')), false);
-      assert.match(readFileSync(join(b.runDir, 'logs', 'base-0.out'), 'utf8'), /listening on \d+\nterm\n/);
-    } finally {
-      b.cleanup();
-    }
+    t.after(() => b.cleanup());
+    const r = await up(b).result;
+    assert.equal(r.code, 70, r.stderr);
+    assert.match(r.stderr, /berth: bad\/0 failed: the service exited with status 5 before it was ready/);
+    assert.match(r.stderr, /diagnostics: \S*diagnostics\/bad-0\//);
+    assert.match(r.stderr, /last lines of bad\/0's stderr:\n {4}fatal: simulated failure after 300 ms/);
+    const evs = events(b);
+    assert.equal(evs.find((e) => e.service === 'bad' && e.state === 'failed')?.code, 70);
+    assert.ok(!evs.some((e) => e.service === 'never' && e.state !== 'pending'), 'a service waiting for the failed one never starts');
+    // Dependents first: top before mid before base; side (depends on base) before base.
+    assert.ok(lastAt(evs, 'top', 'exited') <= at(evs, 'mid/0', 'stopping'));
+    assert.ok(lastAt(evs, 'mid', 'exited') <= at(evs, 'base/0', 'stopping'));
+    assert.ok(lastAt(evs, 'side', 'exited') <= at(evs, 'base/0', 'stopping'));
+    // Services nothing depends on stop in the first wave (side with bad), not after top.
+    assert.ok(at(evs, 'side/0', 'stopping') <= at(evs, 'top/0', 'stopping'));
+    const bundle = join(b.runDir, 'diagnostics', 'bad-0');
+    assert.match(readFileSync(join(bundle, 'stderr.log'), 'utf8'), /fatal: simulated failure/);
+    const diag = JSON.parse(readFileSync(join(bundle, 'diagnostics.json'), 'utf8'));
+    assert.equal(diag.exitCode, 70);
+    assert.equal(diag.name, 'bad/0');
+    // Clean replicas leave no diagnostics folder; logs stay.
+    assert.equal(existsSync(join(b.runDir, 'diagnostics', 'base-0')), false);
+    assert.match(readFileSync(join(b.runDir, 'logs', 'base-0.out'), 'utf8'), /listening on \d+\nterm\n/);
   });
 
   test('SIGTERM to berth: orderly teardown, exit 143; a service ignoring TERM is killed after stop_grace', async (t) => {
@@ -96,28 +93,25 @@ services:
     ${http}
     stop_grace: 400ms
 `);
-    try {
-      const run = up(b);
-      await run.waitStderr(/stack ready/);
-      const readyDoc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
-      assert.deepEqual(readyDoc.replicas.map((x: { state: string }) => x.state), ['ready', 'ready', 'ready', 'ready']);
-      run.child.kill('SIGTERM');
-      const r = await run.result;
-      assert.equal(r.code, 143, r.stderr);
-      assert.match(r.stderr, /berth: stopped by SIGTERM; stack torn down, exit 143/);
-      const evs = events(b);
-      const stub = evs.find((e) => e.service === 'stubborn' && e.state === 'exited')!;
-      assert.equal(stub.signal, 'SIGKILL');
-      assert.equal(stub.code, 137);
-      assert.ok(at(evs, 'stubborn/0', 'exited') - at(evs, 'stubborn/0', 'stopping') >= 380, 'killed only after its stop_grace');
-      assert.ok(lastAt(evs, 'stubborn', 'exited') <= at(evs, 'web/0', 'stopping'));
-      assert.ok(lastAt(evs, 'web', 'exited') <= at(evs, 'base/0', 'stopping'));
-      assert.match(readFileSync(join(b.runDir, 'logs', 'stubborn-0.out'), 'utf8'), /term ignored/);
-      const final = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
-      assert.deepEqual(final.replicas.map((x: { state: string }) => x.state), ['exited', 'exited', 'exited', 'exited']);
-    } finally {
-      b.cleanup();
-    }
+    t.after(() => b.cleanup());
+    const run = up(b);
+    await run.waitStderr(/stack ready/);
+    const readyDoc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
+    assert.deepEqual(readyDoc.replicas.map((x: { state: string }) => x.state), ['ready', 'ready', 'ready', 'ready']);
+    run.child.kill('SIGTERM');
+    const r = await run.result;
+    assert.equal(r.code, 143, r.stderr);
+    assert.match(r.stderr, /berth: stopped by SIGTERM; stack torn down, exit 143/);
+    const evs = events(b);
+    const stub = evs.find((e) => e.service === 'stubborn' && e.state === 'exited')!;
+    assert.equal(stub.signal, 'SIGKILL');
+    assert.equal(stub.code, 137);
+    assert.ok(at(evs, 'stubborn/0', 'exited') - at(evs, 'stubborn/0', 'stopping') >= 380, 'killed only after its stop_grace');
+    assert.ok(lastAt(evs, 'stubborn', 'exited') <= at(evs, 'web/0', 'stopping'));
+    assert.ok(lastAt(evs, 'web', 'exited') <= at(evs, 'base/0', 'stopping'));
+    assert.match(readFileSync(join(b.runDir, 'logs', 'stubborn-0.out'), 'utf8'), /term ignored/);
+    const final = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
+    assert.deepEqual(final.replicas.map((x: { state: string }) => x.state), ['exited', 'exited', 'exited', 'exited']);
   });
 
   test('a second signal kills everything at once (no waiting out stop_grace)', async (t) => {
@@ -130,22 +124,19 @@ services:
     ${http}
     stop_grace: 30s
 `);
-    try {
-      const run = up(b);
-      await run.waitStderr(/stack ready/);
-      run.child.kill('SIGINT');
-      await run.waitStderr(/stubborn\/0 stopping/);
-      const t0 = Date.now();
-      run.child.kill('SIGINT');
-      const r = await run.result;
-      assert.ok(Date.now() - t0 < 5_000, 'killed at once');
-      assert.equal(r.code, 130, r.stderr);
-      assert.match(r.stderr, /SIGINT again: killing every service now/);
-      const ev = events(b).find((e) => e.state === 'exited')!;
-      assert.equal(ev.signal, 'SIGKILL');
-    } finally {
-      b.cleanup();
-    }
+    t.after(() => b.cleanup());
+    const run = up(b);
+    await run.waitStderr(/stack ready/);
+    run.child.kill('SIGINT');
+    await run.waitStderr(/stubborn\/0 stopping/);
+    const t0 = Date.now();
+    run.child.kill('SIGINT');
+    const r = await run.result;
+    assert.ok(Date.now() - t0 < 5_000, 'killed at once');
+    assert.equal(r.code, 130, r.stderr);
+    assert.match(r.stderr, /SIGINT again: killing every service now/);
+    const ev = events(b).find((e) => e.state === 'exited')!;
+    assert.equal(ev.signal, 'SIGKILL');
   });
 
   test('restart on-failure: a ready service that dies is restarted on its port, then the stack fails when none are left', async (t) => {
@@ -163,22 +154,19 @@ services:
     depends_on: { flaky: ready }
     job: true
 `);
-    try {
-      const r = await up(b).result;
-      assert.equal(r.code, 70, r.stderr);
-      assert.match(r.stderr, /berth: flaky\/0 failed: exited with status 9 after it was ready/);
-      const evs = events(b).filter((e) => e.service === 'flaky');
-      const states = evs.map((e) => e.state);
-      assert.deepEqual(states, ['pending', 'starting', 'owned', 'ready', 'failed', 'pending', 'pending', 'starting', 'owned', 'ready', 'failed']);
-      assert.match(evs[5]!.detail!, /^restart 1 of 1 in \d+ms: exited with status 9 after it was ready/);
-      assert.equal(evs[1]!.port, evs[7]!.port, 'the restart gets the same port back');
-      assert.ok(existsSync(join(b.runDir, 'diagnostics', 'flaky-0.restart-1', 'diagnostics.json')), 'the final death keeps a bundle');
-      const out = readFileSync(join(b.runDir, 'logs', 'flaky-0.out'), 'utf8');
-      assert.equal(out.match(/listening on/g)?.length, 2, 'both attempts in one log');
-      const job = events(b).filter((e) => e.service === 'job').map((e) => e.state);
-      assert.deepEqual(job.slice(-2), ['stopping', 'exited']);
-    } finally {
-      b.cleanup();
-    }
+    t.after(() => b.cleanup());
+    const r = await up(b).result;
+    assert.equal(r.code, 70, r.stderr);
+    assert.match(r.stderr, /berth: flaky\/0 failed: exited with status 9 after it was ready/);
+    const evs = events(b).filter((e) => e.service === 'flaky');
+    const states = evs.map((e) => e.state);
+    assert.deepEqual(states, ['pending', 'starting', 'owned', 'ready', 'failed', 'pending', 'pending', 'starting', 'owned', 'ready', 'failed']);
+    assert.match(evs[5]!.detail!, /^restart 1 of 1 in \d+ms: exited with status 9 after it was ready/);
+    assert.equal(evs[1]!.port, evs[7]!.port, 'the restart gets the same port back');
+    assert.ok(existsSync(join(b.runDir, 'diagnostics', 'flaky-0.restart-1', 'diagnostics.json')), 'the final death keeps a bundle');
+    const out = readFileSync(join(b.runDir, 'logs', 'flaky-0.out'), 'utf8');
+    assert.equal(out.match(/listening on/g)?.length, 2, 'both attempts in one log');
+    const job = events(b).filter((e) => e.service === 'job').map((e) => e.state);
+    assert.deepEqual(job.slice(-2), ['stopping', 'exited']);
   });
 });

@@ -16,8 +16,7 @@ export function parseCommandArgs<O extends Options>(command: string, argv: strin
   try {
     return parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
   } catch (e) {
-    const msg = (e as Error).message.replace(/\. To specify a positional argument starting with a '-'.*$/s, '');
-    throw new BerthError(EXIT.USAGE, `${command}: ${msg}\nRun 'berth ${command} --help' for usage.`);
+    throw usage(command, (e as Error).message.replace(/\. To specify a positional argument starting with a '-'.*$/s, ''));
   }
 }
 

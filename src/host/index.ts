@@ -5,4 +5,5 @@ export { parseStatPpid, parseStatStartTime, processStartTime } from './proc-stat
 export { formatReservedPorts, parsePortRange, parseReservedPorts, parseUnprivilegedStart, readSysctls, sysctlDir } from './sysctl.js';
 export { formatIPv6, parseTcpTable, portsInUse, tcpStateName, type ParseTcpOptions } from './socket-table.js';
 export { findSocketOwners, parseCmdline, parseStatusUid, socketInode } from './owners.js';
+export { listPids } from './pids.js';
 export { describeOwner, readHostMap, readNetns, socketsOnPort, type ReadHostOptions } from './read-host.js';

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { listPids } from './pids.js';
 import type { SocketOwner } from './types.js';
 
 /*
@@ -20,15 +21,6 @@ export function socketInode(target: string): number | undefined {
     if (c < 48 || c > 57) return undefined;
   }
   return Number(digits);
-}
-
-function isPidName(name: string): boolean {
-  if (name.length === 0) return false;
-  for (let k = 0; k < name.length; k++) {
-    const c = name.charCodeAt(k);
-    if (c < 48 || c > 57) return false;
-  }
-  return true;
 }
 
 function tryRead(path: string): string | undefined {
@@ -80,6 +72,30 @@ function describeProcess(procRoot: string, pid: number): SocketOwner {
   return owner;
 }
 
+/** The socket inodes process `pid` holds open (only those in `wanted`, when given); empty when it cannot be read. */
+export function socketsHeldBy(procRoot: string, pid: number, wanted?: ReadonlySet<number>): Set<number> {
+  const held = new Set<number>();
+  const fdDir = join(procRoot, String(pid), 'fd');
+  let fds: string[];
+  try {
+    fds = readdirSync(fdDir);
+  } catch {
+    return held; // gone, or another user's process
+  }
+  for (const fd of fds) {
+    let target: string;
+    try {
+      target = readlinkSync(join(fdDir, fd));
+    } catch {
+      continue; // fd closed meanwhile
+    }
+    const inode = socketInode(target);
+    if (inode === undefined || inode === 0) continue;
+    if (wanted === undefined || wanted.has(inode)) held.add(inode);
+  }
+  return held;
+}
+
 /**
  * inode -> processes holding it, for every socket fd visible under procRoot (or only
  * the inodes in `inodes`). A socket shared across fork() lists every holder, in pid
@@ -88,34 +104,8 @@ function describeProcess(procRoot: string, pid: number): SocketOwner {
 export function findSocketOwners(procRoot = '/proc', inodes?: ReadonlySet<number>): Map<number, SocketOwner[]> {
   const found = new Map<number, SocketOwner[]>();
   if (inodes !== undefined && inodes.size === 0) return found;
-  let names: string[];
-  try {
-    names = readdirSync(procRoot);
-  } catch {
-    return found;
-  }
-  const pids = names.filter(isPidName).map(Number).sort((a, b) => a - b);
-  for (const pid of pids) {
-    const fdDir = join(procRoot, String(pid), 'fd');
-    let fds: string[];
-    try {
-      fds = readdirSync(fdDir);
-    } catch {
-      continue; // gone, or another user's process
-    }
-    const held = new Set<number>();
-    for (const fd of fds) {
-      let target: string;
-      try {
-        target = readlinkSync(join(fdDir, fd));
-      } catch {
-        continue; // fd closed meanwhile
-      }
-      const inode = socketInode(target);
-      if (inode === undefined || inode === 0) continue;
-      if (inodes !== undefined && !inodes.has(inode)) continue;
-      held.add(inode);
-    }
+  for (const pid of listPids(procRoot).sort((a, b) => a - b)) {
+    const held = socketsHeldBy(procRoot, pid, inodes);
     if (held.size === 0) continue;
     const owner = describeProcess(procRoot, pid);
     for (const inode of held) {

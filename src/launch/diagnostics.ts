@@ -10,7 +10,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
  * failed read is recorded in the bundle instead.
  */
 
-export const BUNDLE_FILE = 'diagnostics.json';
+const BUNDLE_FILE = 'diagnostics.json';
 
 export interface HostSnapshot {
   netns?: string;

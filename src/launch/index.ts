@@ -4,6 +4,6 @@ export { exitStatus, launch, LaunchError } from './launch.js';
 export { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
 export { chooseProbeHost, hostPort } from './probe-host.js';
 export { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
-export { listPids, parseStatIds, ProcessTree, type TreeMember } from './process-tree.js';
+export { parseStatIds, ProcessTree, type TreeMember } from './process-tree.js';
 export { checkOwnership, readPortRows, type Ownership } from './ownership.js';
 export { redactArgv, redactEnv } from './redact.js';

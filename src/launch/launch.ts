@@ -6,8 +6,10 @@ import { basename, join } from 'node:path';
 import { reserve } from '../allocate/reserve.js';
 import type { Reservation, ReserveOptions } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
+import { listPids } from '../host/pids.js';
 import type { SocketRow } from '../host/types.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { deferred } from '../util/deferred.js';
 import { snapshotHost, writeBundle } from './diagnostics.js';
 import { copyLogTail } from './log-copy.js';
 import { OutputTee } from './output.js';
@@ -15,7 +17,7 @@ import { checkOwnership, describeStranger, type Ownership } from './ownership.js
 import { tablePoller, type TablePoller } from './port-watch.js';
 import { chooseProbeHost, hostPort, isLoopbackName, stripBrackets } from './probe-host.js';
 import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
-import { listPids, ProcessTree } from './process-tree.js';
+import { ProcessTree } from './process-tree.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec, substitutePort } from './ready-spec.js';
 import { redactArgv, redactEnv } from './redact.js';
 import { createRunDir, removeRunDir, type RunDir } from './run-dir.js';
@@ -123,9 +125,8 @@ class Launch {
   private wake: () => void = () => {};
   private lastPoll = 0;
   private kickTimer: NodeJS.Timeout | undefined;
-  private resolveReady!: (r: ReadyInfo) => void;
-  private rejectReady!: (e: Error) => void;
-  private resolveExited!: (e: ExitInfo) => void;
+  private readonly whenReady = deferred<ReadyInfo>();
+  private readonly whenExited = deferred<ExitInfo>();
 
   constructor(o: LaunchOptions) {
     this.o = o;
@@ -134,18 +135,13 @@ class Launch {
     this.portless = o.portless === true;
     this.subst = o.substitute !== false;
     this.name = o.name ?? (o.command[0] !== undefined ? basename(o.command[0]) : 'service');
-    const ready = new Promise<ReadyInfo>((res, rej) => {
-      this.resolveReady = res;
-      this.rejectReady = rej;
-    });
     // Callers that only await `exited` must not crash on an unhandled rejection.
-    ready.catch(() => {});
-    const exited = new Promise<ExitInfo>((res) => (this.resolveExited = res));
+    this.whenReady.promise.catch(() => {});
     const self = this;
     this.handle = {
       name: this.name,
-      ready,
-      exited,
+      ready: this.whenReady.promise,
+      exited: this.whenExited.promise,
       get port() {
         return self.port;
       },
@@ -511,7 +507,7 @@ class Launch {
     this.readyInfo = info;
     this.phase = 'ready';
     this.emit({ type: 'ready', info, t: iso() });
-    this.resolveReady(info);
+    this.whenReady.resolve(info);
     // The child may have exited 0 already, leaving a daemon: supervise the tree.
     if (!childAlive) void this.followDaemon();
   }
@@ -683,7 +679,7 @@ class Launch {
     this.reason = err.message;
     this.failure = final;
     this.emit({ type: 'failed', phase, exitCode: final.exitCode, message: final.message, ...(this.bundlePath ? { bundle: this.bundlePath } : {}), t: iso() });
-    this.rejectReady(final);
+    this.whenReady.reject(final);
     await this.finish();
   }
 
@@ -713,7 +709,7 @@ class Launch {
     else if (this.child?.pid !== undefined) exitCode = exitStatus(code, signal);
     else exitCode = 128 + signalNumber(this.stopReq?.signal ?? 'SIGTERM'); // stopped before spawn
     if (!this.readyInfo && !this.failure) {
-      this.rejectReady(new LaunchError(exitCode, `${this.name}: stopped (${this.stopReq?.signal ?? 'stop'}) before it was ready`, this.phase, this.runDir?.path));
+      this.whenReady.reject(new LaunchError(exitCode, `${this.name}: stopped (${this.stopReq?.signal ?? 'stop'}) before it was ready`, this.phase, this.runDir?.path));
     }
     // A ready service that died on its own (not asked to stop) leaves evidence too.
     const unasked = this.readyInfo !== undefined && !this.stopReq && !this.failure && exitCode !== 0;
@@ -740,7 +736,7 @@ class Launch {
     if (this.failure) info.error = this.failure;
     if (this.runDir && keep) info.runDir = this.runDir.path;
     if (this.bundlePath) info.bundle = this.bundlePath;
-    this.resolveExited(info);
+    this.whenExited.resolve(info);
   }
 
   /**

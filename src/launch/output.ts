@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { deferred } from '../util/deferred.js';
 
 /*
  * The child's stdout and stderr go through berth unchanged and, chunk by chunk, into a log
@@ -26,7 +27,9 @@ export class OutputTee {
    * appending to a caller's log (a stack replica's attempts share one file).
    */
   readonly startOffset: number;
-  readonly closed: Promise<void>;
+  private readonly whenClosed = deferred<void>();
+  /** Settles once the pipe has closed or failed (or at attach(), when there is none). */
+  readonly closed = this.whenClosed.promise;
   private fd: number | undefined;
 
   /** Throws the open error (the caller says which file and what to do). */
@@ -39,21 +42,14 @@ export class OutputTee {
     this.fd = openSync(logPath, append ? 'a' : 'w', 0o600);
     this.startOffset = append ? fstatSync(this.fd).size : 0;
     if (passthrough) ignoreErrors(passthrough);
-    let resolveClosed!: () => void;
-    this.closed = new Promise((r) => (resolveClosed = r));
-    this.markClosed = resolveClosed;
   }
 
-  private markClosed: () => void;
-
   attach(stream: Readable | null): void {
-    if (!stream) {
-      this.markClosed();
-      return;
-    }
+    const closed = () => this.whenClosed.resolve();
+    if (!stream) return closed();
     stream.on('data', (chunk: Buffer) => this.write(chunk));
-    stream.on('close', () => this.markClosed());
-    stream.on('error', () => this.markClosed());
+    stream.on('close', closed);
+    stream.on('error', closed);
   }
 
   private write(chunk: Buffer): void {

@@ -1,6 +1,6 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { findSocketOwners, socketInode } from '../host/owners.js';
+import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
 import { parseTcpTable } from '../host/socket-table.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
@@ -42,29 +42,6 @@ export function readPortRows(procRoot: string, port: number): SocketRow[] {
   return rowsForPort(readTable(join(procRoot, 'net', 'tcp')), 4, port).concat(rowsForPort(readTable(join(procRoot, 'net', 'tcp6')), 6, port));
 }
 
-/** Which of `wanted` socket inodes process `pid` holds open. */
-export function socketsHeldBy(procRoot: string, pid: number, wanted: ReadonlySet<number>): number[] {
-  const dir = join(procRoot, String(pid), 'fd');
-  let fds: string[];
-  try {
-    fds = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const fd of fds) {
-    let target: string;
-    try {
-      target = readlinkSync(join(dir, fd));
-    } catch {
-      continue;
-    }
-    const inode = socketInode(target);
-    if (inode !== undefined && wanted.has(inode) && !out.includes(inode)) out.push(inode);
-  }
-  return out;
-}
-
 export interface Stranger {
   row: SocketRow;
   /** Holders found under /proc (empty: not visible to us, e.g. another user's process). */
@@ -95,7 +72,7 @@ export function checkOwnership(procRoot: string, port: number, tree: ProcessTree
   const ownerPids: number[] = [];
   for (const m of tree.alive()) {
     const got = socketsHeldBy(procRoot, m.pid, wanted);
-    if (got.length > 0) ownerPids.push(m.pid);
+    if (got.size > 0) ownerPids.push(m.pid);
     for (const inode of got) held.add(inode);
   }
   const unheld = listening.filter((r) => !held.has(r.inode));

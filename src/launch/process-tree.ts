@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { listPids } from '../host/pids.js';
 
 /*
  * The service is the child and every process descending from it, including daemons that
@@ -47,15 +48,6 @@ export interface TreeMember {
   joinedBy: JoinedBy;
 }
 
-function isPidName(name: string): boolean {
-  if (name.length === 0) return false;
-  for (let k = 0; k < name.length; k++) {
-    const c = name.charCodeAt(k);
-    if (c < 48 || c > 57) return false;
-  }
-  return true;
-}
-
 export class ProcessTree {
   readonly members = new Map<number, TreeMember>();
   /** pid → start time of processes judged not to belong (judged once: membership starts at fork). */
@@ -98,18 +90,11 @@ export class ProcessTree {
 
   /** Look at processes not seen before; returns the members found by this scan. */
   scan(): TreeMember[] {
-    let names: string[];
-    try {
-      names = readdirSync(this.procRoot);
-    } catch {
-      return [];
-    }
+    const pids = listPids(this.procRoot);
+    if (pids.length === 0) return []; // unreadable: /proc always lists this process
     const fresh: { pid: number; ids: StatIds }[] = [];
-    const present = new Set<number>();
-    for (const name of names) {
-      if (!isPidName(name)) continue;
-      const pid = Number(name);
-      present.add(pid);
+    const present = new Set(pids);
+    for (const pid of pids) {
       if (this.members.has(pid) || this.outsiders.has(pid)) continue;
       const ids = this.readStat(pid);
       if (!ids) continue;
@@ -165,14 +150,5 @@ export class ProcessTree {
     this.outsiders.delete(pid);
     this.scan();
     return this.members.has(pid);
-  }
-}
-
-/** Pids under procRoot now (the "existing" list before a spawn). */
-export function listPids(procRoot = '/proc'): number[] {
-  try {
-    return readdirSync(procRoot).filter(isPidName).map(Number);
-  } catch {
-    return [];
   }
 }

@@ -5,9 +5,9 @@
  */
 
 const SECRET_NAME = /token|secret|key|pass|cred|auth/i;
-export const REDACTED = '<redacted>';
+const REDACTED = '<redacted>';
 
-export function isSecretName(name: string): boolean {
+function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
 

@@ -25,7 +25,7 @@ function stamp(d = new Date()): string {
   return d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
 }
 
-export function safeName(name: string): string {
+function safeName(name: string): string {
   const s = name.replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^[.]+/, '').slice(0, 60);
   return s === '' ? 'service' : s;
 }

@@ -24,7 +24,7 @@ export const PERL_SHIM = [
 ].join(' ');
 
 /** Fallback without perl: right pid, but the socket stays non-blocking. */
-export const SH_SHIM = 'export LISTEN_PID=$$; exec "$0" "$@"';
+const SH_SHIM = 'export LISTEN_PID=$$; exec "$0" "$@"';
 
 /** Absolute path of an executable `cmd` (as execvp would find it), undefined when none. */
 export function findExecutable(cmd: string, pathEnv: string | undefined, cwd = process.cwd()): string | undefined {

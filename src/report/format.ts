@@ -25,7 +25,7 @@ export function formatArgv(argv: readonly string[]): string {
   return argv.map((a) => (a === '' || /[^\w@%+=:,./-]/.test(a) ? `'${a.replace(/'/g, `'\\''`)}'` : a)).map(cleanText).join(' ');
 }
 
-export function formatOwner(o: SocketOwner): string {
+function formatOwner(o: SocketOwner): string {
   return `pid ${o.pid} (${cleanText(o.comm) || '?'})`;
 }
 

@@ -3,10 +3,10 @@ import type { PortRange } from '../host/types.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
 import type { Band, Layout } from '../layout/types.js';
 import { instanceCount } from '../layout/windows.js';
+import { didYouMean } from '../util/yaml-source.js';
 import { findCycles } from './graph.js';
 import type { TemplatePart } from './placeholders.js';
 import type { ServiceSpec } from './spec.js';
-import { didYouMean } from './yaml-nodes.js';
 
 /*
  * Checks of a stack that need every service at once (the loader reads each service alone):

@@ -124,6 +124,15 @@ export function blockedServices(nodes: readonly GraphNode[], status: StatusMap):
   return out;
 }
 
+/** Services of `remaining` that another one of them depends on (so must outlive it). */
+function dependedOn(remaining: ReadonlySet<string>, byName: ReadonlyMap<string, GraphNode>): Set<string> {
+  const out = new Set<string>();
+  for (const name of remaining) {
+    for (const d of byName.get(name)?.dependsOn ?? []) if (d.service !== name && remaining.has(d.service)) out.add(d.service);
+  }
+  return out;
+}
+
 /**
  * Stop order for the services in `started` (listed in the order they started; a restarted
  * service may be listed again, its last start counts): each service before everything it
@@ -137,10 +146,7 @@ export function teardownWaves(nodes: readonly GraphNode[], started: readonly str
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const waves: string[][] = [];
   while (remaining.size > 0) {
-    const hasDependent = new Set<string>();
-    for (const name of remaining) {
-      for (const d of byName.get(name)?.dependsOn ?? []) if (d.service !== name && remaining.has(d.service)) hasDependent.add(d.service);
-    }
+    const hasDependent = dependedOn(remaining, byName);
     let wave = [...remaining].filter((n) => !hasDependent.has(n));
     // A cycle (never loaded, but be total): stop the rest by start order alone.
     if (wave.length === 0) wave = [...remaining];
@@ -159,10 +165,7 @@ export function teardownOrder(nodes: readonly GraphNode[], started: readonly str
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const order: string[] = [];
   while (remaining.size > 0) {
-    const hasDependent = new Set<string>();
-    for (const name of remaining) {
-      for (const d of byName.get(name)?.dependsOn ?? []) if (d.service !== name && remaining.has(d.service)) hasDependent.add(d.service);
-    }
+    const hasDependent = dependedOn(remaining, byName);
     let pick: string | undefined;
     for (const n of remaining) {
       if (hasDependent.has(n)) continue;

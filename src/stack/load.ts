@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { isAbsolute, relative, resolve } from 'node:path';
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
-import type { Document, Node, Pair } from 'yaml';
+import { resolve } from 'node:path';
+import { isAlias, isMap, isScalar, isSeq } from 'yaml';
+import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
 import type { PortRange } from '../host/types.js';
 import type { Handoff, ReadySpec } from '../launch/types.js';
@@ -9,9 +9,11 @@ import { DEFAULT_BAND } from '../layout/default-layout.js';
 import { parseLayout } from '../layout/parse.js';
 import type { Layout } from '../layout/types.js';
 import { parseDuration } from '../util/duration.js';
+import { didYouMean, isNullish, kindOf, readReason, scalarText, scalarTextOrBool, toUint, YamlSource } from '../util/yaml-source.js';
 import { CrossCheck, type Draft } from './cross-check.js';
 import { checkNodes } from './nodes-check.js';
 import { describeTemplateError, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
+import { shownPath } from './stack-messages.js';
 import {
   DEFAULT_HOST,
   DEFAULT_RESTART_LIMIT,
@@ -20,7 +22,6 @@ import {
   type ServiceSpec,
   type StackSpec,
 } from './spec.js';
-import { didYouMean, isNullish, kindOf, quoteList, scalarText, scalarTextOrBool, toUint, unclosedBefore } from './yaml-nodes.js';
 
 /*
  * Stack file (YAML), see StackSpec for the meaning of each field:
@@ -64,61 +65,15 @@ const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const EXAMPLE = 'services: { NAME: { command: [PROGRAM, ARG…] } }';
 const COMMAND_EXAMPLE = '[node, server.js, --port, "{port}"]';
 
-interface Problem {
-  line: number;
-  text: string;
-}
-
-const READ_REASONS: Record<string, string> = {
-  ENOENT: 'no such file',
-  EACCES: 'permission denied',
-  EISDIR: 'it is a directory',
-  ENOTDIR: 'a parent of it is not a directory',
-};
-
-function readReason(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException).code ?? '';
-  return READ_REASONS[code] ?? (err as Error).message;
-}
-
-/** Path for messages: relative to the current directory when below it. */
-function shownPath(abs: string): string {
-  const rel = relative(process.cwd(), abs);
-  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? abs : rel;
-}
-
-class StackParser {
-  readonly problems: Problem[] = [];
-  private readonly lc = new LineCounter();
-  private doc!: Document.Parsed;
+class StackParser extends YamlSource {
   private layoutBroken = false;
 
   constructor(
-    private readonly text: string,
-    private readonly file: string,
+    text: string,
+    file: string,
     private readonly baseDir: string,
-  ) {}
-
-  private lineAt(offset: number): number {
-    let off = Math.min(offset, this.text.length);
-    while (off > 0 && off >= this.text.trimEnd().length) off--;
-    return Math.max(1, this.lc.linePos(off).line);
-  }
-
-  private lineOf(node: Node | null | undefined, fallback: number): number {
-    const start = node?.range?.[0];
-    return start === undefined ? fallback : this.lineAt(start);
-  }
-
-  add(line: number, text: string): void {
-    this.problems.push({ line, text: `${this.file}:${line}: ${text}` });
-  }
-
-  private deref(node: Node | null | undefined, line: number, what: string): Node | null | undefined {
-    if (!isAlias(node)) return node;
-    const target = node.resolve(this.doc) as Node | undefined;
-    if (target === undefined) this.add(line, `${what}: alias *${node.source} has no matching &${node.source} anchor`);
-    return target;
+  ) {
+    super(text, file);
   }
 
   private keyName(pair: Pair<unknown, unknown>): string | undefined {
@@ -127,21 +82,7 @@ class StackParser {
   }
 
   parse(): StackSpec | undefined {
-    this.doc = parseDocument(this.text, { lineCounter: this.lc, uniqueKeys: false, prettyErrors: false });
-    if (this.doc.errors.length > 0) {
-      for (const e of this.doc.errors) {
-        const line = this.lineAt(e.pos[0]);
-        if (e.code === 'MULTIPLE_DOCS') {
-          this.add(line, 'the file holds several YAML documents ("---"); a stack is a single document');
-          continue;
-        }
-        const msg = `YAML syntax error: ${e.message.split('\n')[0]}`;
-        const opened = unclosedBefore(this.text, e.message, line);
-        if (opened) this.add(opened.line, `${msg} (the ${opened.char} opened on this line is never closed)`);
-        else this.add(line, msg);
-      }
-      return undefined;
-    }
+    if (!this.parseText('a stack')) return undefined;
     const top = this.deref(this.doc.contents as Node | null, 1, 'top level');
     if (isNullish(top)) {
       this.add(1, `the stack is empty; expected ${EXAMPLE}`);
@@ -163,7 +104,7 @@ class StackParser {
       }
       if (name?.startsWith('x-')) continue; // extension keys, a home for &anchors (as in compose files)
       const shown = name === undefined ? 'a non-text key' : `"${name}"`;
-      this.add(line, `unknown top-level key ${shown}${name ? didYouMean(name, TOP_KEYS) : ''}; allowed keys are ${quoteList(TOP_KEYS)} (and "x-…" for anchors)`);
+      this.add(line, `unknown top-level key ${shown}${name ? didYouMean(name, TOP_KEYS) : ''}; allowed keys are ${TOP_KEYS.map((k) => `"${k}"`).join(', ')} (and "x-…" for anchors)`);
     }
 
     const layoutPair = pairs.get('layout');
@@ -666,10 +607,7 @@ function parseRangeText(text: string): PortRange | undefined {
 export function parseStack(text: string, file: string, baseDir: string): StackSpec {
   const p = new StackParser(text, file, resolve(baseDir));
   const spec = p.parse();
-  if (p.problems.length > 0 || !spec) {
-    const errors = p.problems.map((x, i) => ({ ...x, i })).sort((a, b) => a.line - b.line || a.i - b.i).map((x) => x.text);
-    throw new BerthError(EXIT.DATAERR, errors.join('\n'), { file, errors });
-  }
+  if (p.problems.length > 0 || !spec) throw p.error();
   return spec;
 }
 

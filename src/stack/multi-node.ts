@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { BerthError, EXIT } from '../errors.js';
 import { signalNumber } from '../launch/launch.js';
@@ -8,9 +8,10 @@ import { agentStepArgv, nodeRunDir, nodesDir, readNodeFile, writeNodeFile, type 
 import { readSlurmEnv, type SlurmEnv } from '../slurm/env.js';
 import { compressHostlist } from '../slurm/hostlist.js';
 import { nodeAddresses } from '../slurm/nodes.js';
+import { deferred } from '../util/deferred.js';
 import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from './orchestrate.js';
 import { endpointUrl, reachableHost, type Endpoint } from './placeholders.js';
-import { checkRunDir, defaultRunDir, type EndpointsDocument } from './run-dir.js';
+import { makeRunDir, PREVIOUS_RUN, type EndpointsDocument } from './run-dir.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /*
@@ -207,30 +208,9 @@ export interface MultiNodeOptions extends RunStackOptions {
   onMessage?: (text: string) => void;
 }
 
-function makeRunDir(o: MultiNodeOptions): string {
-  const cwd = resolve(o.cwd ?? process.cwd());
-  let path: string;
-  if (o.runDir !== undefined) {
-    path = resolve(cwd, o.runDir);
-    mkdirSync(path, { recursive: true, mode: 0o700 });
-    // Checked now, not when the local services start: the agents would have run for nothing.
-    const old = readdirSync(path).filter((n) => ['endpoints.json', 'events.jsonl', 'nodes'].includes(n));
-    if (old.length > 0) throw new BerthError(EXIT.USAGE, `run directory ${path} already holds a run (${old.join(', ')}); give a new --run-dir, or remove the old one`, { path });
-  } else {
-    mkdirSync(join(cwd, 'berth-runs'), { recursive: true, mode: 0o700 });
-    const base = defaultRunDir(cwd);
-    path = base;
-    for (let n = 2; ; n++) {
-      try {
-        mkdirSync(path, { mode: 0o700 });
-        break;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || n > 1000) throw new BerthError(EXIT.IOERR, `cannot create run directory ${path}: ${(e as Error).message}`);
-        path = `${base}-${n}`;
-      }
-    }
-  }
-  checkRunDir(path);
+/** The run directory, made before any agent starts: a used one would have them run for nothing. */
+function makeCoordinatorRunDir(o: MultiNodeOptions): string {
+  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes']);
   mkdirSync(nodesDir(path), { mode: 0o700 });
   return path;
 }
@@ -250,9 +230,8 @@ class MultiNodeStack {
   private stopping: { signal?: NodeJS.Signals; force: boolean } | undefined;
   private nodeFailure: { node: string; file: NodeFile | undefined; why: string } | undefined;
   private wake: (() => void) | undefined;
-  private resolveReady!: (d: EndpointsDocument) => void;
-  private rejectReady!: (e: Error) => void;
-  private resolveDone!: (r: StackResult) => void;
+  private readonly whenReady = deferred<EndpointsDocument>();
+  private readonly whenDone = deferred<StackResult>();
   private readonly t0 = performance.now();
 
   constructor(
@@ -260,17 +239,13 @@ class MultiNodeStack {
     private readonly plan: NodePlan,
     private readonly o: MultiNodeOptions,
   ) {
-    this.runDir = makeRunDir(o);
-    const ready = new Promise<EndpointsDocument>((res, rej) => {
-      this.resolveReady = res;
-      this.rejectReady = rej;
-    });
-    ready.catch(() => {});
-    const done = new Promise<StackResult>((res) => (this.resolveDone = res));
+    this.runDir = makeCoordinatorRunDir(o);
+    this.whenReady.promise.catch(() => {}); // as in runStack: awaiting `done` alone is fine
+    const done = this.whenDone.promise;
     this.handle = {
       spec,
       runDir: this.runDir,
-      ready,
+      ready: this.whenReady.promise,
       done,
       endpoints: () => this.local?.endpoints() ?? { stack: spec.file, runDir: this.runDir, pid: process.pid, updated: new Date().toISOString(), replicas: [] },
       stop: (so) => {
@@ -284,13 +259,13 @@ class MultiNodeStack {
       say: (text) => (this.local ? this.local.say(text) : this.msg(text)),
     };
     void this.main().then(
-      (r) => this.resolveDone(r),
+      (r) => this.whenDone.resolve(r),
       (e) => {
         const be = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error (a bug in berth): ${(e as Error)?.stack ?? String(e)}`);
-        this.rejectReady(be);
+        this.whenReady.reject(be);
         void Promise.resolve(this.local?.stop())
           .then(() => this.stopAgents())
-          .then(() => this.resolveDone(this.failedResult({ service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })));
+          .then(() => this.whenDone.resolve(this.failedResult({ service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })));
       },
     );
   }
@@ -369,12 +344,12 @@ class MultiNodeStack {
     if (this.nodeFailure) {
       await this.stopAgents();
       const r = this.nodeFailureResult();
-      this.rejectReady(new BerthError(r.exitCode, r.failure!.reason));
+      this.whenReady.reject(new BerthError(r.exitCode, r.failure!.reason));
       return r;
     }
     if (this.stopping) {
       await this.stopAgents();
-      this.rejectReady(new BerthError(EXIT.SOFTWARE, 'the stack was stopped before it was ready'));
+      this.whenReady.reject(new BerthError(EXIT.SOFTWARE, 'the stack was stopped before it was ready'));
       return this.stoppedResult();
     }
     const external = externalEndpoints(this.plan, files, addresses);
@@ -386,10 +361,10 @@ class MultiNodeStack {
       external,
       onReady: (doc) => {
         this.o.onReady?.(doc);
-        this.resolveReady(doc);
+        this.whenReady.resolve(doc);
       },
     });
-    void this.local.ready.catch((e: Error) => this.rejectReady(e));
+    void this.local.ready.catch((e: Error) => this.whenReady.reject(e));
     // Watch the nodes while the local services run.
     let localDone: StackResult | undefined;
     void this.local.done.then((r) => {
@@ -422,7 +397,7 @@ class MultiNodeStack {
       ),
     };
     this.o.onReady?.(doc);
-    this.resolveReady(doc);
+    this.whenReady.resolve(doc);
     while (!this.stopping) {
       this.readNodes();
       if (this.nodeFailure) break;

@@ -6,6 +6,7 @@ import { readSysctls } from '../host/sysctl.js';
 import type { HostSysctls } from '../host/types.js';
 import { launch, signalNumber } from '../launch/launch.js';
 import type { ExitInfo, LaunchEvent, LaunchHandle, LaunchOptions, ReadySpec } from '../launch/types.js';
+import { deferred } from '../util/deferred.js';
 import { conditionStatus, teardownWaves, type GraphNode, type ReplicaStatus } from './graph.js';
 import { gpuReplicas, type GpuReplica } from '../slurm/replicas.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
@@ -183,9 +184,8 @@ class Stack {
   private forced = false;
   private stackReadyMs: number | undefined;
   private writeBroken = false;
-  private resolveReady!: (d: EndpointsDocument) => void;
-  private rejectReady!: (e: Error) => void;
-  private resolveDone!: (r: StackResult) => void;
+  private readonly whenReady = deferred<EndpointsDocument>();
+  private readonly whenDone = deferred<StackResult>();
   private readonly sleepers = new Set<() => void>();
 
   constructor(
@@ -210,17 +210,13 @@ class Stack {
     this.services = spec.services.map((s) => this.makeService(s));
     this.byName = new Map(this.services.map((s) => [s.spec.name, s]));
 
-    const ready = new Promise<EndpointsDocument>((res, rej) => {
-      this.resolveReady = res;
-      this.rejectReady = rej;
-    });
-    ready.catch(() => {});
-    const done = new Promise<StackResult>((res) => (this.resolveDone = res));
+    // Callers that only await `done` must not crash on an unhandled rejection.
+    this.whenReady.promise.catch(() => {});
     this.handle = {
       spec,
       runDir: this.run.path,
-      ready,
-      done,
+      ready: this.whenReady.promise,
+      done: this.whenDone.promise,
       endpoints: () => this.run.endpointsDocument(),
       stop: (so) => this.stop(so?.signal, so?.force === true),
       say: (text) => this.console.message(text),
@@ -397,7 +393,7 @@ class Stack {
     } catch {
       // the caller's problem, not the stack's
     }
-    this.resolveReady(doc);
+    this.whenReady.resolve(doc);
   }
 
   private startService(svc: Service): void {
@@ -743,7 +739,7 @@ class Stack {
     this.ending = reason;
     if (this.stackReadyMs === undefined) {
       const why = reason === 'failed' && this.failure ? `${this.failure.service}/${this.failure.replica} failed: ${this.failure.reason}` : `the stack ended (${reason}) before it was ready`;
-      this.rejectReady(new BerthError(this.failure?.exitCode ?? EXIT.SOFTWARE, why));
+      this.whenReady.reject(new BerthError(this.failure?.exitCode ?? EXIT.SOFTWARE, why));
     }
     for (const wake of [...this.sleepers]) wake();
     void this.tearDown()
@@ -843,7 +839,7 @@ class Stack {
     if (this.failure) result.failure = this.failure;
     if (this.job) result.job = this.job;
     if (this.stackReadyMs !== undefined) result.readyMs = Math.round(this.stackReadyMs);
-    this.resolveDone(result);
+    this.whenDone.resolve(result);
   }
 }
 

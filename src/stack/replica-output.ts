@@ -50,38 +50,10 @@ export class OutputFanout extends Writable {
 }
 
 /**
- * Cuts a byte stream into whole lines (UTF-8 safe across chunk borders) and hands each
- * batch of complete lines, every one prefixed, to `emit`. flush() emits a last partial line.
+ * Cuts a byte stream into whole lines (UTF-8 safe across chunk borders) and hands each batch
+ * of complete lines to `emit` unchanged (a job's output above a live table); flush() emits
+ * a last partial line as it is.
  */
-export class LinePrefixer {
-  private readonly decoder = new StringDecoder('utf8');
-  private partial = '';
-
-  constructor(
-    private readonly prefix: string,
-    private readonly emit: (text: string) => void,
-  ) {}
-
-  push(chunk: Buffer): void {
-    const text = this.partial + this.decoder.write(chunk);
-    const end = text.lastIndexOf('\n');
-    if (end < 0) {
-      this.partial = text;
-      return;
-    }
-    this.partial = text.slice(end + 1);
-    const lines = text.slice(0, end).split('\n');
-    this.emit(lines.map((l) => this.prefix + l).join('\n') + '\n');
-  }
-
-  flush(): void {
-    const rest = this.partial + this.decoder.end();
-    this.partial = '';
-    if (rest !== '') this.emit(this.prefix + rest + '\n');
-  }
-}
-
-/** Whole lines only, unprefixed (a job's output above a live table); flush() the rest. */
 export class LineBuffer {
   private readonly decoder = new StringDecoder('utf8');
   private partial = '';
@@ -103,5 +75,18 @@ export class LineBuffer {
     const rest = this.partial + this.decoder.end();
     this.partial = '';
     if (rest !== '') this.emit(rest);
+  }
+}
+
+/**
+ * A LineBuffer that prefixes every line. A last partial line is ended with a newline, since
+ * other replicas' lines follow it on the same stream.
+ */
+export class LinePrefixer extends LineBuffer {
+  constructor(prefix: string, emit: (text: string) => void) {
+    super((text) => {
+      const lines = text.endsWith('\n') ? text.slice(0, -1) : text;
+      emit(prefix + lines.split('\n').join(`\n${prefix}`) + '\n');
+    });
   }
 }

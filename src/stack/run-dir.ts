@@ -1,6 +1,7 @@
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { closeSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
+import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
 import { endpointUrl } from './placeholders.js';
 import type { ReplicaState } from './spec.js';
 
@@ -112,9 +113,18 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   return ev;
 }
 
-function refuse(path: string, what: string, todo: string, code: number = EXIT.IOERR): BerthError {
-  return new BerthError(code, `run directory ${path} ${what}; ${todo}`, { path });
-}
+const WORDS: PrivateDirWords = {
+  name: 'run directory',
+  linkRisk: 'its logs could be redirected',
+  writeRisk: 'alter logs and endpoints',
+  todo: {
+    unreadable: 'check the path and its parents, or give another --run-dir',
+    symlink: 'give the real path with --run-dir, or remove the link',
+    notDir: 'give another --run-dir',
+    owner: 'give a --run-dir you own',
+    create: 'check permissions of its parent, or give a writable --run-dir',
+  },
+};
 
 function writeError(file: string, e: unknown): BerthError {
   const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
@@ -123,33 +133,10 @@ function writeError(file: string, e: unknown): BerthError {
 
 /** Throws BerthError(74) unless `path` is a real directory of ours that others cannot write. */
 export function checkRunDir(path: string): Stats {
-  let st: Stats;
-  try {
-    st = lstatSync(path);
-  } catch (e) {
-    throw refuse(path, `cannot be examined (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, 'check the path and its parents, or give another --run-dir');
-  }
-  const uid = process.getuid?.() ?? 0;
-  if (st.isSymbolicLink()) throw refuse(path, 'is a symbolic link (its logs could be redirected)', 'give the real path with --run-dir, or remove the link');
-  if (!st.isDirectory()) throw refuse(path, 'exists but is not a directory', 'give another --run-dir');
-  if (st.uid !== uid) throw refuse(path, `is owned by uid ${st.uid}, not by you (uid ${uid})`, 'give a --run-dir you own');
-  if ((st.mode & 0o022) !== 0) {
-    const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-    throw refuse(path, `is writable by group or others (mode ${mode}), so others could alter logs and endpoints`, `run: chmod 700 ${path}`);
-  }
-  return st;
+  return checkPrivateDir(path, WORDS);
 }
 
-function mkdirPrivate(path: string, recursive: boolean): boolean {
-  try {
-    mkdirSync(path, { mode: 0o700, recursive });
-    return true;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    throw refuse(path, `cannot be created (${code ?? (e as Error).message})`, 'check permissions of its parent, or give a writable --run-dir');
-  }
-}
+const mkdirPrivate = (path: string, recursive: boolean): boolean => makePrivateDir(path, recursive, WORDS);
 
 export interface RunDirOptions {
   /** --run-dir; default ./berth-runs/<UTC timestamp>. */
@@ -259,38 +246,43 @@ function replaceFile(path: string, text: string, tmp: string): void {
   }
 }
 
-const PREVIOUS_RUN = ['endpoints.json', 'events.jsonl'];
+/** Files that mark a run directory as used. */
+export const PREVIOUS_RUN: readonly string[] = ['endpoints.json', 'events.jsonl'];
 
 /**
- * Creates (0700) and checks the run directory with its logs/ folder, and writes an empty
- * endpoints.json. A given --run-dir may exist (a job script may make it) but must be private
- * and must not hold a previous run; the default one is always new.
+ * Creates (0700) and checks the directory for a new run: --run-dir may exist (a job script
+ * may make it) but must be private and must not hold any of `previous`; the default one,
+ * berth-runs/<UTC timestamp> under `cwd`, is always new. Returns its absolute path.
  */
-export function createRunDir(opts: RunDirOptions): RunDir {
+export function makeRunDir(opts: Omit<RunDirOptions, 'stack'>, previous: readonly string[] = PREVIOUS_RUN): string {
   const cwd = resolve(opts.cwd ?? process.cwd());
-  let path: string;
   if (opts.dir !== undefined) {
-    path = resolve(cwd, opts.dir);
+    const path = resolve(cwd, opts.dir);
     mkdirPrivate(path, true);
     checkRunDir(path);
-    const old = readdirSync(path).filter((n) => PREVIOUS_RUN.includes(n));
+    const old = readdirSync(path).filter((n) => previous.includes(n));
     if (old.length > 0) {
-      throw refuse(path, `already holds a run (${old.join(', ')})`, 'give a new --run-dir, or remove the old one', EXIT.USAGE);
+      throw new BerthError(EXIT.USAGE, `run directory ${path} already holds a run (${old.join(', ')}); give a new --run-dir, or remove the old one`, { path });
     }
-  } else {
-    const base = join(cwd, 'berth-runs');
-    mkdirPrivate(base, false);
-    checkRunDir(base);
-    const stamp = runStamp(opts.now ?? new Date());
-    path = join(base, stamp);
-    // Two stacks started in the same second get -2, -3 …: mkdir without recursion is the lock.
-    for (let n = 2; !mkdirPrivate(path, false); n++) {
-      if (n > 1000) throw refuse(join(base, stamp), 'and 1000 numbered variants exist already', 'clean up berth-runs/ or give --run-dir');
-      path = join(base, `${stamp}-${n}`);
-    }
-    checkRunDir(path);
+    return path;
   }
-  const dir = new RunDir(path, opts.stack);
+  const first = defaultRunDir(cwd, opts.now);
+  const base = dirname(first);
+  mkdirPrivate(base, false);
+  checkRunDir(base);
+  let path = first;
+  // Two stacks started in the same second get -2, -3 …: mkdir without recursion is the lock.
+  for (let n = 2; !mkdirPrivate(path, false); n++) {
+    if (n > 1000) throw new BerthError(EXIT.IOERR, `run directory ${first} and 1000 numbered variants exist already; clean up berth-runs/ or give --run-dir`, { path: first });
+    path = `${first}-${n}`;
+  }
+  checkRunDir(path);
+  return path;
+}
+
+/** Creates the run directory (see makeRunDir) with its logs/ folder, and writes an empty endpoints.json. */
+export function createRunDir(opts: RunDirOptions): RunDir {
+  const dir = new RunDir(makeRunDir(opts), opts.stack);
   mkdirPrivate(dir.logsDir, false);
   checkRunDir(dir.logsDir);
   dir.writeEndpoints();

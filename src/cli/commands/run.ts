@@ -5,6 +5,7 @@ import { checkReadyWithHandoff, parseReadySpec } from '../../launch/ready-spec.j
 import type { Handoff, LaunchOptions } from '../../launch/types.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { parseDurationArg } from '../values.js';
 
@@ -68,8 +69,6 @@ Exit codes: CMD's own status once it was ready (128+N for signal N); 64 usage; 6
 port (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
 74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
 and 75 the message names the diagnostics folder.`;
-
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export const runCommand: Command = {
   name: 'run',
@@ -139,20 +138,15 @@ export const runCommand: Command = {
       if (sig === 'SIGHUP') handle.signal(sig);
       else void handle.stop({ signal: sig });
     };
-    for (const s of FORWARDED) process.on(s, onSignal);
-    try {
-      handle.ready.then(
-        (r) => say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s`, { event: 'ready', ...r }),
-        () => {},
-      );
-      const end = await handle.exited;
-      if (end.error) throw end.error;
-      if (end.ready && end.exitCode !== 0 && end.bundle) {
-        say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, { event: 'exited', status: end.exitCode, runDir: end.runDir });
-      }
-      return end.exitCode;
-    } finally {
-      for (const s of FORWARDED) process.off(s, onSignal);
+    handle.ready.then(
+      (r) => say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s`, { event: 'ready', ...r }),
+      () => {},
+    );
+    const end = await withSignals(onSignal, () => handle.exited);
+    if (end.error) throw end.error;
+    if (end.ready && end.exitCode !== 0 && end.bundle) {
+      say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, { event: 'exited', status: end.exitCode, runDir: end.runDir });
     }
+    return end.exitCode;
   },
 };

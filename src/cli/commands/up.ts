@@ -6,6 +6,7 @@ import { runStack, type RunStackOptions } from '../../stack/orchestrate.js';
 import { formatFailure, formatStackReady, shownPath } from '../../stack/stack-messages.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { withSignals } from '../signals.js';
 
 const help = `Usage: berth up STACK [--run-dir DIR] [--follow] [--json]
 
@@ -65,8 +66,6 @@ completed; 64 usage; 65 invalid stack (file:line for every problem); 69 no usabl
 70 a service failed; 74 cannot write the run directory; 75 readiness deadline passed;
 128+N stopped by signal N.`;
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
 export const upCommand: Command = {
   name: 'up',
   summary: 'start a stack of services in dependency order; tear it down on failure or Ctrl-C',
@@ -117,13 +116,7 @@ export const upCommand: Command = {
         void handle.stop({ force: true });
       }
     };
-    for (const s of SIGNALS) process.on(s, onSignal);
-    let result;
-    try {
-      result = await handle.done;
-    } finally {
-      for (const s of SIGNALS) process.off(s, onSignal);
-    }
+    const result = await withSignals(onSignal, () => handle.done);
     const where = shownPath(result.runDir);
     switch (result.reason) {
       case 'failed':

@@ -1,0 +1,12 @@
+/** What `berth run` and `berth up` pass on to their services instead of dying at once. */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Runs `body` with `onSignal` taking SIGINT, SIGTERM and SIGHUP (Node's default would exit berth). */
+export async function withSignals<T>(onSignal: (sig: NodeJS.Signals) => void, body: () => Promise<T>): Promise<T> {
+  for (const s of SIGNALS) process.on(s, onSignal);
+  try {
+    return await body();
+  } finally {
+    for (const s of SIGNALS) process.off(s, onSignal);
+  }
+}

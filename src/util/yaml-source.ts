@@ -1,0 +1,190 @@
+import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import type { Document, Node } from 'yaml';
+import { BerthError, EXIT } from '../errors.js';
+
+/*
+ * What the layout parser and the stack loader share when they read a YAML file the user
+ * wrote: node descriptions, "did you mean", line numbers, and the habit of collecting every
+ * problem as "file:line: …" and refusing the file once, so it is fixed in one pass.
+ */
+
+/** Strict decimal: Number() alone would accept "0x10", " 1", "1e3"; "7_000" slips through YAML as a string. */
+export function toUint(s: string): number | undefined {
+  if (s.length === 0 || s.length > 9) return undefined;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  return Number(s);
+}
+
+/** The text the user wrote for a scalar (numbers keep their spelling, so 0x1F40 is not 8000). */
+export function scalarText(node: Node | null | undefined): string | undefined {
+  if (!node || !isScalar(node)) return undefined;
+  if (typeof node.value === 'string') return node.value;
+  if (typeof node.value === 'number') return node.source ?? String(node.value);
+  return undefined;
+}
+
+/** Like scalarText, but booleans too (env values such as DEBUG: true). */
+export function scalarTextOrBool(node: Node | null | undefined): string | undefined {
+  if (node && isScalar(node) && typeof node.value === 'boolean') return node.source ?? String(node.value);
+  return scalarText(node);
+}
+
+/** Absent, or written but empty ("key:" or "key: ~"). */
+export function isNullish(node: Node | null | undefined): boolean {
+  return node === null || node === undefined || (isScalar(node) && node.value === null);
+}
+
+/** What was found, for "…, found X" messages. */
+export function kindOf(node: Node | null | undefined): string {
+  if (node === null || node === undefined) return 'nothing';
+  if (isMap(node)) return 'a mapping';
+  if (isSeq(node)) return 'a list';
+  if (isScalar(node)) {
+    if (node.value === null) return 'nothing';
+    return typeof node.value === 'string' ? `the text ${JSON.stringify(node.value)}` : `${typeof node.value} ${String(node.source ?? node.value)}`;
+  }
+  return 'an unsupported value';
+}
+
+/** Small edit distance, for "did you mean". */
+function distance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!;
+      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * ` (did you mean "x"?)` for the allowed word nearest to `word`, at most 2 edits away, or ''.
+ * Short words are near everything ("zz" is 2 edits from "p2"), so the edits must also be
+ * fewer than half the word; `anyLength` drops that rule for lists of long fixed keys, where
+ * "wind" should still suggest "window".
+ */
+export function didYouMean(word: string, allowed: Iterable<string>, opts: { anyLength?: boolean } = {}): string {
+  let best: string | undefined;
+  let bestD = 3;
+  for (const k of allowed) {
+    const d = distance(word.toLowerCase(), k.toLowerCase());
+    if (d < bestD && (opts.anyLength || d * 2 < word.length)) {
+      best = k;
+      bestD = d;
+    }
+  }
+  return best === undefined ? '' : ` (did you mean "${best}"?)`;
+}
+
+const READ_REASONS: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EISDIR: 'it is a directory',
+  ENOTDIR: 'a parent of it is not a directory',
+};
+
+/** Why a file could not be read, in words ("no such file"). */
+export function readReason(err: unknown): string {
+  return READ_REASONS[(err as NodeJS.ErrnoException).code ?? ''] ?? (err as Error).message;
+}
+
+/**
+ * yaml notices an unclosed "{", "[" or quote only where the next line starts; find the line
+ * that opened it instead (the nearest earlier line with more openers than closers).
+ */
+function unclosedBefore(text: string, message: string, errLine: number): { line: number; char: string } | undefined {
+  const pairs: [string, string, string, string][] = [
+    ['Flow map', '{', '}', '"{"'],
+    ['Flow sequence', '[', ']', '"["'],
+    ['"quote', '"', '"', 'double quote'],
+    ["'quote", "'", "'", 'single quote'],
+  ];
+  const hit = pairs.find(([m]) => message.includes(m));
+  if (!hit) return undefined;
+  const [, open, close, shown] = hit;
+  const lines = text.split('\n');
+  for (let n = Math.min(errLine, lines.length); n >= 1; n--) {
+    let opens = 0;
+    let closes = 0;
+    for (const ch of lines[n - 1]!) {
+      if (ch === open) opens++;
+      else if (ch === close) closes++;
+    }
+    if (open === close ? opens % 2 === 1 : opens > closes) return { line: n, char: shown };
+  }
+  return undefined;
+}
+
+export interface Problem {
+  line: number;
+  text: string;
+}
+
+/** One YAML file being read: its text, its document, line numbers and the problems found so far. */
+export class YamlSource {
+  readonly problems: Problem[] = [];
+  protected readonly lc = new LineCounter();
+  protected doc!: Document.Parsed;
+
+  constructor(
+    protected readonly text: string,
+    protected readonly file: string,
+  ) {}
+
+  /**
+   * Parses the text into this.doc; false after reporting its syntax errors. `kind` names
+   * the file in the several-documents message ("a layout").
+   */
+  protected parseText(kind: string): boolean {
+    this.doc = parseDocument(this.text, { lineCounter: this.lc, uniqueKeys: false, prettyErrors: false });
+    for (const e of this.doc.errors) {
+      const line = this.lineAt(e.pos[0]);
+      if (e.code === 'MULTIPLE_DOCS') {
+        this.add(line, `the file holds several YAML documents ("---"); ${kind} is a single document`);
+        continue;
+      }
+      const msg = `YAML syntax error: ${e.message.split('\n')[0]}`;
+      const opened = unclosedBefore(this.text, e.message, line);
+      if (opened) this.add(opened.line, `${msg} (the ${opened.char} opened on this line is never closed)`);
+      else this.add(line, msg);
+    }
+    return this.doc.errors.length === 0;
+  }
+
+  protected lineAt(offset: number): number {
+    // Errors at end of input (an unclosed "[") point past the last newline: show the last written line.
+    let off = Math.min(offset, this.text.length);
+    while (off > 0 && off >= this.text.trimEnd().length) off--;
+    return Math.max(1, this.lc.linePos(off).line);
+  }
+
+  protected lineOf(node: Node | null | undefined, fallback: number): number {
+    const start = node?.range?.[0];
+    return start === undefined ? fallback : this.lineAt(start);
+  }
+
+  add(line: number, text: string): void {
+    this.problems.push({ line, text: `${this.file}:${line}: ${text}` });
+  }
+
+  /** Follows `*alias` to its anchored node; undefined for an unknown alias (reported). */
+  protected deref(node: Node | null | undefined, line: number, what: string): Node | null | undefined {
+    if (!isAlias(node)) return node;
+    const target = node.resolve(this.doc) as Node | undefined;
+    if (target === undefined) this.add(line, `${what}: alias *${node.source} has no matching &${node.source} anchor`);
+    return target;
+  }
+
+  /** Every problem, by line (then in the order found), as one BerthError(DATAERR); details.errors holds the lines. */
+  error(): BerthError {
+    const errors = this.problems.map((x, i) => ({ ...x, i })).sort((a, b) => a.line - b.line || a.i - b.i).map((x) => x.text);
+    return new BerthError(EXIT.DATAERR, errors.join('\n'), { file: this.file, errors });
+  }
+}
