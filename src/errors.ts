@@ -28,5 +28,3 @@ export class BerthError extends Error {
   }
 }
 
-export const usageError = (msg: string) => new BerthError(EXIT.USAGE, msg);
-export const dataError = (msg: string, details?: Record<string, unknown>) => new BerthError(EXIT.DATAERR, msg, details);

@@ -12,7 +12,8 @@ import { readFileSync } from 'node:fs';
 import { BerthError } from '../src/errors.js';
 import type { SocketRow } from '../src/host/types.js';
 import { exitStatus } from '../src/launch/launch.js';
-import { rowsForPort, readPortRows } from '../src/launch/ownership.js';
+import { readPortRows } from '../src/launch/ownership.js';
+import { parseTcpTable } from '../src/host/socket-table.js';
 import { chooseProbeHost, hostPort } from '../src/launch/probe-host.js';
 import { probeCmd, probeHttp, probeTcp, responseComplete } from '../src/launch/probes.js';
 import { listPids } from '../src/host/pids.js';
@@ -68,7 +69,8 @@ test('parseStatIds: comm with spaces and parentheses', () => {
   assert.equal(parseStatIds('garbage'), undefined);
 });
 
-test('rowsForPort: only rows whose LOCAL port matches, v4 and v6', () => {
+test('the port filter keeps only rows whose LOCAL port matches, v4 and v6', () => {
+  const rowsForPort = (text: string, family: 4 | 6, port: number) => parseTcpTable(text, family, { localPorts: [{ lo: port, hi: port }] }).rows;
   const v4 = [
     '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
     '   0: 00000000:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 111 1 0 100 0 0 10 0',

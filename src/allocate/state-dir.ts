@@ -1,6 +1,6 @@
-import { lstatSync, mkdirSync, type Stats } from 'node:fs';
+import { lstatSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError, EXIT } from '../errors.js';
+import { checkPrivateDir as checkDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
 
 /*
  * The lease directory is the only shared state between allocators, so anyone who can
@@ -31,43 +31,25 @@ export function netnsDirName(netns: string): string {
   return `net-${safe === '' ? 'unknown' : safe}`;
 }
 
-function refuse(path: string, what: string, todo: string): BerthError {
-  return new BerthError(EXIT.IOERR, `lease directory ${path} ${what}; ${todo}`, { path });
+/** The messages of src/util/private-dir.ts, in the lease directory's words. */
+function words(path: string): PrivateDirWords {
+  return {
+    name: 'lease directory',
+    linkRisk: 'someone could redirect leases',
+    writeRisk: 'forge or remove leases',
+    todo: {
+      unreadable: 'check the path and its parents, or set BERTH_STATE_DIR to a private directory',
+      symlink: `remove it (rm ${path}) or set BERTH_STATE_DIR to a private directory`,
+      notDir: 'remove it or set BERTH_STATE_DIR to a private directory',
+      owner: 'set BERTH_STATE_DIR to a directory you own (mode 0700)',
+      create: 'check permissions of its parent, or set BERTH_STATE_DIR to a writable private directory',
+    },
+  };
 }
 
 /** Throws BerthError(74) unless `path` is a real directory owned by us and not writable by others. */
 export function checkPrivateDir(path: string): Stats {
-  let st: Stats;
-  try {
-    st = lstatSync(path);
-  } catch (e) {
-    throw refuse(path, `cannot be examined (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, 'check the path and its parents, or set BERTH_STATE_DIR to a private directory');
-  }
-  const uid = currentUid();
-  if (st.isSymbolicLink()) {
-    throw refuse(path, 'is a symbolic link (someone could redirect leases)', `remove it (rm ${path}) or set BERTH_STATE_DIR to a private directory`);
-  }
-  if (!st.isDirectory()) {
-    throw refuse(path, 'exists but is not a directory', `remove it or set BERTH_STATE_DIR to a private directory`);
-  }
-  if (st.uid !== uid) {
-    throw refuse(path, `is owned by uid ${st.uid}, not by you (uid ${uid})`, 'set BERTH_STATE_DIR to a directory you own (mode 0700)');
-  }
-  if ((st.mode & 0o022) !== 0) {
-    const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-    throw refuse(path, `is writable by group or others (mode ${mode}), so others could forge or remove leases`, `run: chmod 700 ${path}`);
-  }
-  return st;
-}
-
-function makeDir(path: string, recursive: boolean): void {
-  try {
-    mkdirSync(path, { mode: 0o700, recursive });
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return; // checked right after
-    throw refuse(path, `cannot be created (${code ?? (e as Error).message})`, 'check permissions of its parent, or set BERTH_STATE_DIR to a writable private directory');
-  }
+  return checkDir(path, words(path));
 }
 
 /**
@@ -87,8 +69,8 @@ export function openStateDir(dir: string, netns: string): string {
  * mkdir only when nothing is there: this runs on every allocation, and mkdir of an
  * existing directory costs a thrown EEXIST (and, recursive, a stat). Whatever is there is
  * judged by checkPrivateDir right after, as before; a directory made meanwhile by another
- * process is fine (makeDir ignores EEXIST).
+ * process is fine (makePrivateDir ignores EEXIST).
  */
 function ensureDir(path: string, recursive: boolean): void {
-  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) makeDir(path, recursive);
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) makePrivateDir(path, recursive, words(path));
 }

@@ -1,45 +1,26 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
+import { readSocketTableText } from '../host/read-host.js';
 import { parseTcpTable } from '../host/socket-table.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
 
 /*
  * "Who owns the listener on P?" asked many times a second while a service starts, so the
- * common answers are cheap: the table is searched for the port's hex text and only those
- * lines are parsed, and /proc/<pid>/fd is read only for tree members and only once some
- * LISTEN socket exists on the port. The host-wide owner scan runs only for a listener the
+ * common answers are cheap: only the port's rows are parsed, and /proc/<pid>/fd is read
+ * only for tree members and only once some LISTEN socket exists on the port. The host-wide owner scan runs only for a listener the
  * tree does not hold, which is the rare (stolen) case.
  */
 
-function readTable(path: string): string {
-  try {
-    return readFileSync(path, 'latin1');
-  } catch {
-    return '';
-  }
-}
-
-/** Rows of one table whose local port is `port`. */
-export function rowsForPort(text: string, family: 4 | 6, port: number): SocketRow[] {
-  const needle = ':' + port.toString(16).toUpperCase().padStart(4, '0') + ' ';
-  const lines: string[] = [];
-  let lastStart = -1;
-  for (let i = text.indexOf(needle); i >= 0; i = text.indexOf(needle, i + needle.length)) {
-    const start = text.lastIndexOf('\n', i) + 1;
-    if (start === lastStart) continue; // local and remote port both matched
-    lastStart = start;
-    const end = text.indexOf('\n', i);
-    lines.push(text.slice(start, end < 0 ? text.length : end));
-  }
-  if (lines.length === 0) return [];
-  return parseTcpTable(lines.join('\n'), family).rows.filter((r) => r.localPort === port);
-}
-
-/** Every socket, v4 and v6, any state, whose local port is `port`. */
+/** Every socket, v4 and v6, any state, whose local port is `port` (the parser skips the rest). */
 export function readPortRows(procRoot: string, port: number): SocketRow[] {
-  return rowsForPort(readTable(join(procRoot, 'net', 'tcp')), 4, port).concat(rowsForPort(readTable(join(procRoot, 'net', 'tcp6')), 6, port));
+  const only = { localPorts: [{ lo: port, hi: port }] };
+  const rows: SocketRow[] = [];
+  for (const [file, family] of [['tcp', 4], ['tcp6', 6]] as const) {
+    const text = readSocketTableText(join(procRoot, 'net', file));
+    if (text !== undefined) rows.push(...parseTcpTable(text, family, only).rows);
+  }
+  return rows;
 }
 
 export interface Stranger {
