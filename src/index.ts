@@ -8,6 +8,7 @@
  * - Allocation: reserve() leases and holds ports race-free across processes and returns a
  *   Reservation that owns the listening sockets until unhold()/release().
  * - Leases: currentLeases(), releaseLeases(), releaseJob().
+ * - Services: launch() starts one service on a held port (`berth run`): ready, exited, stop().
  * - Stacks: loadStack() reads a stack file; runStack() starts it (`berth up`) and returns a
  *   StackHandle (ready, done, stop()); the run directory holds endpoints.json and events.jsonl.
  */
@@ -20,4 +21,5 @@ export * from './launch/index.js';
 export * from './slurm/index.js';
 export { collectReport, type CollectOptions } from './report/collect.js';
 export type { PortSpaceReport } from './report/types.js';
+export { renderText, renderHtml, type TextOptions } from './report/index.js';
 export { parseDuration, formatDuration } from './util/duration.js';
