@@ -55,11 +55,16 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Run argv in a new namespace and collect its output. */
-export function runInNetns(s: NetnsSysctls, argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): Promise<RunResult> {
-  const full = [...netnsArgv(s), ...argv];
+export interface RunOptions {
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+  input?: string;
+}
+
+/** Run argv to its end and collect its output (killed after timeoutMs, default 60 s). */
+export function runCollect(argv: string[], opts: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(full[0]!, full.slice(1), { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(argv[0]!, argv.slice(1), { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
@@ -72,6 +77,11 @@ export function runInNetns(s: NetnsSysctls, argv: string[], opts: { env?: NodeJS
     });
     child.stdin.end(opts.input ?? '');
   });
+}
+
+/** Run argv in a new namespace and collect its output. */
+export function runInNetns(s: NetnsSysctls, argv: string[], opts: RunOptions = {}): Promise<RunResult> {
+  return runCollect([...netnsArgv(s), ...argv], opts);
 }
 
 /** node running a TypeScript file through tsx (for scripts that import src/ directly). */
