@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { LeaseRecord } from '../allocate/types.js';
 import { normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
+import { findSocketOwners } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange, SocketRow } from '../host/types.js';
 import { checkLayout, summarizeFindings } from '../layout/check.js';
@@ -30,12 +31,13 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
   const ranges = opts.ranges ?? [];
   const bandRanges = (opts.layout?.bands ?? []).map((b) => ({ lo: b.lo, hi: b.hi }));
   const interest = normalizeRanges([...ranges, ...bandRanges]);
-  const base = opts.host ?? readHostMap({ procRoot: opts.procRoot ?? '/proc' });
+  const procRoot = opts.procRoot ?? '/proc';
+  const base = opts.host ?? readHostMap({ procRoot });
   const rows: SocketRow[] = base.sockets.filter((r) => inAny(r.localPort, interest));
   const inodes = new Set(rows.map((r) => r.inode).filter((i) => i !== 0));
-  const host = inodes.size > 0 && !base.owners ? readHostMap({ procRoot: opts.procRoot ?? '/proc', owners: inodes }) : base;
-  const sockets = host.sockets
-    .filter((r) => inAny(r.localPort, interest))
+  // Owners only for the rows shown: the table itself is not read again.
+  const host = inodes.size > 0 && !base.owners ? { ...base, owners: findSocketOwners(procRoot, inodes) } : base;
+  const sockets = rows
     .sort((a, b) => a.localPort - b.localPort || a.state.localeCompare(b.state))
     .map((r) => {
       const owners = r.inode !== 0 ? host.owners?.get(r.inode) : undefined;
