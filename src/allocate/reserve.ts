@@ -10,6 +10,7 @@ import { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
 import { newLeaseRecord } from './lease-record.js';
 import { acquireLease, leaseStillOurs, removeOwnLease, scanLeaseDir, type LeaseIdentity } from './lease-store.js';
 import { busyPorts, planCandidates, sourceRanges, type Plan } from './plan.js';
+import { resolveReserveOptions } from './reserve-options.js';
 import { openStateDir, resolveStateDir } from './state-dir.js';
 import type { AllocationReport, Lease, PortSource, Reservation, ReserveOptions } from './types.js';
 
@@ -121,7 +122,9 @@ function memoStartTime(): (pid: number) => number | undefined {
  * Reservation). Throws BerthError 69 explaining every excluded port, 74 when the lease
  * directory is unusable, 64 for bad options.
  */
-export async function reserve(opts: ReserveOptions): Promise<Reservation> {
+export async function reserve(options: ReserveOptions): Promise<Reservation> {
+  // Without a source, the default band, like `berth port` (reserve-options.ts).
+  const opts = await resolveReserveOptions(options);
   const count = opts.count ?? 1;
   if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
   checkSource(opts.source);

@@ -1,4 +1,6 @@
 import type { PortRange } from '../host/types.js';
+import type { Duration } from '../util/option-names.js';
+import type { SourceOptions } from './source-options.js';
 
 /** Where ports come from (design.md §4 SOURCE). */
 export type PortSource =
@@ -31,8 +33,15 @@ export interface Lease extends LeaseRecord {
 
 export type Strategy = 'lowest' | 'random';
 
-export interface ReserveOptions {
-  source: PortSource;
+/**
+ * Options of reserve(): `berth port`'s flags under their own names (source options, count,
+ * owner, ttl, name, strategy, allowEphemeral). Without a source, the default band.
+ */
+export interface ReserveOptions extends SourceOptions {
+  /** `--owner PID` (same as ownerPid). */
+  owner?: number;
+  /** `--ttl DUR`: '10s', '5m' or ms (same as ttlMs). */
+  ttl?: Duration;
   /** Distinct ports wanted (default 1). All or none. */
   count?: number;
   /** The lease lives while this pid lives (default: none; then ttlMs applies). */

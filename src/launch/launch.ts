@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { basename, join } from 'node:path';
 import { reserve } from '../allocate/reserve.js';
+import { hasSourceOptions, pickSourceOptions } from '../allocate/source-options.js';
 import type { Reservation, ReserveOptions } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
 import { listPids } from '../host/pids.js';
@@ -11,6 +12,7 @@ import type { SocketRow } from '../host/types.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { deferred } from '../util/deferred.js';
 import { snapshotHost, writeBundle } from './diagnostics.js';
+import { resolveLaunchOptions } from './launch-options.js';
 import { copyLogTail } from './log-copy.js';
 import { OutputTee } from './output.js';
 import { checkOwnership, describeStranger, type Ownership } from './ownership.js';
@@ -73,7 +75,7 @@ function findPerl(env: NodeJS.ProcessEnv): string | undefined {
 
 /** Start a service on a held port, wait until it owns the port and is ready, supervise it. */
 export function launch(options: LaunchOptions): LaunchHandle {
-  return new Launch(options).handle;
+  return new Launch(resolveLaunchOptions(options)).handle;
 }
 
 class Launch {
@@ -201,8 +203,8 @@ class Launch {
     if (o.command.length === 0 || o.command[0] === '') throw new BerthError(EXIT.USAGE, 'no command to run: put it after --, e.g. berth run -- python3 -m http.server {port}');
     this.spec = typeof o.ready === 'string' ? parseReadySpec(o.ready) : o.ready;
     checkReadyWithHandoff(this.spec, this.handoff);
+    // Without a source or reservation, reserve() takes the default band, as `berth run` does.
     if (this.portless) this.checkPortless();
-    else if (!o.reservation && !o.source) throw new BerthError(EXIT.USAGE, 'launch needs a port source or a reservation (or portless: true)');
     const base = o.env ?? process.env;
     if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
       throw new BerthError(EXIT.USAGE, `command not found: ${o.command[0]} (not an executable file${o.command[0]!.includes('/') ? '' : ' in PATH'})`);
@@ -226,7 +228,7 @@ class Launch {
   private checkPortless(): void {
     const o = this.o;
     const no = (what: string) => new BerthError(EXIT.USAGE, `${this.name}: a portless launch ${what}`);
-    if (o.reservation || o.source) throw no('takes no port source or reservation');
+    if (o.reservation || hasSourceOptions(o)) throw no('takes no port source or reservation');
     if (this.handoff === 'fd') throw no('has no socket to hand over (handoff fd)');
     if (this.spec?.kind === 'tcp') throw no('cannot use --ready tcp: there is no port to connect to; use cmd:COMMAND');
     if (this.subst) {
@@ -254,7 +256,7 @@ class Launch {
     if (this.o.reservation) {
       this.reservation = this.o.reservation;
     } else {
-      const ro: ReserveOptions = { source: this.o.source!, ownerPid: process.pid, name: this.name, procRoot: this.procRoot };
+      const ro: ReserveOptions = { ...pickSourceOptions(this.o), ownerPid: process.pid, name: this.name, procRoot: this.procRoot };
       if (this.o.allowEphemeral) ro.allowEphemeral = true;
       if (this.o.stateDir !== undefined) ro.stateDir = this.o.stateDir;
       this.reservation = await reserve(ro);
@@ -774,7 +776,8 @@ class Launch {
   }
 
   private bundle(phase: LaunchPhase, err: BerthError, details?: Record<string, unknown>): Record<string, unknown> {
-    const port = this.port ?? (this.o.source?.kind === 'port' ? this.o.source.port : undefined);
+    const asked = this.o.source;
+    const port = this.port ?? this.o.port ?? (typeof asked === 'object' && asked.kind === 'port' ? asked.port : undefined);
     const tree = this.tree;
     const alive = tree ? new Set(tree.alive().map((m) => m.pid)) : new Set<number>();
     return {
@@ -789,7 +792,7 @@ class Launch {
       ready: this.spec ? formatReadySpec(this.spec) : null,
       command: redactArgv(this.o.command),
       exec: this.plan ? { file: this.plan.file, args: this.handoff === 'fd' ? ['<fd shim>', ...redactArgv(this.plan.command)] : redactArgv(this.plan.args) } : null,
-      source: this.o.source ?? null,
+      source: this.reservation?.report.source ?? this.o.source ?? null,
       allocation: this.reservation?.report ?? (details && 'excluded' in details ? details : null),
       errorDetails: details ?? null,
       lease: this.reservation?.leases[0] ?? null,

@@ -1,4 +1,6 @@
+import type { SourceOptions } from '../allocate/source-options.js';
 import type { PortSource, Reservation } from '../allocate/types.js';
+import type { Duration } from '../util/option-names.js';
 
 /** How the held port passes to the service (design.md §2 "Handoff"). */
 export type Handoff = 'release' | 'fd';
@@ -15,7 +17,13 @@ export type ReadySpec =
 /** Where a launch is: diagnostics name the phase a failure happened in. */
 export type LaunchPhase = 'reserve' | 'spawn' | 'ownership' | 'probe' | 'ready' | 'stopping' | 'exited';
 
-export interface LaunchOptions {
+/**
+ * Options of launch(): `berth run`'s flags under their own names (source options, bind,
+ * handoff, ready, readyTimeout, readyFile, diagDir, name, stopGrace, allowEphemeral;
+ * `--env NAME` is envName, since env is the service's environment). Without a source or
+ * reservation, the default band, like `berth run`.
+ */
+export interface LaunchOptions extends SourceOptions {
   /** Argv of the service, no shell. `{port}`, `{host}`, `{name}` in any element are replaced (unless `substitute: false`). */
   command: string[];
   /**
@@ -24,8 +32,8 @@ export interface LaunchOptions {
    * literal `{port}`). Default true.
    */
   substitute?: boolean;
-  /** Where the port comes from. Ignored when `reservation` is given. */
-  source?: PortSource;
+  /** Where the port comes from (also port, range, layout/band/instance). Ignored when `reservation` is given. Default: the default band. */
+  source?: PortSource | 'resv';
   /** A reservation made by the caller (e.g. a stack that allocates up front); its first port is used. */
   reservation?: Reservation;
   /**
@@ -51,6 +59,8 @@ export interface LaunchOptions {
   ready?: string | ReadySpec;
   /** Overall deadline for readiness, from launch() (default 10 minutes). */
   readyTimeoutMs?: number;
+  /** `--ready-timeout DUR`: '90s', '10m' or ms (same as readyTimeoutMs). */
+  readyTimeout?: Duration;
   /** One probe attempt may take this long (default 5s, never past the deadline). */
   probeTimeoutMs?: number;
   /** Write {name, host, port, pid, readyAt, waitedMs} here atomically when ready. */
@@ -72,6 +82,8 @@ export interface LaunchOptions {
   allowEphemeral?: boolean;
   /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
   stopGraceMs?: number;
+  /** `--stop-grace DUR` (same as stopGraceMs). */
+  stopGrace?: Duration;
   /** Where the child's output is streamed through (default process.stdout / process.stderr; null: logs only). */
   stdout?: NodeJS.WritableStream | null;
   stderr?: NodeJS.WritableStream | null;

@@ -1,0 +1,17 @@
+import { durationMs, eitherName } from '../util/option-names.js';
+import type { LaunchOptions } from './types.js';
+
+/**
+ * LaunchOptions with the CLI-named durations (readyTimeout, stopGrace) folded into their
+ * *Ms forms. The source is left as given: reserve() resolves it, the default band when there
+ * is none, exactly like `berth run`. Throws BerthError 64 for a duration it cannot read.
+ */
+export function resolveLaunchOptions(o: LaunchOptions): LaunchOptions {
+  if (o.readyTimeout === undefined && o.stopGrace === undefined) return o;
+  const { readyTimeout, stopGrace, ...out } = o;
+  const ready = eitherName('readyTimeout', readyTimeout === undefined ? undefined : durationMs('readyTimeout', readyTimeout), 'readyTimeoutMs', o.readyTimeoutMs);
+  if (ready !== undefined) out.readyTimeoutMs = ready;
+  const grace = eitherName('stopGrace', stopGrace === undefined ? undefined : durationMs('stopGrace', stopGrace), 'stopGraceMs', o.stopGraceMs);
+  if (grace !== undefined) out.stopGraceMs = grace;
+  return out;
+}
