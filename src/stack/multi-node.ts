@@ -9,6 +9,7 @@ import { readSlurmEnv, type SlurmEnv } from '../slurm/env.js';
 import { compressHostlist } from '../slurm/hostlist.js';
 import { nodeAddresses } from '../slurm/nodes.js';
 import { deferred } from '../util/deferred.js';
+import { selfArgv } from '../util/self.js';
 import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from './orchestrate.js';
 import { endpointUrl, reachableHost, type Endpoint } from './placeholders.js';
 import { makeRunDir, PREVIOUS_RUN, type EndpointsDocument } from './run-dir.js';
@@ -202,7 +203,7 @@ function prefixLines(to: NodeJS.WritableStream, prefix: string): NodeJS.Writable
 export interface MultiNodeOptions extends RunStackOptions {
   /** The stack file as the agents open it (absolute: they may start elsewhere). */
   stackFile: string;
-  /** Runs berth (default [node, this script]); `up STACK --agent DIR` is appended. */
+  /** Runs berth (default selfArgv(): the single executable, or node + this script); `up STACK --agent DIR` is appended. */
   berth?: string[];
   /** Progress lines ("agents started on n[1-3]", "node n2 ready"). */
   onMessage?: (text: string) => void;
@@ -413,7 +414,7 @@ class MultiNodeStack {
   }
 
   private startAgents(): void {
-    const berth = this.o.berth ?? [process.execPath, process.argv[1]!];
+    const berth = this.o.berth ?? selfArgv();
     const argv = agentStepArgv({ nodes: this.plan.agentNodes, agent: [...berth, 'up', this.o.stackFile, '--agent', this.runDir] });
     // --input=all: every agent reads the coordinator's stop request (and EOF) from its stdin.
     argv.splice(1, 0, '--input=all');
