@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { readHostMap, socketsOnPort, describeOwner } from '../host/read-host.js';
 import type { HostMap } from '../host/types.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { redactArgv, redactJson } from './redact.js';
 
 /*
  * The bundle is written before any cleanup (so the socket rows and owners show the state
@@ -61,7 +62,7 @@ export function snapshotHost(procRoot: string, port: number | undefined): HostSn
             uid: r.uid,
             inode: r.inode,
             holder: describeOwner(map, r),
-            owners: (map.owners?.get(r.inode) ?? []).map((o) => ({ pid: o.pid, comm: o.comm, cmdline: o.cmdline, ...(o.uid !== undefined ? { uid: o.uid } : {}) })),
+            owners: (map.owners?.get(r.inode) ?? []).map((o) => ({ pid: o.pid, comm: o.comm, cmdline: redactArgv(o.cmdline), ...(o.uid !== undefined ? { uid: o.uid } : {}) })),
           })),
   };
 }
@@ -69,6 +70,8 @@ export function snapshotHost(procRoot: string, port: number | undefined): HostSn
 /** Writes <dir>/diagnostics.json atomically; returns its path. */
 export function writeBundle(dir: string, data: Record<string, unknown>): string {
   const path = join(dir, BUNDLE_FILE);
-  writeFileAtomic(path, JSON.stringify(data, (_k, v) => (v instanceof Map ? Object.fromEntries(v) : v), 2) + '\n');
+  // Every string passes the redaction rules (redact.ts): messages and details may quote a
+  // command line, a URL or a header.
+  writeFileAtomic(path, JSON.stringify(data, redactJson, 2) + '\n');
   return path;
 }

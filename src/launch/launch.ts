@@ -21,7 +21,7 @@ import { chooseProbeHost, hostPort, isLoopbackName, stripBrackets } from './prob
 import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
 import { ProcessTree } from './process-tree.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec, substitutePort } from './ready-spec.js';
-import { redactArgv, redactEnv } from './redact.js';
+import { redactArgv, redactEnv, redactReadySpec } from './redact.js';
 import { createRunDir, removeRunDir, type RunDir } from './run-dir.js';
 import { childEnv, execPlan, findExecutable, substitute, type ExecPlan } from './spawn-plan.js';
 import type { ExitInfo, Handoff, LaunchEvent, LaunchHandle, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
@@ -789,7 +789,7 @@ class Launch {
       port: port ?? null,
       portless: this.portless,
       handoff: this.handoff,
-      ready: this.spec ? formatReadySpec(this.spec) : null,
+      ready: this.spec ? redactReadySpec(formatReadySpec(this.spec)) : null,
       command: redactArgv(this.o.command),
       exec: this.plan ? { file: this.plan.file, args: this.handoff === 'fd' ? ['<fd shim>', ...redactArgv(this.plan.command)] : redactArgv(this.plan.args) } : null,
       source: this.reservation?.report.source ?? this.o.source ?? null,

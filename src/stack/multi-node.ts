@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { BerthError, EXIT } from '../errors.js';
 import { signalNumber } from '../launch/launch.js';
+import { redactText } from '../launch/redact.js';
 import { agentStepArgv, nodeRunDir, nodesDir, readNodeFile, writeNodeFile, type NodeEndpoint, type NodeFile } from '../slurm/agents.js';
 import { readSlurmEnv, type SlurmEnv } from '../slurm/env.js';
 import { compressHostlist } from '../slurm/hostlist.js';
@@ -175,7 +176,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   publish({
     state: failed ? 'failed' : 'stopped',
     exitCode: result.exitCode,
-    ...(failed && f ? { failure: { service: f.service, replica: f.replica, exitCode: f.exitCode, reason: f.reason, logs: f.logs, ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}) } } : {}),
+    ...(failed && f ? { failure: { service: f.service, replica: f.replica, exitCode: f.exitCode, reason: redactText(f.reason), logs: f.logs, ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}) } } : {}),
   });
   // Stopped on request is a normal end for an agent.
   return failed ? result.exitCode : 0;

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
+import { redactText } from '../launch/redact.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
 import { endpointUrl } from './placeholders.js';
 import type { ReplicaState } from './spec.js';
@@ -84,7 +85,8 @@ export function formatEvent(e: StackEvent): string {
   if (e.port !== undefined) o.port = e.port;
   if (e.code !== undefined) o.code = e.code;
   if (e.signal !== undefined) o.signal = e.signal;
-  if (e.detail !== undefined) o.detail = e.detail;
+  // Details quote failure reasons, which may quote a probe's command line or URL.
+  if (e.detail !== undefined) o.detail = redactText(e.detail);
   return JSON.stringify(o) + '\n';
 }
 
