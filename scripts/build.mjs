@@ -71,6 +71,9 @@ try {
       }),
     ),
   );
+  // The watchdog that stops a dead berth's services (src/launch/watchdog.ts): started with
+  // the first service of `run`/`up`, so nothing of it is loaded by `berth port`.
+  await build({ ...common, format: 'cjs', entryPoints: ['src/stack/watchdog-entry.ts'], outfile: join(tmp, 'watchdog.cjs'), packages: 'external' });
   chmodSync(join(tmp, 'berth.cjs'), 0o755);
   writeFileSync(join(tmp, 'berth.js'), "#!/usr/bin/env node\nimport './berth.cjs';\n", { mode: 0o755 });
   // A concurrent build may put its dist/cli back between our rm and rename: retry.
@@ -83,13 +86,16 @@ try {
       if (attempt >= 5 || (e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST')) throw e;
     }
   }
+  renameSync(join(tmp, 'watchdog.cjs'), 'dist/watchdog.cjs');
   renameSync(join(tmp, 'berth.cjs'), 'dist/berth.cjs');
   renameSync(join(tmp, 'berth.js'), 'dist/berth.js');
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
 
-await build({ ...common, format: 'esm', entryPoints: ['src/index.ts'], outfile: 'dist/index.js', packages: 'external' });
+// The library finds dist/watchdog.cjs through __dirname, as the CommonJS bundles do.
+const esmDirname = "import { dirname as __berthDirname } from 'node:path'; import { fileURLToPath as __berthFileURLToPath } from 'node:url'; const __dirname = __berthDirname(__berthFileURLToPath(import.meta.url));";
+await build({ ...common, format: 'esm', entryPoints: ['src/index.ts'], outfile: 'dist/index.js', packages: 'external', banner: { js: esmDirname } });
 
 // tsconfig.json type-checks everything (CLI included); tsconfig.build.json emits the library's declarations.
 for (const project of ['tsconfig.json', 'tsconfig.build.json']) {

@@ -24,6 +24,7 @@ import { checkReadyWithHandoff, formatReadySpec, parseReadySpec, substitutePort 
 import { redactArgv, redactEnv, redactReadySpec } from './redact.js';
 import { createRunDir, removeRunDir, type RunDir } from './run-dir.js';
 import { childEnv, execPlan, findExecutable, substitute, type ExecPlan } from './spawn-plan.js';
+import { guardRun, type RunGuard } from './watchdog.js';
 import type { ExitInfo, Handoff, LaunchEvent, LaunchHandle, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
 
 /** A launch that did not come up: exitCode 69/70/75 (or 64/74), with its bundle's folder. */
@@ -101,6 +102,8 @@ class Launch {
   private env: NodeJS.ProcessEnv | undefined;
   private child: ChildProcess | undefined;
   private tree: ProcessTree | undefined;
+  /** This launch as its watchdog knows it (stops the tree if berth dies). */
+  private guard: RunGuard | undefined;
   private out: OutputTee | undefined;
   private err: OutputTee | undefined;
   private childExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -298,6 +301,9 @@ class Launch {
         return false;
       }
     }
+    const marker = `BERTH_RUN_ID=${this.runId}`;
+    // Before the spawn: a berth killed right after it still has its service found by the marker.
+    this.guard = guardRun(this.runId, marker, this.o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
     let child: ChildProcess;
     try {
       child = spawn(plan.file, plan.args, {
@@ -333,7 +339,14 @@ class Launch {
       }
     });
     if (child.pid === undefined) return false; // 'error' follows
-    this.tree = new ProcessTree(this.procRoot, child.pid, `BERTH_RUN_ID=${this.runId}`, existing);
+    const guard = this.guard;
+    const group = child.pid;
+    this.tree = new ProcessTree(this.procRoot, group, marker, existing, {
+      onJoin: (m) => {
+        if (m.pgrp !== group) guard.member(m.pid, m.start);
+      },
+    });
+    guard.spawned(group, this.tree.rootStart);
     this.mark('spawnedMs');
     this.emit({ type: 'spawned', pid: child.pid, port: port ?? 0, handoff: this.handoff, t: iso() });
     return true;
@@ -693,6 +706,7 @@ class Launch {
     this.wake();
     await this.cleanupTree();
     if (this.childExited && this.childRunning()) await this.childExited;
+    this.guard?.ended();
     await this.drain(2_000);
     this.out?.closeLog();
     this.err?.closeLog();
@@ -708,8 +722,10 @@ class Launch {
     const signal = this.childExit?.signal ?? null;
     let exitCode: number;
     if (this.failure) exitCode = this.failure.exitCode;
-    else if (this.child?.pid !== undefined) exitCode = exitStatus(code, signal);
-    else exitCode = 128 + signalNumber(this.stopReq?.signal ?? 'SIGTERM'); // stopped before spawn
+    // Stopped before it was ready (before the spawn, or while berth waited for it): the
+    // signal's status, as `berth up` gives, whatever the half-started service exited with.
+    else if (this.stopReq && !this.readyInfo) exitCode = 128 + signalNumber(this.stopReq.signal);
+    else exitCode = exitStatus(code, signal);
     if (!this.readyInfo && !this.failure) {
       this.whenReady.reject(new LaunchError(exitCode, `${this.name}: stopped (${this.stopReq?.signal ?? 'stop'}) before it was ready`, this.phase, this.runDir?.path));
     }

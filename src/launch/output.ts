@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
+import { ignoreWriteErrors } from '../util/closed-output.js';
 import { deferred } from '../util/deferred.js';
 
 /*
@@ -7,16 +8,6 @@ import { deferred } from '../util/deferred.js';
  * file with a synchronous write: when the pipe closes the file is complete, with nothing
  * left in a buffer to lose if berth exits right after.
  */
-
-const quiet = new WeakSet<object>();
-
-/** A passthrough whose reader went away (EPIPE) must not take the supervisor down. */
-function ignoreErrors(w: NodeJS.WritableStream): void {
-  const e = w as Partial<NodeJS.EventEmitter>;
-  if (quiet.has(w) || typeof e.on !== 'function') return;
-  quiet.add(w);
-  e.on('error', () => {});
-}
 
 export class OutputTee {
   bytes = 0;
@@ -41,7 +32,8 @@ export class OutputTee {
   ) {
     this.fd = openSync(logPath, append ? 'a' : 'w', 0o600);
     this.startOffset = append ? fstatSync(this.fd).size : 0;
-    if (passthrough) ignoreErrors(passthrough);
+    // A passthrough whose reader went away (EPIPE) must not take the supervisor down.
+    ignoreWriteErrors(passthrough);
   }
 
   attach(stream: Readable | null): void {

@@ -37,7 +37,8 @@ export function parseStatIds(stat: string): StatIds | undefined {
   return { state: f[0] ?? '?', ppid, pgrp, session, start };
 }
 
-export type JoinedBy = 'root' | 'parent' | 'group' | 'session' | 'marker';
+/** How a process was found to belong; 'reported': berth found it and told its watchdog. */
+export type JoinedBy = 'root' | 'parent' | 'group' | 'session' | 'marker' | 'reported';
 
 export interface TreeMember {
   pid: number;
@@ -48,12 +49,25 @@ export interface TreeMember {
   joinedBy: JoinedBy;
 }
 
+export interface TreeOptions {
+  /**
+   * The root's start time when known (the watchdog learns it from berth): the root counts
+   * only while that very process runs, and a reused pid is never taken for it. Default: read
+   * now.
+   */
+  rootStart?: number;
+  /** Called for every member found after the root (berth tells its watchdog about escapees). */
+  onJoin?: (m: TreeMember) => void;
+}
+
 export class ProcessTree {
   readonly members = new Map<number, TreeMember>();
   /** pid → start time of processes judged not to belong (judged once: membership starts at fork). */
   private readonly outsiders = new Map<number, number>();
-  private readonly rootStart: number;
+  /** The root's start time (clock ticks since boot); 0 when unknown (no root: the marker alone decides). */
+  readonly rootStart: number;
   private readonly marker: Buffer;
+  private readonly onJoin: ((m: TreeMember) => void) | undefined;
 
   /**
    * `existing`: pids listed just before the spawn; they predate the child, so they are never
@@ -64,12 +78,22 @@ export class ProcessTree {
     readonly rootPid: number,
     marker: string,
     existing: Iterable<number> = [],
+    opts: TreeOptions = {},
   ) {
     this.marker = Buffer.from(marker);
+    this.onJoin = opts.onJoin;
     for (const pid of existing) if (pid !== rootPid) this.outsiders.set(pid, -1);
-    const ids = this.readStat(rootPid);
-    this.rootStart = ids?.start ?? 0;
-    if (ids) this.members.set(rootPid, { pid: rootPid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'root' });
+    const ids = rootPid > 0 ? this.readStat(rootPid) : undefined;
+    this.rootStart = opts.rootStart ?? ids?.start ?? 0;
+    if (ids && ids.start === this.rootStart) this.members.set(rootPid, { pid: rootPid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'root' });
+  }
+
+  /** A member known from elsewhere (berth's own scans, passed to the watchdog), if that very process still runs. */
+  adopt(pid: number, start: number): void {
+    const ids = this.readStat(pid);
+    if (!ids || ids.start !== start || this.members.has(pid)) return;
+    this.outsiders.delete(pid);
+    this.members.set(pid, { pid, start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'reported' });
   }
 
   private readStat(pid: number): StatIds | undefined {
@@ -113,8 +137,8 @@ export class ProcessTree {
     for (const { pid, ids } of fresh) {
       let joinedBy: JoinedBy | undefined;
       if (this.members.has(ids.ppid)) joinedBy = 'parent';
-      else if (ids.pgrp === this.rootPid) joinedBy = 'group';
-      else if (ids.session === this.rootPid) joinedBy = 'session';
+      else if (this.rootPid > 0 && ids.pgrp === this.rootPid) joinedBy = 'group';
+      else if (this.rootPid > 0 && ids.session === this.rootPid) joinedBy = 'session';
       else if (this.hasMarker(pid)) joinedBy = 'marker';
       if (joinedBy === undefined) {
         this.outsiders.set(pid, ids.start);
@@ -123,6 +147,7 @@ export class ProcessTree {
       const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy };
       this.members.set(pid, m);
       added.push(m);
+      this.onJoin?.(m);
     }
     return added;
   }

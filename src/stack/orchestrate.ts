@@ -5,6 +5,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { readSysctls } from '../host/sysctl.js';
 import type { HostSysctls } from '../host/types.js';
 import { launch, signalNumber } from '../launch/launch.js';
+import { guardRunDir } from '../launch/watchdog.js';
 import type { ExitInfo, LaunchEvent, LaunchHandle, LaunchOptions, ReadySpec } from '../launch/types.js';
 import { deferred } from '../util/deferred.js';
 import { conditionStatus, teardownWaves, type GraphNode, type ReplicaStatus } from './graph.js';
@@ -167,6 +168,8 @@ interface Service {
 class Stack {
   readonly handle: StackHandle;
   private readonly run: RunDir;
+  /** Tells the watchdog to mark endpoints.json if berth dies before finish() writes it. */
+  private readonly runGuard: { ended(): void };
   private readonly console: StackConsole;
   private readonly services: Service[];
   private readonly byName: Map<string, Service>;
@@ -205,6 +208,7 @@ class Stack {
     }
     this.procRoot = o.procRoot ?? '/proc';
     this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) });
+    this.runGuard = guardRunDir(this.run.path);
     this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
     this.nodes = spec.services.map((s) => ({ name: s.name, dependsOn: s.dependsOn }));
     this.services = spec.services.map((s) => this.makeService(s));
@@ -826,6 +830,7 @@ class Stack {
     } catch {
       // reported when it first failed
     }
+    this.runGuard.ended();
     this.run.close();
     this.console.close();
     const reason = this.ending!;

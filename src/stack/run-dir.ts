@@ -52,6 +52,8 @@ export interface EndpointsDocument {
   pid: number;
   updated: string;
   replicas: EndpointRecord[];
+  /** Set by berth's watchdog after berth died and it stopped the services (see run-gone.ts). */
+  ended?: { at: string; by: 'watchdog'; reason: string };
 }
 
 /** What the orchestrator reports; `t` defaults to now, host/pid/port stick once given. */

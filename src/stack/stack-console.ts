@@ -1,3 +1,4 @@
+import { ignoreWriteErrors } from '../util/closed-output.js';
 import type { StackEvent } from './run-dir.js';
 import { LineBuffer, LinePrefixer, type ChunkConsumer } from './replica-output.js';
 import { StatusView, type StatusStream } from './status-view.js';
@@ -25,6 +26,9 @@ export class StackConsole {
   private readonly flushers: (() => void)[] = [];
 
   constructor(private readonly o: ConsoleOptions) {
+    // A closed stdout or stderr ends that output, not the stack (docs/stack.md "Output").
+    ignoreWriteErrors(o.stdout);
+    ignoreWriteErrors(o.stderr);
     if (o.status !== 'off' && o.stderr) {
       const live = o.status === 'live' || (o.status === 'auto' && isTTY(o.stderr));
       this.view = new StatusView(o.stderr as unknown as StatusStream, { live, ...(o.env ? { env: o.env } : {}) });

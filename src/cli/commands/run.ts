@@ -1,6 +1,6 @@
 import { readSysctls } from '../../host/sysctl.js';
 import { hostPort } from '../../launch/probe-host.js';
-import { launch } from '../../launch/launch.js';
+import { launch, signalNumber } from '../../launch/launch.js';
 import { checkReadyWithHandoff, parseReadySpec } from '../../launch/ready-spec.js';
 import type { Handoff, LaunchOptions } from '../../launch/types.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
@@ -16,6 +16,9 @@ const help = `Usage: berth run [SOURCE] [--bind HOST] [--env NAME] [--handoff re
 Lease and hold a port, start CMD on it, wait until CMD's process tree owns the port and
 is ready, then supervise it: its output passes through unchanged, SIGINT/SIGTERM/SIGHUP
 are forwarded to its process group, and berth exits with its status (128+N for signal N).
+A signal before CMD is ready stops it instead: exit 128+N, with a one-line reason. If berth
+itself dies (kill -9, the OOM killer), its watchdog stops CMD's whole tree at once (TERM,
+then KILL after --stop-grace). A closed stdout/stderr (| head -1) only ends that output.
 No connection is made to the port before the service owns it, so a readiness probe can
 never take the port as its own source port.
 
@@ -65,7 +68,8 @@ Examples:
       --ready-file engine0.json -- vllm serve my-model --port {port}
   berth run --port 8000 --ready "cmd:grpc_health_probe -addr 127.0.0.1:{port}" -- ./server
 
-Exit codes: CMD's own status once it was ready (128+N for signal N); 64 usage; 69 no usable
+Exit codes: CMD's own status once it was ready (128+N for signal N); 128+N when berth got
+signal N before CMD was ready; 64 usage; 69 no usable
 port (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
 74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
 and 75 the message names the diagnostics folder.`;
@@ -133,17 +137,31 @@ export const runCommand: Command = {
     };
 
     const handle = launch(opts);
+    let isReady = false;
+    /** A signal that came before the service was ready: berth stops it and exits 128+N, as `berth up` does. */
+    let early: NodeJS.Signals | undefined;
     const onSignal = (sig: NodeJS.Signals) => {
-      // TERM/INT end the service (forward, then KILL after the grace); HUP is only passed on.
-      if (sig === 'SIGHUP') handle.signal(sig);
-      else void handle.stop({ signal: sig });
+      // Once ready, TERM/INT end the service (forward, then KILL after the grace) and HUP is
+      // only passed on (a reload); before, any of them is an orderly stop.
+      if (sig === 'SIGHUP' && isReady) return handle.signal(sig);
+      if (!isReady) early ??= sig;
+      // A starting service is told to stop, not to reload.
+      void handle.stop({ signal: sig === 'SIGHUP' ? 'SIGTERM' : sig });
     };
     handle.ready.then(
-      (r) => say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s`, { event: 'ready', ...r }),
+      (r) => {
+        isReady = true;
+        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s`, { event: 'ready', ...r });
+      },
       () => {},
     );
     const end = await withSignals(onSignal, () => handle.exited);
     if (end.error) throw end.error;
+    if (early !== undefined && !end.ready) {
+      const status = 128 + signalNumber(early);
+      say(`stopped by ${early} before ${handle.name} was ready; service stopped, exit ${status}`, { event: 'stopped', signal: early, status });
+      return status;
+    }
     if (end.ready && end.exitCode !== 0 && end.bundle) {
       say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, { event: 'exited', status: end.exitCode, runDir: end.runDir });
     }

@@ -4,6 +4,7 @@ import { loadStack } from '../../stack/load.js';
 import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node.js';
 import { runStack, type RunStackOptions } from '../../stack/orchestrate.js';
 import { formatFailure, formatStackReady, shownPath } from '../../stack/stack-messages.js';
+import { watchdogMain } from '../../stack/watchdog-main.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';
@@ -39,7 +40,10 @@ The stack ends when:
     Ctrl-C, 143 for SIGTERM, 129 for SIGHUP); a second signal kills everything at once;
   - without a job, every service has exited 0 (exit 0). Otherwise it runs until signalled.
 Teardown: dependents first, latest started first; SIGTERM, then SIGKILL after the
-service's stop_grace (default 10s).
+service's stop_grace (default 10s). If berth itself dies (kill -9, the OOM killer), its
+watchdog (a small process of its own; --watchdog PID is that, not for use by hand) sends
+every service SIGTERM at once, SIGKILL after its stop_grace, and marks endpoints.json
+"ended". A closed stdout or stderr (| head -1) only ends berth's output there.
 
 Options:
   --run-dir DIR   the run directory (may exist, but must be private and hold no run)
@@ -79,9 +83,12 @@ export const upCommand: Command = {
         follow: { type: 'boolean' },
         json: { type: 'boolean' },
         agent: { type: 'string' },
+        watchdog: { type: 'string' },
       },
       true,
     );
+    // The watchdog of a berth process (src/launch/watchdog.ts starts it this way in the single executable).
+    if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog));
     if (positionals.length === 0) throw usage('up', 'no stack file given, e.g. berth up examples/demo/stack.yaml');
     if (positionals.length > 1) throw usage('up', `one stack file at a time (got ${positionals.length}: ${positionals.join(' ')})`);
     const spec = loadStack(positionals[0]!);

@@ -1,0 +1,155 @@
+import { ProcessTree } from './process-tree.js';
+import { parseMessage, type WatchMessage } from './watchdog-protocol.js';
+
+/*
+ * The watchdog's side (one process per berth process, started by watchdog.ts). It reads what
+ * berth tells it until the pipe reaches end of file. berth is the pipe's only writer, so the
+ * kernel closes it whenever berth goes away, SIGKILL and OOM included. Launches that berth
+ * ended itself were reported as ended; whatever is still registered then is stopped as berth
+ * would have: SIGTERM to every process of the run's tree (its process group, its session,
+ * descendants, and every process carrying the run's marker in its environment: double-forked
+ * daemons), looked for again every 50 ms so late forks are caught too, then SIGKILL once the
+ * service's grace has passed. Processes are signalled one by one, after checking their start
+ * time, never by a process group number that may have been reused.
+ */
+
+const POLL_MS = 50;
+/** Keep looking this long even when nothing is found: berth may have died while a spawn was exec'ing. */
+const SETTLE_MS = 250;
+/** After SIGKILL, how long to keep trying before giving up on an unkillable process (D state). */
+const KILL_PATIENCE_MS = 5_000;
+
+interface Run {
+  marker: string;
+  graceMs: number;
+  pid?: number;
+  start?: number;
+  members: { pid: number; start: number }[];
+}
+
+/** What the watchdog knows when berth is gone. */
+export interface WatchState {
+  runs: Map<string, Run>;
+  runDirs: Set<string>;
+}
+
+export function emptyState(): WatchState {
+  return { runs: new Map(), runDirs: new Set() };
+}
+
+export function applyMessage(s: WatchState, m: WatchMessage): void {
+  switch (m.op) {
+    case 'run':
+      s.runs.set(m.id, { marker: m.marker, graceMs: m.graceMs, members: [] });
+      break;
+    case 'pid': {
+      const r = s.runs.get(m.id);
+      if (r) Object.assign(r, { pid: m.pid, start: m.start });
+      break;
+    }
+    case 'member':
+      s.runs.get(m.id)?.members.push({ pid: m.pid, start: m.start });
+      break;
+    case 'end':
+      s.runs.delete(m.id);
+      break;
+    case 'runDir':
+      s.runDirs.add(m.path);
+      break;
+    case 'runDirEnd':
+      s.runDirs.delete(m.path);
+      break;
+  }
+}
+
+export interface StopReport {
+  /** Processes signalled. */
+  termed: number;
+  killed: number;
+  /** Still alive when the watchdog gave up (unkillable). */
+  left: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function signal(pid: number, sig: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, sig);
+    return true;
+  } catch {
+    return false; // gone meanwhile
+  }
+}
+
+/** Stops one run's process tree: TERM now, KILL after its grace. */
+export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport> {
+  const tree = new ProcessTree(procRoot, run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0 });
+  for (const m of run.members) tree.adopt(m.pid, m.start);
+  const t0 = performance.now();
+  const killAt = t0 + run.graceMs;
+  const termed = new Set<number>();
+  const killed = new Set<number>();
+  for (;;) {
+    tree.scan();
+    const alive = tree.alive();
+    const t = performance.now();
+    if (alive.length === 0 && t - t0 >= SETTLE_MS) return { termed: termed.size, killed: killed.size, left: 0 };
+    const kill = t >= killAt;
+    for (const m of alive) {
+      if (kill) {
+        if (signal(m.pid, 'SIGKILL')) killed.add(m.pid);
+      } else if (!termed.has(m.pid)) {
+        if (signal(m.pid, 'SIGTERM')) termed.add(m.pid);
+      }
+    }
+    if (kill && t - killAt > KILL_PATIENCE_MS) return { termed: termed.size, killed: killed.size, left: alive.length };
+    await sleep(Math.max(1, Math.min(POLL_MS, kill ? POLL_MS : killAt - t)));
+  }
+}
+
+export interface WatchOptions {
+  procRoot?: string;
+  /** After every run is stopped: the stacks' run directories to mark (berth is gone). */
+  afterStop?: (runDirs: string[]) => void;
+}
+
+/**
+ * Reads berth's messages from `input` until end of file, then stops what is left. Resolves
+ * with what it found left over (empty when berth ended every launch itself).
+ */
+export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promise<StopReport & { runs: number }> {
+  const state = emptyState();
+  let partial = '';
+  input.setEncoding?.('utf8');
+  return new Promise((resolve) => {
+    input.on('data', (chunk: string) => {
+      const text = partial + chunk;
+      const lines = text.split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const m = parseMessage(line);
+        if (m) applyMessage(state, m);
+      }
+    });
+    // 'error' too: a reset pipe is berth gone as well.
+    let ended = false;
+    const onEnd = () => {
+      if (ended) return;
+      ended = true;
+      void (async () => {
+        const runs = [...state.runs.values()];
+        const reports = await Promise.all(runs.map((r) => stopRun(r, o.procRoot)));
+        try {
+          if (state.runDirs.size > 0) o.afterStop?.([...state.runDirs]);
+        } catch {
+          // a run directory that cannot be rewritten: the dead pid in it still tells readers
+        }
+        const sum = (k: keyof StopReport) => reports.reduce((a, r) => a + r[k], 0);
+        resolve({ runs: runs.length, termed: sum('termed'), killed: sum('killed'), left: sum('left') });
+      })();
+    };
+    input.on('end', onEnd);
+    input.on('close', onEnd);
+    input.on('error', onEnd);
+  });
+}

@@ -1,0 +1,53 @@
+/*
+ * What berth tells its watchdog (watchdog.ts → watchdog-process.ts): one JSON object a line
+ * over a pipe whose only writer is berth. Everything is said before it matters: a run's
+ * marker before its service is spawned, so a berth killed in between still leaves the
+ * watchdog able to find the service by the marker in its environment.
+ */
+
+export type WatchMessage =
+  /** A launch is about to spawn: its process tree carries `marker` (BERTH_RUN_ID=…) in its environment. */
+  | { op: 'run'; id: string; marker: string; graceMs: number }
+  /** The launch's child (also its process group and session id) and its start time. */
+  | { op: 'pid'; id: string; pid: number; start: number }
+  /** A tree member outside the child's process group (a setsid daemon), in case it scrubbed its environment. */
+  | { op: 'member'; id: string; pid: number; start: number }
+  /** The launch has ended and cleaned up: nothing left to stop. */
+  | { op: 'end'; id: string }
+  /** A stack's run directory: after berth's death its endpoints.json must stop claiming live services. */
+  | { op: 'runDir'; path: string }
+  /** The stack has written its final endpoints.json itself. */
+  | { op: 'runDirEnd'; path: string };
+
+export function formatMessage(m: WatchMessage): string {
+  return JSON.stringify(m) + '\n';
+}
+
+const isId = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 200;
+const isPid = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0;
+const isTicks = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0;
+
+/** One line from berth; undefined for anything malformed (ignored: the watchdog must not die of it). */
+export function parseMessage(line: string): WatchMessage | undefined {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (o === null || typeof o !== 'object') return undefined;
+  switch (o.op) {
+    case 'run':
+      return isId(o.id) && typeof o.marker === 'string' && o.marker.length > 0 && isTicks(o.graceMs) ? { op: 'run', id: o.id, marker: o.marker, graceMs: o.graceMs } : undefined;
+    case 'pid':
+    case 'member':
+      return isId(o.id) && isPid(o.pid) && isTicks(o.start) ? { op: o.op, id: o.id, pid: o.pid, start: o.start } : undefined;
+    case 'end':
+      return isId(o.id) ? { op: 'end', id: o.id } : undefined;
+    case 'runDir':
+    case 'runDirEnd':
+      return typeof o.path === 'string' && o.path.startsWith('/') ? { op: o.op, path: o.path } : undefined;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { isSingleExecutable } from '../util/self.js';
+import { formatMessage, type WatchMessage } from './watchdog-protocol.js';
+
+/*
+ * berth's side of its watchdog (watchdog-process.ts has the other side and the reasons).
+ * Node cannot ask the kernel to signal berth's children when berth dies (PR_SET_PDEATHSIG),
+ * so one small process per berth process, started with the first launch, in a session of
+ * its own (a Ctrl-C or a signal to berth's process group does not reach it), listens on a
+ * pipe that only berth can write: the pipe's end of file is berth's death, however it died.
+ * berth registers each launch (its marker before the spawn, its pid right after) and each
+ * stack's run directory, and ends them when it has cleaned up itself; a watchdog that died
+ * is started again and told everything still registered.
+ *
+ * Where it is: dist/watchdog.cjs, next to the bundle that runs (the CLI's command bundles in
+ * dist/cli/, the library's dist/index.js), or the single executable itself (`up --watchdog`).
+ * Code run from the TypeScript sources (tsx) has no bundle next to it and runs without a
+ * watchdog unless useWatchdogEntry() names one.
+ */
+
+const RESPAWN_LIMIT = 3;
+
+let entryOverride: string | null | undefined;
+
+/** Tests running from sources: the built watchdog to use (null: none). */
+export function useWatchdogEntry(path: string | null): void {
+  entryOverride = path;
+}
+
+/** How to start the watchdog, undefined when there is none to start. */
+function watchdogArgv(): string[] | undefined {
+  const pid = String(process.pid);
+  if (entryOverride !== undefined) return entryOverride === null ? undefined : [process.execPath, entryOverride, pid];
+  // The single executable has no files next to it: it is its own watchdog (util/self.ts).
+  if (isSingleExecutable()) return [process.execPath, 'up', '--watchdog', pid];
+  if (typeof __dirname !== 'string') return undefined;
+  for (const dir of [__dirname, join(__dirname, '..')]) {
+    const p = join(dir, 'watchdog.cjs');
+    if (existsSync(p)) return [process.execPath, p, pid];
+  }
+  return undefined;
+}
+
+class Watchdog {
+  private child: ChildProcess | undefined;
+  /** What a new watchdog must be told: registration key → its messages so far. */
+  private readonly live = new Map<string, string[]>();
+  private respawns = 0;
+
+  say(key: string, m: WatchMessage): void {
+    const line = formatMessage(m);
+    const ending = m.op === 'end' || m.op === 'runDirEnd';
+    if (ending) {
+      if (!this.live.delete(key)) return;
+    } else {
+      const lines = this.live.get(key);
+      if (lines) lines.push(line);
+      else this.live.set(key, [line]);
+    }
+    if (this.child) this.child.stdin?.write(line);
+    else if (!ending) this.start(); // tells the new watchdog everything registered, this included
+  }
+
+  private start(): void {
+    const argv = watchdogArgv();
+    if (argv === undefined) return;
+    let child: ChildProcess;
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['pipe', 'ignore', 'ignore'], cwd: '/' });
+    } catch {
+      return; // no watchdog (out of processes): berth still cleans up when it can
+    }
+    this.child = child;
+    child.on('error', () => {});
+    child.stdin!.on('error', () => {});
+    child.on('exit', () => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      // It died while berth lives (killed by hand, OOM): start another one for what is still running.
+      if (this.live.size > 0 && this.respawns++ < RESPAWN_LIMIT) this.start();
+    });
+    // berth must not wait for its watchdog: it ends when berth does.
+    child.unref();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    for (const lines of this.live.values()) for (const line of lines) child.stdin!.write(line);
+  }
+}
+
+let shared: Watchdog | undefined;
+const watchdog = () => (shared ??= new Watchdog());
+
+/** What a launch tells the watchdog: who its process tree is, and when it has ended. */
+export interface RunGuard {
+  spawned(pid: number, start: number): void;
+  /** A tree member outside the child's process group (setsid daemons). */
+  member(pid: number, start: number): void;
+  ended(): void;
+}
+
+/** Registers a launch before its spawn: `marker` is the BERTH_RUN_ID=… entry of its environment. */
+export function guardRun(id: string, marker: string, graceMs: number): RunGuard {
+  const w = watchdog();
+  w.say(id, { op: 'run', id, marker, graceMs });
+  return {
+    spawned: (pid, start) => w.say(id, { op: 'pid', id, pid, start }),
+    member: (pid, start) => w.say(id, { op: 'member', id, pid, start }),
+    ended: () => w.say(id, { op: 'end', id }),
+  };
+}
+
+/** Registers a stack's run directory; `ended()` once its final endpoints.json is written. */
+export function guardRunDir(path: string): { ended(): void } {
+  const w = watchdog();
+  const key = `dir:${path}`;
+  w.say(key, { op: 'runDir', path });
+  return { ended: () => w.say(key, { op: 'runDirEnd', path }) };
+}
