@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -15,6 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeFileAtomic } from '../src/util/atomic-write.js';
 import { benchAllocRate } from './alloc-rate.js';
+import { benchBinary } from './binary-startup.js';
 import { benchDuplicates } from './duplicates.js';
 import { BenchContext, repoRoot } from './lib/context.js';
 import { table, type Section } from './lib/markdown.js';
@@ -79,6 +80,7 @@ const BENCHES: Bench[] = [
   { key: 'dup', title: '4. Duplicate ports under concurrency', needsNetns: true, run: benchDuplicates },
   { key: 'ready', title: '5. `berth run` readiness latency', needsNetns: false, run: benchReady },
   { key: 'stack', title: '6. `berth up` start-up overhead', needsNetns: false, run: benchStack },
+  { key: 'binary', title: '7. Single executable start-up and size', needsNetns: false, run: benchBinary },
 ];
 
 function sh(cmd: string, args: string[]): string | undefined {

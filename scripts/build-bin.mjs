@@ -8,6 +8,7 @@ import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 /*
@@ -22,13 +23,15 @@ import { parseArgs } from 'node:util';
  *   the bundle; `plain` stores the source alone.
  */
 const MODES = ['snapshot', 'code-cache', 'plain'];
-const DEFAULT_MODE = 'snapshot';
+const DEFAULT_MODE = 'code-cache';
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
 const { values: opt } = parseArgs({ options: { mode: { type: 'string', default: DEFAULT_MODE }, out: { type: 'string' }, 'if-stale': { type: 'boolean' } } });
 if (!MODES.includes(opt.mode)) fail(`--mode ${opt.mode}: expected one of ${MODES.join(', ')}`);
 if (process.platform !== 'linux') fail(`berth's single executable is built for Linux (this is ${process.platform})`);
-const out = resolve(opt.out ?? `dist/bin/berth-linux-${process.arch}`);
+const out = resolve(opt.out ?? fileURLToPath(new URL(`../dist/bin/berth-linux-${process.arch}`, import.meta.url)));
+// Sources are named from the repository root, wherever this is run from.
+process.chdir(fileURLToPath(new URL('..', import.meta.url)));
 
 function fail(msg) {
   process.stderr.write(`build-bin: ${msg}\n`);
@@ -74,6 +77,7 @@ mkdirSync(work, { recursive: true });
 try {
   const bundle = join(work, 'berth-sea.cjs');
   await build({
+    absWorkingDir: process.cwd(),
     entryPoints: [opt.mode === 'snapshot' ? 'src/cli/sea-snapshot.ts' : 'src/cli/main.ts'],
     outfile: bundle,
     bundle: true,
