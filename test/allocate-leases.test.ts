@@ -117,7 +117,7 @@ describe('state directory', () => {
     const open = join(work, 'open');
     mkdirSync(open);
     chmodSync(open, 0o777);
-    expectIoError(() => openStateDir(open, 'net:[1]'), new RegExp(`${open} is writable by group or others \\(mode 0777\\).*chmod 700 ${open}`));
+    expectIoError(() => openStateDir(open, 'net:[1]'), new RegExp(`${open} is writable by group or others \\(mode 0777\\).*do not change its mode; use a private subdirectory such as ${open}/berth-`));
 
     // The namespace subdirectory gets the same checks.
     const base = join(work, 'base');

@@ -73,12 +73,13 @@ test('--run-dir refused: a previous run, a symlink, not a directory, writable by
   mkdirSync(open);
   chmodSync(open, 0o777);
   assert.throws(() => createRunDir({ stack: 's.yaml', dir: open }), (e: BerthError) =>
-    e.exitCode === EXIT.IOERR && e.message === `run directory ${open} is writable by group or others (mode 0777), so others could alter logs and endpoints; run: chmod 700 ${open}`);
+    e.exitCode === EXIT.IOERR && e.message === `run directory ${open} is writable by group or others (mode 0777), so others could alter logs and endpoints; it is a shared directory: do not change its mode; give --run-dir ${join(open, `berth-${process.getuid!()}`)} (berth creates it 0700)`);
   // The default base folder is checked too.
   const cwd2 = fresh();
   mkdirSync(join(cwd2, 'berth-runs'));
   chmodSync(join(cwd2, 'berth-runs'), 0o775);
-  assert.throws(() => createRunDir({ stack: 's.yaml', cwd: cwd2 }), /berth-runs is writable by group or others \(mode 0775\)/);
+  // Group-writable but ours: a private subdirectory, or chmod since it is not a shared one.
+  assert.throws(() => createRunDir({ stack: 's.yaml', cwd: cwd2 }), /berth-runs is writable by group or others \(mode 0775\).*give --run-dir .*berth-runs\/berth-\d+ .*, or, if no one else needs .*berth-runs: chmod 700 /);
 });
 
 test('applyUpdate: host/pid/port stick, url follows the port, since changes with the state only', () => {

@@ -1,5 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 import { commands } from './commands/index.js';
+import { systemErrorAsBerth } from '../util/system-error.js';
 
 const VERSION = '0.1.0';
 
@@ -57,7 +58,9 @@ main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (e: unknown) => {
+  (thrown: unknown) => {
+    // A file-system failure on a path is the user's to fix (74), never a stack trace.
+    const e = systemErrorAsBerth(thrown) ?? thrown;
     if (isBerthError(e)) {
       process.stderr.write(`berth: ${e.message}\n`);
       if (process.argv.includes('--json')) {

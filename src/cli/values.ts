@@ -1,5 +1,5 @@
 import type { PortRange } from '../host/types.js';
-import { parseDuration } from '../util/duration.js';
+import { parseDuration, timerProblem, type TimerRule } from '../util/duration.js';
 import { usage } from './command.js';
 
 export function parsePort(command: string, flag: string, text: string): number {
@@ -23,8 +23,11 @@ export function parseCount(command: string, flag: string, text: string, min = 1)
   return Number(text);
 }
 
-export function parseDurationArg(command: string, flag: string, text: string): number {
+/** A duration; with `timer` (DEADLINE or GRACE of util/duration.ts), one berth waits out with a timer. */
+export function parseDurationArg(command: string, flag: string, text: string, timer?: TimerRule): number {
   const ms = parseDuration(text);
   if (ms === undefined) throw usage(command, `${flag} ${JSON.stringify(text)}: expected a duration like 500ms, 10s, 5m`);
+  const problem = timer === undefined ? undefined : timerProblem(ms, timer);
+  if (problem !== undefined) throw usage(command, `${flag} ${text} ${problem}`);
   return ms;
 }

@@ -18,6 +18,7 @@ import { OutputTee } from './output.js';
 import { checkOwnership, describeStranger, type Ownership } from './ownership.js';
 import { tablePoller, type TablePoller } from './port-watch.js';
 import { chooseProbeHost, hostPort, isLoopbackName, stripBrackets } from './probe-host.js';
+import { preflight } from './preflight.js';
 import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
 import { ProcessTree } from './process-tree.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec, substitutePort } from './ready-spec.js';
@@ -208,6 +209,7 @@ class Launch {
     checkReadyWithHandoff(this.spec, this.handoff);
     // Without a source or reservation, reserve() takes the default band, as `berth run` does.
     if (this.portless) this.checkPortless();
+    preflight(o); // cwd, program, argv size, bind, timers: before anything is leased
     const base = o.env ?? process.env;
     if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
       throw new BerthError(EXIT.USAGE, `command not found: ${o.command[0]} (not an executable file${o.command[0]!.includes('/') ? '' : ' in PATH'})`);

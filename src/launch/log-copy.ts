@@ -1,4 +1,6 @@
-import { closeSync, copyFileSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createNewFile } from '../util/safe-file.js';
 
 /*
  * A launch whose logs are the caller's files (LaunchOptions.stdoutLog/stderrLog) still leaves
@@ -17,11 +19,12 @@ const CHUNK = 1 << 20;
  * I/O error.
  */
 export function copyLogTail(src: string, offset: number, dest: string): number {
-  const tmp = `${dest}.${process.pid}.tmp`;
+  // A fresh name created exclusively (never a planted link); the rename replaces, never follows.
+  const tmp = `${dest}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
     if (offset === 0) {
       // The whole file: let the kernel copy it (copy_file_range, reflinks where supported).
-      copyFileSync(src, tmp);
+      copyFileSync(src, tmp, constants.COPYFILE_EXCL);
     } else {
       copyRange(src, offset, tmp);
     }
@@ -34,9 +37,9 @@ export function copyLogTail(src: string, offset: number, dest: string): number {
 }
 
 function copyRange(src: string, offset: number, dest: string): void {
-  const inFd = openSync(src, 'r');
+  const inFd = openSync(src, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
-    const outFd = openSync(dest, 'w', 0o600);
+    const outFd = createNewFile(dest);
     try {
       const buf = Buffer.allocUnsafe(CHUNK);
       for (let pos = offset; ; ) {

@@ -1,7 +1,8 @@
-import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, writeSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { ignoreWriteErrors } from '../util/closed-output.js';
 import { deferred } from '../util/deferred.js';
+import { createNewFile, openForAppend } from '../util/safe-file.js';
 
 /*
  * The child's stdout and stderr go through berth unchanged and, chunk by chunk, into a log
@@ -30,7 +31,8 @@ export class OutputTee {
     private readonly onData: () => void = () => {},
     append = false,
   ) {
-    this.fd = openSync(logPath, append ? 'a' : 'w', 0o600);
+    // Never through a planted symlink, FIFO or someone else's file (safe-file.ts).
+    this.fd = append ? openForAppend(logPath) : createNewFile(logPath);
     this.startOffset = append ? fstatSync(this.fd).size : 0;
     // A passthrough whose reader went away (EPIPE) must not take the supervisor down.
     ignoreWriteErrors(passthrough);

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import { formatDuration } from '../util/duration.js';
 
 /*
  * One attempt of each probe kind. Probes end their connections with a reset once the
@@ -62,7 +63,7 @@ export function probeHttp(host: string, port: number, path: string, hostHeader: 
       const ok = code !== undefined && code >= 200 && code < 300;
       resolve({ ok, detail: code !== undefined ? `HTTP ${code}` : detail, ms: elapsed(t0), ...(timedOut && code === undefined ? { timedOut } : {}) });
     };
-    const timer = setTimeout(() => finish(`timed out after ${timeoutMs}ms`, true, true), timeoutMs);
+    const timer = setTimeout(() => finish(`timed out after ${formatDuration(timeoutMs)}`, true, true), timeoutMs);
     sock.on('connect', () => {
       sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostHeader}\r\nUser-Agent: berth-ready-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n`);
     });
@@ -82,7 +83,7 @@ export function probeTcp(host: string, port: number, timeoutMs: number): Promise
     const sock = net.connect({ host, port });
     const timer = setTimeout(() => {
       sock.destroy();
-      resolve({ ok: false, detail: `timed out after ${timeoutMs}ms`, ms: elapsed(t0), timedOut: true });
+      resolve({ ok: false, detail: `timed out after ${formatDuration(timeoutMs)}`, ms: elapsed(t0), timedOut: true });
     }, timeoutMs);
     sock.on('connect', () => {
       clearTimeout(timer);
@@ -133,7 +134,7 @@ export function probeCmd(command: string, env: NodeJS.ProcessEnv, cwd: string | 
     c.on('close', (code, signal) => {
       clearTimeout(timer);
       const out = tail.trim();
-      const why = timedOut ? `timed out after ${timeoutMs}ms` : signal ? `killed by ${signal}` : `exit ${code}`;
+      const why = timedOut ? `timed out after ${formatDuration(timeoutMs)}` : signal ? `killed by ${signal}` : `exit ${code}`;
       resolve({ ok: code === 0 && !timedOut, detail: out ? `${why}: ${out.split('\n').slice(-3).join(' | ')}` : why, ms: elapsed(t0), ...(timedOut ? { timedOut } : {}) });
     });
   });

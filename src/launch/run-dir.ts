@@ -1,13 +1,17 @@
-import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { checkPrivateDir, resolveStateDir } from '../allocate/state-dir.js';
+import { resolveStateDir } from '../allocate/state-dir.js';
 import { BerthError, EXIT } from '../errors.js';
+import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
 
 /*
  * Each launch writes its logs as it runs into one private folder, so a failure bundle has
  * the complete output however large it is. Default: <state dir>/runs/<name>-<UTC>-<pid>,
- * next to the leases (node-local, private, checked like them).
+ * next to the leases (node-local, private, checked like them). A --diag-dir follows the
+ * rules of a stack's --run-dir: created 0700 or, when it exists, ours and not writable by
+ * others; and it must not hold an earlier run's files. One folder is one run: reusing one
+ * would pair an old diagnostics.json with new logs, and berth never deletes evidence.
  */
 
 export interface RunDir {
@@ -16,10 +20,36 @@ export interface RunDir {
   owned: boolean;
 }
 
-function ioError(path: string, e: unknown, todo: string): BerthError {
-  const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-  return new BerthError(EXIT.IOERR, `cannot create the run folder ${path} (${code}); ${todo}`, { path });
-}
+/** What a run folder holds; any of them there already means an earlier run. */
+export const RUN_FILES: readonly string[] = ['diagnostics.json', 'stdout.log', 'stderr.log'];
+
+const DIAG_WORDS: PrivateDirWords = {
+  name: '--diag-dir',
+  linkRisk: 'its logs and diagnostics could be redirected',
+  writeRisk: 'replace its logs and diagnostics',
+  todo: {
+    unreadable: 'check the path and its parents, or give another --diag-dir',
+    symlink: 'give the real path with --diag-dir, or remove the link',
+    notDir: 'give another --diag-dir',
+    owner: 'give a --diag-dir you own',
+    create: 'check permissions of its parent, or give a writable --diag-dir',
+    subdir: (sub) => `give --diag-dir ${sub} (berth creates it 0700)`,
+  },
+};
+
+const STATE_WORDS: PrivateDirWords = {
+  name: 'run folder',
+  linkRisk: 'its logs could be redirected',
+  writeRisk: 'replace its logs and diagnostics',
+  todo: {
+    unreadable: 'check the path and its parents, set BERTH_STATE_DIR to a private directory, or pass --diag-dir',
+    symlink: 'remove the link, set BERTH_STATE_DIR to a private directory, or pass --diag-dir',
+    notDir: 'remove it, set BERTH_STATE_DIR to a private directory, or pass --diag-dir',
+    owner: 'set BERTH_STATE_DIR to a directory you own (mode 0700), or pass --diag-dir',
+    create: 'check permissions of its parent (an XDG_RUNTIME_DIR left from another user, as after su, is not usable: unset it), set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir',
+    subdir: (sub) => `set BERTH_STATE_DIR=${sub} (berth creates it 0700), or pass --diag-dir`,
+  },
+};
 
 function stamp(d = new Date()): string {
   return d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -30,37 +60,39 @@ function safeName(name: string): string {
   return s === '' ? 'service' : s;
 }
 
-export function createRunDir(opts: { diagDir?: string; stateDir?: string; name: string; env?: NodeJS.ProcessEnv }): RunDir {
-  if (opts.diagDir !== undefined) {
-    const path = resolve(opts.diagDir);
-    try {
-      mkdirSync(path, { recursive: true, mode: 0o700 });
-      if (!statSync(path).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
-    } catch (e) {
-      throw ioError(path, e, 'pass a writable --diag-dir');
-    }
-    return { path, owned: false };
+/** A caller's folder: private, and holding no earlier run (exit 64: give another one). */
+function useDiagDir(dir: string): RunDir {
+  const path = resolve(dir);
+  makePrivateDir(path, true, DIAG_WORDS);
+  checkPrivateDir(path, DIAG_WORDS);
+  let names: string[];
+  try {
+    names = readdirSync(path);
+  } catch (e) {
+    throw new BerthError(EXIT.IOERR, `--diag-dir ${path} cannot be listed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give another --diag-dir`, { path });
   }
+  const old = names.filter((n) => RUN_FILES.includes(n));
+  if (old.length > 0) {
+    throw new BerthError(EXIT.USAGE, `--diag-dir ${path} already holds a run (${old.join(', ')}); give a new --diag-dir (berth never mixes two runs in one folder, nor deletes the old one)`, { path });
+  }
+  return { path, owned: false };
+}
+
+export function createRunDir(opts: { diagDir?: string; stateDir?: string; name: string; env?: NodeJS.ProcessEnv }): RunDir {
+  if (opts.diagDir !== undefined) return useDiagDir(opts.diagDir);
   const base = opts.stateDir ?? resolveStateDir(opts.env ?? process.env);
   const runs = join(base, 'runs');
-  for (const dir of [base, runs]) {
-    try {
-      mkdirSync(dir, { mode: 0o700 });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError(dir, e, 'set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir');
-    }
-    checkPrivateDir(dir);
-  }
+  makePrivateDir(base, true, STATE_WORDS);
+  checkPrivateDir(base, STATE_WORDS);
+  makePrivateDir(runs, false, STATE_WORDS);
+  checkPrivateDir(runs, STATE_WORDS);
   const first = join(runs, `${safeName(opts.name)}-${stamp()}-${process.pid}`);
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0; attempt <= 5; attempt++) {
     const path = attempt === 0 ? first : `${first}-${randomBytes(3).toString('hex')}`;
-    try {
-      mkdirSync(path, { mode: 0o700 });
-      return { path, owned: true };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 5) throw ioError(path, e, 'set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir');
-    }
+    // Non-recursive: a name taken meanwhile is tried again under another.
+    if (makePrivateDir(path, false, STATE_WORDS)) return { path, owned: true };
   }
+  throw new BerthError(EXIT.IOERR, `cannot create a run folder under ${runs}: every name tried exists; set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir`, { path: runs });
 }
 
 export function removeRunDir(dir: RunDir): void {

@@ -1,4 +1,4 @@
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Handoff } from './types.js';
 
@@ -31,7 +31,7 @@ export function findExecutable(cmd: string, pathEnv: string | undefined, cwd = p
   const ok = (p: string) => {
     try {
       accessSync(p, constants.X_OK);
-      return true;
+      return statSync(p).isFile(); // a directory is "executable" (searchable) too; execvp skips it
     } catch {
       return false;
     }

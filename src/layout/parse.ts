@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { isAlias, isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
+import { readInputFile } from '../util/safe-file.js';
 import { didYouMean, isNullish, kindOf, readReason, scalarText, toUint, YamlSource } from '../util/yaml-source.js';
 import type { Band, Layout } from './types.js';
 
@@ -226,7 +226,7 @@ export function parseLayout(text: string, file: string): Layout {
 export function loadLayout(file: string): Layout {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readInputFile(file);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
     throw new BerthError(EXIT.DATAERR, `${file}: cannot read layout file: ${readReason(err)}`, { file, code });

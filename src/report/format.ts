@@ -4,6 +4,7 @@ import type { PortRange, SocketOwner, SocketRow } from '../host/types.js';
 import type { Band, Fix } from '../layout/types.js';
 import { locatePort } from './geometry.js';
 import type { PortSpaceReport } from './types.js';
+import { instanceCount } from '../layout/windows.js';
 
 export type ReportSocket = PortSpaceReport['sockets'][number];
 export type ReportLease = PortSpaceReport['leases'][number];
@@ -47,11 +48,14 @@ export function placeText(port: number, bands: readonly Band[]): string {
   return at.instance !== undefined ? `${cleanText(at.band.name)}#${at.instance}` : cleanText(at.band.name);
 }
 
-/** "1600 ports, window 100 = 16 instances" */
+/** "1600 ports, window 100 = 16 instances"; "100 ports, window 30 = 3 instances + 10 spare ports" */
 export function bandSizeText(b: Band): string {
   const size = `${b.hi - b.lo + 1} ports`;
   if (b.window === undefined || !(b.window > 0)) return size;
-  return `${size}, window ${b.window} = ${plural(Math.ceil((b.hi - b.lo + 1) / b.window), 'instance')}`;
+  // Whole windows only, as `berth doctor`'s findings and --instance count them.
+  const n = instanceCount(b);
+  const rest = b.hi - b.lo + 1 - n * b.window;
+  return `${size}, window ${b.window} = ${plural(n, 'instance')}${rest > 0 ? ` + ${plural(rest, 'spare port')}` : ''}`;
 }
 
 /** "7000-8599 (1600 ports, window 100 = 16 instances)" */

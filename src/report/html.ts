@@ -13,6 +13,7 @@ import { ephemeralOverlap, zoomDomain } from './geometry.js';
 import { esc, h, scriptJson, v } from './markup.js';
 import { renderStrip, STRIP_WIDTH, zoomTargets } from './strip.js';
 import type { PortSpaceReport } from './types.js';
+import { instanceCount } from '../layout/windows.js';
 
 // Okabe-Ito palette; every meaning also has its own pattern or shape (see the legend).
 const CSS = `
@@ -195,7 +196,7 @@ function bandsTable(report: PortSpaceReport): string {
       h('td', {}, h('strong', {}, esc(b.name))),
       h('td', { class: 'num mono' }, esc(formatRange(b))),
       h('td', { class: 'num' }, String(b.hi - b.lo + 1)),
-      h('td', { class: 'num' }, b.window ? `${b.window} × ${Math.ceil((b.hi - b.lo + 1) / b.window)}` : '—'),
+      h('td', { class: 'num' }, b.window ? `${b.window} × ${instanceCount(b)}` : '—'),
       h('td', {}, clash.length > 0 ? h('span', { class: 'clash' }, esc(`CONFLICT ${formatRanges(clash)} in the unreserved ephemeral range`)) : 'clear'),
     );
   });

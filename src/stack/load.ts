@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, Pair } from 'yaml';
@@ -8,7 +8,9 @@ import type { Handoff, ReadySpec } from '../launch/types.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
 import { parseLayout } from '../layout/parse.js';
 import type { Layout } from '../layout/types.js';
-import { parseDuration } from '../util/duration.js';
+import { listenAddressProblem } from '../util/address.js';
+import { DEADLINE, GRACE, parseDuration, timerProblem } from '../util/duration.js';
+import { readInputFile } from '../util/safe-file.js';
 import { didYouMean, isNullish, kindOf, readReason, scalarText, scalarTextOrBool, toUint, YamlSource } from '../util/yaml-source.js';
 import { CrossCheck, type Draft } from './cross-check.js';
 import { checkNodes } from './nodes-check.js';
@@ -131,6 +133,10 @@ class StackParser extends YamlSource {
       this.add(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, found ${kindOf(sNode)}; expected ${EXAMPLE}`);
       return undefined;
     }
+    if (sNode.items.length === 0) {
+      this.add(this.lineOf(sNode, sLine), `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
+      return undefined;
+    }
     const drafts: Draft[] = [];
     const seen = new Map<string, number>();
     for (const pair of sNode.items) {
@@ -159,7 +165,7 @@ class StackParser extends YamlSource {
     const shown = shownPath(abs);
     let text: string;
     try {
-      text = readFileSync(abs, 'utf8');
+      text = readInputFile(abs);
     } catch (e) {
       this.add(line, `layout ${JSON.stringify(rel)}: cannot read ${shown}: ${readReason(e)}`);
       this.layoutBroken = true;
@@ -353,8 +359,8 @@ class StackParser extends YamlSource {
           break;
         }
         case 'host':
-          if (text === undefined || text.trim() === '' || /\s/.test(text.trim())) fail(`host must be an address such as 127.0.0.1 or ::1, found ${kindOf(v)}`);
-          else if (text.trim().toLowerCase() === 'localhost') fail('host "localhost" may resolve to 127.0.0.1 or ::1, and a service bound to one is not reachable on the other; write 127.0.0.1 or ::1');
+          if (text === undefined || text.trim() === '') fail(`host must be an address such as 127.0.0.1 or ::1, found ${kindOf(v)}`);
+          else if (listenAddressProblem(text) !== undefined) fail(`host ${JSON.stringify(text.trim())} ${listenAddressProblem(text)!}`);
           else spec.host = text.trim();
           break;
         case 'env':
@@ -362,6 +368,7 @@ class StackParser extends YamlSource {
             if (!isNullish(v)) fail(`env must be a mapping of variable names to text, e.g. { MODEL: tiny }, found ${kindOf(v)}`);
             break;
           }
+          const envLines = new Map<string, number>();
           for (const e of v.items) {
             const eLine = this.lineOf(e.key as Node, vLine);
             const eName = this.keyName(e);
@@ -369,6 +376,12 @@ class StackParser extends YamlSource {
               this.add(eLine, `${label}: env name ${eName === undefined ? kindOf(e.key as Node) : JSON.stringify(eName)} is not a variable name (letters, digits and "_", not starting with a digit)`);
               continue;
             }
+            const envFirst = envLines.get(eName);
+            if (envFirst !== undefined) {
+              this.add(eLine, `${label}: env ${eName} is given twice (first at line ${envFirst}); keep one`);
+              continue;
+            }
+            envLines.set(eName, eLine);
             const ev = this.deref(e.value as Node | null, eLine, label);
             const et = scalarTextOrBool(ev);
             if (et === undefined) {
@@ -395,8 +408,9 @@ class StackParser extends YamlSource {
         case 'ready_timeout':
         case 'stop_grace': {
           const ms = text === undefined ? undefined : parseDuration(text);
+          const problem = ms === undefined ? undefined : timerProblem(ms, key === 'ready_timeout' ? DEADLINE : GRACE);
           if (ms === undefined) fail(`${key} must be a duration like 500ms, 10s, 5m, found ${kindOf(v)}`);
-          else if (key === 'ready_timeout' && ms < 1) fail('ready_timeout must be more than 0');
+          else if (problem !== undefined) fail(ms === 0 ? `${key} ${problem}` : `${key} ${text!.trim()} ${problem}`);
           else if (key === 'ready_timeout') spec.readyTimeoutMs = ms;
           else spec.stopGraceMs = ms;
           break;
@@ -615,9 +629,30 @@ export function parseStack(text: string, file: string, baseDir: string): StackSp
 export function loadStack(file: string): StackSpec {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readInputFile(file);
   } catch (err) {
     throw new BerthError(EXIT.DATAERR, `${file}: cannot read stack file: ${readReason(err)}`, { file, code: (err as NodeJS.ErrnoException).code });
   }
-  return parseStack(text, file, resolve(file, '..'));
+  const spec = parseStack(text, file, resolve(file, '..'));
+  checkCwds(spec);
+  return spec;
+}
+
+/**
+ * Each service's cwd must be a directory now: a missing one would otherwise surface at spawn
+ * as the command "not found", a file as ENOTDIR. (parseStack alone does not look at the disk.)
+ */
+function checkCwds(spec: StackSpec): void {
+  const errors: string[] = [];
+  for (const s of spec.services) {
+    let why: string | undefined;
+    try {
+      if (!statSync(s.cwd).isDirectory()) why = 'is not a directory';
+      else accessSync(s.cwd, constants.X_OK);
+    } catch (e) {
+      why = `cannot be used: ${readReason(e)}`;
+    }
+    if (why !== undefined) errors.push(`${spec.file}:${s.line}: service ${JSON.stringify(s.name)}: cwd ${shownPath(s.cwd)} ${why}`);
+  }
+  if (errors.length > 0) throw new BerthError(EXIT.DATAERR, errors.join('\n'), { file: spec.file, errors });
 }

@@ -1,8 +1,9 @@
-import { closeSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { redactText } from '../launch/redact.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
+import { openForAppend } from '../util/safe-file.js';
 import { endpointUrl } from './placeholders.js';
 import type { ReplicaState } from './spec.js';
 
@@ -127,6 +128,7 @@ const WORDS: PrivateDirWords = {
     notDir: 'give another --run-dir',
     owner: 'give a --run-dir you own',
     create: 'check permissions of its parent, or give a writable --run-dir',
+    subdir: (sub) => `give --run-dir ${sub} (berth creates it 0700)`,
   },
 };
 
@@ -208,7 +210,7 @@ export class RunDir {
 
   private appendEvent(ev: StackEvent): void {
     try {
-      this.eventsFd ??= openSync(this.eventsFile, 'a', 0o600);
+      this.eventsFd ??= openForAppend(this.eventsFile);
       writeSync(this.eventsFd, formatEvent(ev));
     } catch (e) {
       throw writeError(this.eventsFile, e);
@@ -230,7 +232,7 @@ export class RunDir {
  * suffices: berth is the only writer of its run directory and writes synchronously.
  */
 function replaceFile(path: string, text: string, tmp: string): void {
-  const fd = openSync(tmp, 'w', 0o600);
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   try {
     const buf = Buffer.from(text);
     let off = 0;
@@ -266,6 +268,7 @@ export function makeRunDir(opts: Omit<RunDirOptions, 'stack'>, previous: readonl
     checkRunDir(path);
     const old = readdirSync(path).filter((n) => previous.includes(n));
     if (old.length > 0) {
+      // 64, not 74: nothing failed to be written; the directory given is the wrong one.
       throw new BerthError(EXIT.USAGE, `run directory ${path} already holds a run (${old.join(', ')}); give a new --run-dir, or remove the old one`, { path });
     }
     return path;

@@ -1,7 +1,7 @@
 import type { PortSource } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
 import type { HostSysctls } from '../host/types.js';
-import { defaultLayout } from '../layout/default-layout.js';
+import { requireDefaultBand } from '../layout/default-band.js';
 import { instanceWindow } from '../layout/windows.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
@@ -23,14 +23,7 @@ export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: n
     case 'range':
       return { kind: 'range', range: { lo: p.range.lo, hi: p.range.hi } };
     case 'default': {
-      const band = defaultLayout(host).bands[0];
-      if (!band) {
-        throw new BerthError(
-          EXIT.UNAVAILABLE,
-          `service "${service.name}": this host has no built-in "default" band (no usable port above the unprivileged start lies outside the ephemeral range); give the service a band, port or range, and run 'berth doctor' for the sysctl that frees some`,
-          { service: service.name },
-        );
-      }
+      const band = requireDefaultBand(host, 'the service a band, port or range', `service "${service.name}": `);
       return { kind: 'band', band: band.name, range: { lo: band.lo, hi: band.hi } };
     }
     case 'band': {

@@ -1,7 +1,7 @@
 import { ignoreWriteErrors } from '../util/closed-output.js';
 import type { StackEvent } from './run-dir.js';
 import { LineBuffer, LinePrefixer, type ChunkConsumer } from './replica-output.js';
-import { StatusView, type StatusStream } from './status-view.js';
+import { canRedraw, StatusView, type StatusStream } from './status-view.js';
 
 /*
  * Everything a running stack shows: the status view (a live table on a terminal, plain
@@ -30,7 +30,7 @@ export class StackConsole {
     ignoreWriteErrors(o.stdout);
     ignoreWriteErrors(o.stderr);
     if (o.status !== 'off' && o.stderr) {
-      const live = o.status === 'live' || (o.status === 'auto' && isTTY(o.stderr));
+      const live = o.status === 'live' || (o.status === 'auto' && canRedraw(isTTY(o.stderr), o.env));
       this.view = new StatusView(o.stderr as unknown as StatusStream, { live, ...(o.env ? { env: o.env } : {}) });
     }
   }

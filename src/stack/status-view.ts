@@ -92,7 +92,7 @@ export interface StatusStream {
 }
 
 export interface StatusViewOptions {
-  /** Default: stream.isTTY. */
+  /** Default: stream.isTTY and a TERM that can move the cursor (canRedraw). */
   live?: boolean;
   /** Default: live and NO_COLOR unset or empty and TERM is not "dumb". */
   color?: boolean;
@@ -100,6 +100,14 @@ export interface StatusViewOptions {
   refreshMs?: number;
   env?: NodeJS.ProcessEnv;
   now?: () => number;
+}
+
+/**
+ * Whether a terminal can be redrawn in place: TERM=dumb (Emacs shell buffers, some CI
+ * consoles) has no cursor movement, so it gets plain lines.
+ */
+export function canRedraw(isTTY: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
+  return isTTY && env.TERM !== 'dumb';
 }
 
 export function wantColor(live: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
@@ -119,7 +127,7 @@ export class StatusView {
     private readonly out: StatusStream,
     opts: StatusViewOptions = {},
   ) {
-    this.live = opts.live ?? out.isTTY === true;
+    this.live = opts.live ?? canRedraw(out.isTTY === true, opts.env);
     this.color = opts.color ?? wantColor(this.live, opts.env);
     this.now = opts.now ?? Date.now;
     const every = opts.refreshMs ?? 1000;

@@ -12,3 +12,32 @@ export function formatDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(2)}s`;
   return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
 }
+
+/**
+ * The longest wait berth can time: Node's timers take a signed 32-bit count of ms, and a
+ * longer one fires at once (a 600h deadline would pass immediately). ~596.5h, 24.8 days.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The limit as the user would write it (whole hours below it). */
+export const MAX_TIMER_TEXT = `${Math.floor(MAX_TIMER_MS / UNITS.h!)}h`;
+
+export interface TimerRule {
+  /** Whether 0 is allowed (a stop grace of 0 kills at once; a ready timeout of 0 could never be met). */
+  zero: boolean;
+}
+
+/**
+ * Why `ms` cannot be a timer duration, or undefined when it can. One rule for the CLI, the
+ * stack file and the library: at most MAX_TIMER_MS, and more than 0 unless `zero`.
+ */
+export function timerProblem(ms: number, rule: TimerRule): string | undefined {
+  if (!Number.isFinite(ms) || ms > MAX_TIMER_MS) return `is longer than berth can time: at most ${MAX_TIMER_TEXT} (about 24.8 days, Node's timer limit)`;
+  if (ms < 0 || (ms === 0 && !rule.zero)) return 'must be more than 0';
+  return undefined;
+}
+
+/** Deadlines: a ready timeout must be 1ms … MAX_TIMER_MS. */
+export const DEADLINE: TimerRule = { zero: false };
+/** Graces: a stop grace may be 0 (SIGKILL right after SIGTERM) … MAX_TIMER_MS. */
+export const GRACE: TimerRule = { zero: true };

@@ -1,11 +1,15 @@
 import { lstatSync, mkdirSync, type Stats } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 
 /*
- * Directories only their user may write (the lease directory, a run directory): anyone who
- * can write into one, or swap it for a symlink, can forge what berth reads back from it. They
- * are created 0700 and every use re-checks type, owner and mode with lstat. The messages
- * name the directory and say what to do, in the words of its caller.
+ * Directories only their user may write (the lease directory, a run directory, a
+ * --diag-dir): anyone who can write into one, or swap it for a symlink, can forge what
+ * berth reads back from it or redirect what it writes. They are created 0700 and every use
+ * re-checks type, owner and mode with lstat. The messages name the directory and say what
+ * to do, in the words of its caller. A shared directory (/tmp, anything sticky or
+ * world-writable) is never to be "fixed" with chmod: that breaks the host when followed as
+ * root; the advice is a private subdirectory of it instead.
  */
 
 export interface PrivateDirWords {
@@ -16,7 +20,15 @@ export interface PrivateDirWords {
   /** What others who can write into it could do: "forge or remove leases". */
   writeRisk: string;
   /** What to do when it cannot be examined, is a symlink, is not a directory, is someone else's, cannot be made. */
-  todo: { unreadable: string; symlink: string; notDir: string; owner: string; create: string };
+  todo: {
+    unreadable: string;
+    symlink: string;
+    notDir: string;
+    owner: string;
+    create: string;
+    /** How to use a private subdirectory `sub` instead of a shared one ("set BERTH_STATE_DIR=SUB"). */
+    subdir?: (sub: string) => string;
+  };
 }
 
 function refuse(path: string, w: PrivateDirWords, what: string, todo: string): BerthError {
@@ -24,6 +36,19 @@ function refuse(path: string, w: PrivateDirWords, what: string, todo: string): B
 }
 
 const errCode = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+
+// process.getuid is absent only on Windows, which berth does not support.
+const myUid = (): number => process.getuid?.() ?? 0;
+
+/** A private directory inside a shared one, to suggest instead of changing the shared one. */
+export function privateSubdir(shared: string): string {
+  return join(shared, `berth-${myUid()}`);
+}
+
+/** Sticky (like /tmp) or writable by everyone: a directory others use, whoever owns it. */
+export function isSharedMode(mode: number): boolean {
+  return (mode & 0o1000) !== 0 || (mode & 0o002) !== 0;
+}
 
 /** Throws BerthError(74) unless `path` is a real directory owned by us and not writable by others. */
 export function checkPrivateDir(path: string, w: PrivateDirWords): Stats {
@@ -33,14 +58,18 @@ export function checkPrivateDir(path: string, w: PrivateDirWords): Stats {
   } catch (e) {
     throw refuse(path, w, `cannot be examined (${errCode(e)})`, w.todo.unreadable);
   }
-  // process.getuid is absent only on Windows, which berth does not support.
-  const uid = process.getuid?.() ?? 0;
+  const uid = myUid();
   if (st.isSymbolicLink()) throw refuse(path, w, `is a symbolic link (${w.linkRisk})`, w.todo.symlink);
   if (!st.isDirectory()) throw refuse(path, w, 'exists but is not a directory', w.todo.notDir);
   if (st.uid !== uid) throw refuse(path, w, `is owned by uid ${st.uid}, not by you (uid ${uid})`, w.todo.owner);
   if ((st.mode & 0o022) !== 0) {
     const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-    throw refuse(path, w, `is writable by group or others (mode ${mode}), so others could ${w.writeRisk}`, `run: chmod 700 ${path}`);
+    const sub = privateSubdir(path);
+    const useSub = w.todo.subdir?.(sub) ?? `use a private subdirectory such as ${sub} (berth creates it 0700)`;
+    const todo = isSharedMode(st.mode)
+      ? `it is a shared directory: do not change its mode; ${useSub}`
+      : `${useSub}, or, if no one else needs ${path}: chmod 700 ${path}`;
+    throw refuse(path, w, `is writable by group or others (mode ${mode}), so others could ${w.writeRisk}`, todo);
   }
   return st;
 }
@@ -52,10 +81,39 @@ export function checkPrivateDir(path: string, w: PrivateDirWords): Stats {
  */
 export function makePrivateDir(path: string, recursive: boolean, w: PrivateDirWords): boolean {
   try {
-    mkdirSync(path, { mode: 0o700, recursive });
+    return recursive ? mkdirParents(path) : mkdirOne(path);
+  } catch (e) {
+    throw refuse(path, w, `cannot be created (${errCode(e)})`, w.todo.create);
+  }
+}
+
+function mkdirOne(path: string): boolean {
+  try {
+    mkdirSync(path, { mode: 0o700 });
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw refuse(path, w, `cannot be created (${errCode(e)})`, w.todo.create);
+    throw e;
   }
+}
+
+/**
+ * mkdir -p, one level at a time. Node's own recursive mkdir retries forever where mkdir
+ * says ENOENT although the parent exists (/proc/x, some FUSE and network filesystems): here
+ * each level is tried once after its parent, so any filesystem gives an error, not a spin.
+ * True when `path` itself was created (parents made on the way are 0700 too).
+ */
+function mkdirParents(path: string): boolean {
+  try {
+    mkdirSync(path, { mode: 0o700 });
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return true; // recursive: an existing directory is no lock
+    const parent = dirname(path);
+    if (code !== 'ENOENT' || parent === path) throw e;
+  }
+  mkdirParents(dirname(path));
+  mkdirOne(path);
+  return true;
 }

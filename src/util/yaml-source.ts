@@ -88,6 +88,7 @@ const READ_REASONS: Record<string, string> = {
   EACCES: 'permission denied',
   EISDIR: 'it is a directory',
   ENOTDIR: 'a parent of it is not a directory',
+  ELOOP: 'too many symbolic links',
 };
 
 /** Why a file could not be read, in words ("no such file"). */

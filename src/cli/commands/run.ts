@@ -7,6 +7,7 @@ import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
+import { DEADLINE, GRACE } from '../../util/duration.js';
 import { parseDurationArg } from '../values.js';
 
 const help = `Usage: berth run [SOURCE] [--bind HOST] [--env NAME] [--handoff release|fd]
@@ -126,8 +127,8 @@ export const runCommand: Command = {
     if (values.bind !== undefined) opts.bind = values.bind;
     if (values.env !== undefined) opts.envName = values.env;
     if (values.name !== undefined) opts.name = values.name;
-    if (values['ready-timeout'] !== undefined) opts.readyTimeoutMs = parseDurationArg('run', '--ready-timeout', values['ready-timeout']);
-    if (values['stop-grace'] !== undefined) opts.stopGraceMs = parseDurationArg('run', '--stop-grace', values['stop-grace']);
+    if (values['ready-timeout'] !== undefined) opts.readyTimeoutMs = parseDurationArg('run', '--ready-timeout', values['ready-timeout'], DEADLINE);
+    if (values['stop-grace'] !== undefined) opts.stopGraceMs = parseDurationArg('run', '--stop-grace', values['stop-grace'], GRACE);
     if (values['ready-file'] !== undefined) opts.readyFile = values['ready-file'];
     if (values['diag-dir'] !== undefined) opts.diagDir = values['diag-dir'];
     const json = values.json === true;

@@ -1,0 +1,116 @@
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { BerthError, EXIT } from '../errors.js';
+import { listenAddressProblem } from '../util/address.js';
+import { DEADLINE, GRACE, timerProblem } from '../util/duration.js';
+import { fileKind } from '../util/safe-file.js';
+import type { LaunchOptions } from './types.js';
+
+/*
+ * What spawn() would only find out by failing, checked before anything is leased: the
+ * working directory, the program itself, the size of argv and environment, the bind address
+ * and the timer lengths. spawn's own errors (ENOTDIR, E2BIG, ENOENT for a missing cwd) name
+ * neither the file nor the fix, and blame the command for its directory. All exit 64: the
+ * launch was asked for something that cannot run.
+ */
+
+const no = (what: string) => new BerthError(EXIT.USAGE, what);
+
+/** Linux refuses a single argument or environment string longer than this (MAX_ARG_STRLEN). */
+export const MAX_ARG_STRLEN = 32 * 4096;
+
+/**
+ * exec's limit on argv + environment (fs/exec.c): a quarter of the stack limit, at most
+ * 3/4 of 8 MiB, at least 128 KiB. `limitsText` is /proc/self/limits (children inherit it).
+ */
+export function argMax(limitsText: string | undefined): number {
+  const m = /^Max stack size\s+(\S+)/m.exec(limitsText ?? '');
+  const stack = m === null ? 8 << 20 : m[1] === 'unlimited' ? Infinity : Number(m[1]);
+  const quarter = Number.isFinite(stack) ? Math.floor(stack / 4) : Infinity;
+  return Math.max(Math.min((8 << 20) / 4 * 3, quarter), 128 << 10);
+}
+
+/** Room for what berth adds (PORT, BERTH_*, LISTEN_*, the fd shim, a filled-in {host}). */
+const BERTH_ADDS = 4096;
+
+/** Bytes exec needs for these strings: each with its NUL, plus one pointer each. */
+export function execBytes(argv: readonly string[], env: NodeJS.ProcessEnv): { total: number; longest: { what: string; bytes: number } } {
+  let total = 0;
+  let longest = { what: '', bytes: 0 };
+  const add = (what: string, s: string) => {
+    const bytes = Buffer.byteLength(s) + 1;
+    total += bytes + 8;
+    if (bytes > longest.bytes) longest = { what, bytes };
+  };
+  argv.forEach((a, i) => add(`argument ${i}`, a));
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) add(`environment variable ${k}`, `${k}=${v}`);
+  return { total, longest };
+}
+
+const kib = (n: number) => `${Math.ceil(n / 1024)} KiB`;
+
+function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv): void {
+  const { total, longest } = execBytes(o.command, env);
+  if (longest.bytes > MAX_ARG_STRLEN) {
+    throw no(`cannot start ${o.command[0]}: its ${longest.what} is ${kib(longest.bytes)}; Linux allows at most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`);
+  }
+  let limits: string | undefined;
+  try {
+    limits = readFileSync('/proc/self/limits', 'latin1');
+  } catch {
+    limits = undefined;
+  }
+  const max = argMax(limits);
+  if (total + BERTH_ADDS > max) {
+    throw no(`cannot start ${o.command[0]}: its arguments and environment take ${kib(total)}; Linux allows ${kib(max)} in all (a quarter of the stack limit, ulimit -s) (pass large data in a file instead)`);
+  }
+}
+
+function checkCwd(cwd: string): void {
+  let why: string | undefined;
+  try {
+    const st = statSync(cwd);
+    if (!st.isDirectory()) why = `is ${fileKind(st)}, not a directory`;
+    else accessSync(cwd, constants.X_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'cannot be entered (permission denied)' : `cannot be used (${code ?? (e as Error).message})`;
+  }
+  if (why !== undefined) throw no(`the working directory ${cwd} ${why}; give an existing directory as cwd`);
+}
+
+/** A command given as a path: it must be an executable regular file. Names are searched in PATH later. */
+function checkProgram(cmd: string, cwd: string): void {
+  if (!cmd.includes('/')) return;
+  const path = resolve(cwd, cmd);
+  let why: string | undefined;
+  try {
+    const st = statSync(path);
+    if (!st.isFile()) why = `is ${fileKind(st)}`;
+    else accessSync(path, constants.X_OK);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'has no execute permission (chmod +x it, or run it through its interpreter)' : `cannot be used (${code ?? (e as Error).message})`;
+  }
+  if (why !== undefined) throw no(`not an executable: ${cmd} ${why}`);
+}
+
+/** Throws BerthError(64) for the first thing that would keep the command from starting. */
+export function preflight(o: LaunchOptions): void {
+  if (o.bind !== undefined) {
+    const problem = listenAddressProblem(o.bind);
+    if (problem !== undefined) throw no(`--bind ${JSON.stringify(o.bind)} ${problem}`);
+  }
+  const timers = [
+    ['ready timeout', o.readyTimeoutMs, DEADLINE],
+    ['stop grace', o.stopGraceMs, GRACE],
+  ] as const;
+  for (const [what, ms, rule] of timers) {
+    const problem = ms === undefined ? undefined : timerProblem(ms, rule);
+    if (problem !== undefined) throw no(`the ${what} (${ms}ms) ${problem}`);
+  }
+  const cwd = o.cwd ?? process.cwd();
+  if (o.cwd !== undefined) checkCwd(o.cwd);
+  if (o.command[0] !== undefined) checkProgram(o.command[0], cwd);
+  checkSize(o, o.env ?? process.env);
+}
