@@ -6,7 +6,8 @@
  * builds the binary first; run alone, this file builds it when missing or older than src/.
  */
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
 import { binaryCopy, type BinaryCopy } from './helpers/binary.js';
@@ -114,4 +115,41 @@ test('the demo stack runs from the binary', async (t) => {
   assert.match(r.stderr, /berth: job client exited with status 0; stack stopped/);
   const eps = JSON.parse(readFileSync(join(runDir, 'endpoints.json'), 'utf8')) as { replicas: { service: string }[] };
   assert.deepEqual(eps.replicas.map((x) => x.service).sort(), ['client', 'engine', 'engine', 'proxy']);
+});
+
+test('SIGKILL of berth run: its watchdog (the binary itself, up --watchdog) stops the service', async (t) => {
+  if (!requireNetns(t)) return;
+  const argv = [...netnsArgv(), BIN, 'run', '--range', '24200-24299', '--ready', 'http://127.0.0.1:{port}/', '--', '/usr/bin/python3', '-m', 'http.server', '{port}', '--bind', '127.0.0.1'];
+  const berth = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, BERTH_STATE_DIR: tempStateDir() }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  let service = 0;
+  t.after(() => {
+    for (const p of [berth.pid!, service]) try { if (p) process.kill(p, 'SIGKILL'); } catch { /* gone */ }
+  });
+  await new Promise<void>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`not ready in 30 s:\n${err}`)), 30_000);
+    berth.stderr!.setEncoding('utf8').on('data', (d: string) => {
+      err += d;
+      const m = /ready on 127\.0\.0\.1:\d+ pid (\d+)/.exec(err);
+      if (m) {
+        service = Number(m[1]);
+        clearTimeout(timer);
+        res();
+      }
+    });
+  });
+  const watchdogs = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').join(' ').startsWith(`${BIN} up --watchdog ${berth.pid}`);
+    } catch {
+      return false;
+    }
+  });
+  assert.equal(watchdogs.length, 1, `one watchdog of berth ${berth.pid}, run by the binary`);
+  berth.kill('SIGKILL');
+  const t0 = Date.now();
+  while (existsSync(`/proc/${service}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${service}/status`, 'utf8'))) {
+    assert.ok(Date.now() - t0 < 15_000, `the service ${service} still runs 15 s after berth was killed`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 });
