@@ -153,3 +153,16 @@ test('SIGKILL of berth run: its watchdog (the binary itself, up --watchdog) stop
     await new Promise((r) => setTimeout(r, 50));
   }
 });
+
+test('fd handoff without perl on PATH: refused before anything starts, from the binary and the script alike', async (t) => {
+  if (!requireNetns(t)) return;
+  const args = ['run', '--handoff', 'fd', '--range', '24300-24399', '--', '/usr/bin/python3', '-c', PY_FD];
+  const path = copy.toolPath(['python3', 'sh']);
+  const env = { BERTH_STATE_DIR: tempStateDir() };
+  const scriptRun = await runCollect([...netnsArgv(), '/usr/bin/env', `PATH=${path}`, process.execPath, BERTH, ...args], { env: { ...process.env, ...env } });
+  const binRun = await bin(args, { env, path, netns: true });
+  for (const r of [binRun, scriptRun]) {
+    assert.equal(r.code, 64, show(r));
+    assert.match(r.stderr, /^berth: python3: fd handoff needs perl on PATH .*: install perl, or use the release handoff\n$/, show(r));
+  }
+});

@@ -214,6 +214,10 @@ class Launch {
     if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
       throw new BerthError(EXIT.USAGE, `command not found: ${o.command[0]} (not an executable file${o.command[0]!.includes('/') ? '' : ' in PATH'})`);
     }
+    // The fd shim is perl (spawn-plan.ts); without it the service would get a non-blocking socket.
+    if (this.handoff === 'fd' && findPerl(base) === undefined) {
+      throw new BerthError(EXIT.USAGE, `${this.name}: fd handoff needs perl on PATH (it passes the socket as a blocking fd 3 and sets LISTEN_PID; Debian/Ubuntu: perl-base, RHEL-like: perl-interpreter): install perl, or use the release handoff`);
+    }
     if (o.readyFile !== undefined) {
       try {
         rmSync(o.readyFile, { force: true }); // a waiter must not mistake the last run's file for this one
