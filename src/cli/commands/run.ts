@@ -47,16 +47,18 @@ Options:
                        cmd:COMMAND              COMMAND exits 0; run with /bin/sh -c since it is
                                                 your own shell text; {port} is replaced, PORT set
                      Without --ready, owning the port is ready.
-  --ready-timeout D  give up after D (default 10m): exit 75
+  --ready-timeout D  give up after D (default 10m; more than 0, at most 596h): exit 75
   --ready-file F     when ready, write {name, host, port, pid, readyAt, waitedMs} to F
                      atomically (F is removed first, so a waiter never sees an old one)
   --diag-dir DIR     the run folder: stdout.log and stderr.log as the run goes, and
                      diagnostics.json on failure (default: a private folder under the state
-                     directory, removed after a clean run, kept on failure)
+                     directory, removed after a clean run, kept on failure); created 0700
+                     or private already, and holding no earlier run (one folder, one run)
   --bind HOST        the address CMD should listen on ({host}, BERTH_HOST); berth probes it
   --env NAME         also export the port as NAME instead of PORT
   --name NAME        label for messages and the lease (default: CMD's basename)
-  --stop-grace D     after forwarding SIGTERM/SIGINT, SIGKILL the group after D (default 10s)
+  --stop-grace D     after forwarding SIGTERM/SIGINT, SIGKILL the group after D (default 10s;
+                     at most 596h)
   --json             berth's own lines on stderr (ready, warnings) as JSON objects
 
 When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
@@ -70,7 +72,8 @@ Examples:
   berth run --port 8000 --ready "cmd:grpc_health_probe -addr 127.0.0.1:{port}" -- ./server
 
 Exit codes: CMD's own status once it was ready (128+N for signal N); 128+N when berth got
-signal N before CMD was ready; 64 usage; 69 no usable
+signal N before CMD was ready; 64 usage (also: CMD cannot be started, a --diag-dir that
+already holds a run); 65 invalid layout file; 69 no usable
 port (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
 74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
 and 75 the message names the diagnostics folder.`;
