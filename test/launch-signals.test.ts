@@ -2,11 +2,14 @@
  * Supervision: berth forwards SIGTERM/SIGINT/SIGHUP to the service's process group, exits
  * with the service's own status (128+N when a signal killed it), escalates to SIGKILL after
  * the grace when the service ignores SIGTERM, and leaves no lease and no process behind.
+ * A signal before the service is ready is an orderly stop, as in `berth up`: exit 128+N.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { requireNetns } from './helpers/netns.js';
+import { waitGone } from './helpers/procs.js';
 import { berthSh, countLeases, kv, netnsSh, q, runningFn, sandbox, serviceSh, waitFile } from './fixtures/services/launch-harness.js';
 
 /** Start berth in the background with a ready file, wait for it, run `then`, wait for berth. */
@@ -71,3 +74,39 @@ test('a service that ignores SIGTERM is killed after --stop-grace: 128+9', async
   assert.equal(v.get('SERVICE_LEFT'), 'no');
   assert.equal(v.get('LEASES'), '0');
 });
+
+for (const [sig, status] of [
+  ['TERM', 143],
+  ['INT', 130],
+  ['HUP', 129],
+] as const) {
+  test(`SIG${sig} before the service is ready: orderly stop, exit ${status}, a one-line reason, nothing left`, async (t) => {
+    if (!requireNetns(t)) return;
+    const box = sandbox();
+    t.after(() => box.cleanup());
+    const mark = `EARLY_SIGNAL=${randomUUID()}`;
+    // The service binds only after 5 s, exits 0 on SIGTERM and shrugs off SIGHUP: berth's
+    // exit status must come from the signal berth got, not from how the service took it.
+    const r = await netnsSh(
+      {},
+      box,
+      `env ${mark} ${berthSh} run --port 20000 --stop-grace 2s -- ${serviceSh} --delay 5000 --on-term 0 > ${q(box.dir)}/out 2> ${q(box.dir)}/err & B=$!
+i=0; until grep -q "^" ${q(box.dir)}/out 2>/dev/null || [ $i -ge 100 ]; do sleep 0.02; i=$((i+1)); done
+sleep 0.5
+(sleep 8; kill -KILL $B 2>/dev/null) & W=$!
+kill -${sig} $B
+wait $B
+echo "RC=$?"
+kill $W 2>/dev/null
+echo "ERR_LINES=$(wc -l < ${q(box.dir)}/err)"
+cat ${q(box.dir)}/err
+${countLeases}`,
+    );
+    const v = kv(r.stdout);
+    assert.equal(v.get('RC'), String(status), r.stdout + r.stderr);
+    assert.match(r.stdout, new RegExp(`^berth: stopped by SIG${sig} before node was ready; service stopped, exit ${status}$`, 'm'));
+    assert.equal(v.get('ERR_LINES'), '1', 'one line, no diagnostics bundle');
+    assert.equal(v.get('LEASES'), '0');
+    assert.deepEqual((await waitGone(mark, 2_000)).left, []);
+  });
+}
