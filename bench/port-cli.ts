@@ -18,7 +18,7 @@ interface Timed {
   stderr: string;
 }
 
-export function timeSpawn(argv: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
+function timeSpawn(argv: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
   return new Promise((resolve, reject) => {
     const t0 = nowMs();
     const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
