@@ -148,13 +148,19 @@ describe('state directory', () => {
 });
 
 describe('lease files', () => {
-  test('create is atomic and exclusive, complete JSON, mode 0600, no temp file left', () => {
+  test('create is atomic and exclusive, complete JSON, mode 0644 whatever the umask, no temp file left', () => {
     const d = dir();
     const made = createLeaseFile(d, owned(20000));
     assert.ok(made);
     assert.equal(made.path, leasePath(d, 20000));
     assert.equal(lstatSync(made.path).ino, made.ino);
-    assert.equal(lstatSync(made.path).mode & 0o777, 0o600);
+    // Every user of a shared lease directory must be able to read every lease.
+    const umask = process.umask(0o077);
+    const other = createLeaseFile(d, owned(20001));
+    process.umask(umask);
+    assert.equal(lstatSync(made.path).mode & 0o777, 0o644);
+    assert.equal(lstatSync(other!.path).mode & 0o777, 0o644);
+    unlinkSync(other!.path);
     assert.deepEqual(JSON.parse(readFileSync(made.path, 'utf8')), owned(20000));
     assert.equal(createLeaseFile(d, owned(20000, deadPid, 1)), undefined, 'second create fails');
     assert.deepEqual(readdirSync(d), ['20000.lease']);

@@ -1,6 +1,7 @@
 import { formatRange, normalizeRanges } from '../host/intervals.js';
 import { formatReservedPorts } from '../host/sysctl.js';
 import type { PortRange } from '../host/types.js';
+import { cleanText } from '../util/clean-text.js';
 import type { AllocationReport, PortSource } from './types.js';
 
 /*
@@ -18,6 +19,8 @@ export interface ExplainInput {
   ranges: readonly PortRange[];
   ephemeralInSource: readonly PortRange[];
   host: { ephemeral: PortRange; reserved: readonly PortRange[]; unprivilegedStart: number };
+  /** As root every process is visible: a socket without an owner is then not "hidden". */
+  isRoot?: boolean;
 }
 
 const SHOWN = 5;
@@ -33,21 +36,33 @@ export function describeSource(s: PortSource): string {
 type InUse = AllocationReport['excluded']['inUse'][number];
 type Leased = AllocationReport['excluded']['leased'][number];
 
-export function describeInUse(u: InUse): string {
+// Names and command lines may be other users': never print their control characters.
+const command = (c: string | undefined) => (c ? ` (${cleanText(truncate(c, 60))})` : '');
+
+export function describeInUse(u: InUse, isRoot = false): string {
+  if (u.heldByBerth) return `${u.port} held by berth pid ${u.pid}${command(u.command)}`;
+  if (u.closedSince) return `${u.port} ${u.state}, closed just after (its holder let go)`;
   const who =
     u.pid !== undefined
-      ? `pid ${u.pid}${u.command ? ` (${truncate(u.command, 60)})` : ''}`
+      ? `pid ${u.pid}${command(u.command)}`
       : u.state === 'TIME_WAIT'
         ? 'kernel-held, closing'
         : u.uid !== undefined
-          ? `uid ${u.uid}, process not visible`
+          ? isRoot
+            ? `uid ${u.uid}, held by no process of this PID namespace`
+            : `uid ${u.uid}, process not visible`
           : 'owner unknown';
   return `${u.port} ${u.state} by ${who}`;
 }
 
 export function describeLeased(l: Leased): string {
+  const name = l.name !== undefined ? ` "${cleanText(truncate(l.name, 60))}"` : '';
+  const user = l.uid === undefined ? '' : l.user !== undefined ? `${l.user}, uid ${l.uid}` : `uid ${l.uid}`;
+  if (l.kind === 'pending') return `${l.port} being leased by berth pid ${l.pid ?? '?'}${command(l.command)}${name}`;
+  if (l.kind === 'stale-foreign') return `${l.port} has a stale lease of ${user}${name} that only that user or root may remove (or it expires)`;
+  if (l.kind === 'unreadable') return `${l.port} has a lease file of ${user} that cannot be read`;
   const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid (expiry only)';
-  return `${l.port} leased to ${owner}${l.name !== undefined ? ` "${l.name}"` : ''}`;
+  return `${l.port} leased to ${owner}${user === '' ? '' : ` of ${user}`}${name}${command(l.command)}`;
 }
 
 function truncate(s: string, n: number): string {
@@ -72,15 +87,19 @@ export function explainUnavailable(input: ExplainInput): string {
     const p = report.source.port;
     const head = `port ${p} is not available`;
     if (x.privileged > 0) {
-      return `${head}: it is below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}; pick a port >= ${host.unprivilegedStart}, or run as root with --allow-privileged`;
+      // Privileged ports are the host's own services', not a pool berth shares out (the library's allowPrivileged is for root-run tools).
+      return `${head}: it is below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}, and berth does not lease privileged ports; pick a port >= ${host.unprivilegedStart}`;
     }
     if (x.ephemeral > 0) {
       return `${head}: it is inside ${eph} and not reserved, so any outgoing connection may take it; reserve it (${sysctlHint(input)}), pick a port outside the range, or pass --allow-ephemeral`;
     }
     const u = x.inUse[0];
-    if (u) return `${head}: it is in use: ${describeInUse(u)}`;
+    if (u) return `${head}: it is in use: ${describeInUse(u, input.isRoot)}`;
     const l = x.leased[0];
-    if (l) return `${head}: ${describeLeased(l)}; if that lease is stale, end it with: berth release --port ${p}`;
+    if (l) {
+      const hint = l.kind === undefined ? `; if that lease is stale, end it with: berth release --port ${p}` : l.kind === 'pending' ? '; it was still being allocated when berth gave up' : '';
+      return `${head}: ${describeLeased(l)}${hint}`;
+    }
     const b = x.bindFailed[0];
     if (b) return `${head}: binding it failed (${b.code})${b.code === 'EADDRINUSE' ? ', although no socket was listed a moment before: another process took it just now' : ''}`;
     const r = x.raced[0];
@@ -101,9 +120,9 @@ export function explainUnavailable(input: ExplainInput): string {
     );
   }
   if (x.privileged > 0) {
-    lines.push(`  ${x.privileged} below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}: allowed only as root with --allow-privileged`);
+    lines.push(`  ${x.privileged} below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}: berth does not lease privileged ports`);
   }
-  if (x.inUse.length > 0) lines.push(`  ${x.inUse.length} in use: ${list(x.inUse, describeInUse)}`);
+  if (x.inUse.length > 0) lines.push(`  ${x.inUse.length} in use: ${list(x.inUse, (u) => describeInUse(u, input.isRoot))}`);
   if (x.leased.length > 0) lines.push(`  ${x.leased.length} leased: ${list(x.leased, describeLeased)} (see berth leases)`);
   if (x.bindFailed.length > 0) {
     lines.push(`  ${x.bindFailed.length} could not be bound: ${list(x.bindFailed, (b) => `${b.port} ${b.code}`)}`);

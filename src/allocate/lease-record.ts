@@ -9,10 +9,21 @@ import type { LeaseRecord } from './types.js';
 export type StartTimeOf = (pid: number) => number | undefined;
 
 /**
- * Why a lease is or is not live. Only 'live' blocks the port; every other state may be
- * reclaimed by anyone.
+ * Why a lease is or is not live. 'live' and 'pending' block the port; every other state
+ * may be reclaimed (by its file's owner or root: the shared directory is sticky).
+ * 'pending': part of a set still being allocated, by a live allocator. 'abandoned': part
+ * of a set whose allocator died before the set was complete (see lease-store.ts, "Sets").
  */
-export type LeaseState = 'live' | 'expired' | 'owner-gone' | 'pid-reused' | 'garbage';
+export type LeaseState = 'live' | 'pending' | 'expired' | 'owner-gone' | 'pid-reused' | 'abandoned' | 'garbage';
+
+/** States that block the port: the lease may not be reclaimed. */
+export const isBlocking = (s: LeaseState): boolean => s === 'live' || s === 'pending';
+
+/** Has the set with this token been committed? (Its marker file exists; see lease-store.ts.) */
+export type SetCommitted = (set: string) => boolean;
+
+/** Set tokens: letters, digits, dashes; they name a marker file. */
+const SET_TOKEN = /^[A-Za-z0-9-]{1,64}$/;
 
 const isInt = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
@@ -49,6 +60,11 @@ export function parseLeaseRecord(text: string, expectedPort?: number): LeaseReco
   }
   // A lease with neither owner nor expiry could never be reclaimed.
   if (rec.pid === undefined && rec.expiresAt === undefined) return undefined;
+  if (o.pending !== undefined) {
+    const p = o.pending as Record<string, unknown> | null;
+    if (typeof p !== 'object' || p === null || !isInt(p.pid, 1) || !isInt(p.pidStart, 0) || !isStr(p.set) || !SET_TOKEN.test(p.set)) return undefined;
+    rec.pending = { pid: p.pid, pidStart: p.pidStart, set: p.set };
+  }
   if (o.name !== undefined) {
     if (!isStr(o.name)) return undefined;
     rec.name = o.name;
@@ -64,9 +80,18 @@ export function parseLeaseRecord(text: string, expectedPort?: number): LeaseReco
   return rec;
 }
 
-export function leaseState(record: LeaseRecord | undefined, now: number, startTimeOf: StartTimeOf): LeaseState {
+/**
+ * A pending lease belongs to its allocator until the set is committed. The allocator is
+ * asked first, the marker second: an allocator that commits and then dies has made its
+ * marker before dying, so a reader that finds it dead also finds the marker.
+ */
+export function leaseState(record: LeaseRecord | undefined, now: number, startTimeOf: StartTimeOf, committed: SetCommitted = () => false): LeaseState {
   if (record === undefined) return 'garbage';
   if (record.expiresAt !== undefined && now >= record.expiresAt) return 'expired';
+  if (record.pending !== undefined) {
+    if (startTimeOf(record.pending.pid) === record.pending.pidStart) return 'pending';
+    if (!committed(record.pending.set)) return 'abandoned';
+  }
   if (record.pid !== undefined) {
     const start = startTimeOf(record.pid);
     if (start === undefined) return 'owner-gone';
@@ -77,9 +102,9 @@ export function leaseState(record: LeaseRecord | undefined, now: number, startTi
   return 'live';
 }
 
-/** Owner alive with the same start time, and expiry (if any) not passed. */
-export function leaseIsLive(record: LeaseRecord | undefined, now: number, startTimeOf: StartTimeOf): boolean {
-  return leaseState(record, now, startTimeOf) === 'live';
+/** Owner alive with the same start time, expiry (if any) not passed, and the set (if any) complete. */
+export function leaseIsLive(record: LeaseRecord | undefined, now: number, startTimeOf: StartTimeOf, committed?: SetCommitted): boolean {
+  return leaseState(record, now, startTimeOf, committed) === 'live';
 }
 
 export interface NewLeaseInput {
@@ -90,6 +115,8 @@ export interface NewLeaseInput {
   /** Absolute expiry, ms since epoch. Required when there is no owner. */
   expiresAt?: number;
   name?: string;
+  /** The allocator and set token while the set is incomplete. */
+  pending?: { pid: number; pidStart: number; set: string };
   now: number;
   createdBy: number;
   env?: NodeJS.ProcessEnv;
@@ -105,6 +132,7 @@ export function newLeaseRecord(i: NewLeaseInput): LeaseRecord {
     ...(i.owner !== undefined ? { pid: i.owner.pid, pidStart: i.owner.start } : {}),
     ...(i.expiresAt !== undefined ? { expiresAt: i.expiresAt } : {}),
     ...(i.name !== undefined ? { name: i.name } : {}),
+    ...(i.pending !== undefined ? { pending: { ...i.pending } } : {}),
     createdAt: i.now,
     createdBy: i.createdBy,
     netns: i.netns,

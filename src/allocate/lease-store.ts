@@ -1,6 +1,7 @@
 import {
   closeSync,
   constants,
+  fchmodSync,
   fstatSync,
   linkSync,
   lstatSync,
@@ -8,13 +9,15 @@ import {
   readdirSync,
   readSync,
   renameSync,
+  rmdirSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { processStartTime } from '../host/proc-stat.js';
-import { leaseState, parseLeaseRecord, type LeaseState, type StartTimeOf } from './lease-record.js';
+import { shownPath } from '../util/shared-dir.js';
+import { isBlocking, leaseState, parseLeaseRecord, type LeaseState, type StartTimeOf } from './lease-record.js';
 import type { Lease, LeaseRecord } from './types.js';
 
 /*
@@ -49,6 +52,25 @@ import type { Lease, LeaseRecord } from './types.js';
  *
  * "Ours" is inode and text together: once a file is unlinked, the filesystem may give
  * its inode number to the next lease created, which may be someone else's.
+ *
+ * Shared by all users (state-dir.ts): the directory is sticky, so rename() of another
+ * user's file fails with EPERM. Such a file that is stale or garbage is left alone and its
+ * port is not handed out ('foreign'); root may remove it, or it expires. Nothing found here
+ * is followed or trusted: files are opened O_NOFOLLOW|O_NONBLOCK and read only when fstat
+ * says they are regular and small; symlinks, FIFOs, sockets, devices and directories are
+ * garbage. A directory at a lease name is removed with rmdir() (only ever an empty
+ * directory, never a lease), not moved aside. Files are created O_EXCL|O_NOFOLLOW, mode
+ * 0644 whatever the umask: every user must be able to read every lease.
+ *
+ * Sets: the leases of one allocation are written `pending` (naming the allocator and a set
+ * token) and are the allocator's, not the owner's, until the whole set is held. Commit
+ * makes them the owner's at once: for a set of more than one port, the marker file
+ * `.set-<token>` is created first (from then on every pending lease of the set counts as
+ * committed), then each lease is rewritten without `pending` (temp file + rename, while
+ * the allocator still holds the port, so whatever it replaces cannot be a lease whose
+ * holder could bind), then the marker is removed. An allocator killed at any point leaves
+ * either a set that is committed as a whole or leases that are stale ('abandoned') the
+ * moment it is gone: never a partial set that looks complete.
  */
 
 export const LEASE_SUFFIX = '.lease';
@@ -73,9 +95,22 @@ export function portOfLeaseName(name: string): number | undefined {
 const TEMP_KINDS = ['tmp', 'reclaim', 'release'] as const;
 type TempKind = (typeof TEMP_KINDS)[number];
 
+/** Lease files are a few hundred bytes; anything much larger is not a lease (and is not read). */
+const MAX_LEASE_BYTES = 64 * 1024;
+
+/** Lease files and set markers: readable by every user of a shared directory. */
+const FILE_MODE = 0o644;
+
+/** Marker of a committed set: `.set-<token>`. */
+const SET_PREFIX = '.set-';
+
+export function setMarkerPath(dir: string, set: string): string {
+  return join(dir, `${SET_PREFIX}${set}`);
+}
+
 /*
- * Temp names need to be unique, not unpredictable: the directory is private to the user
- * (state-dir.ts). The pid keeps live processes apart, a counter keeps the calls of one
+ * Temp names need to be unique, not unpredictable: they are created with O_EXCL and never
+ * followed, so a name planted by someone else only makes a create fail. The pid keeps live processes apart, a counter keeps the calls of one
  * process apart, and 48 random bits keep a leftover of a dead process with the same pid
  * from colliding. Math.random rather than node:crypto, whose loading alone costs
  * `berth port` about 2 ms at startup.
@@ -98,19 +133,28 @@ function code(e: unknown): string | undefined {
 }
 
 function ioError(path: string, what: string, e: unknown): BerthError {
+  const shown = shownPath(path);
   return new BerthError(
     EXIT.IOERR,
-    `cannot ${what} lease file ${path}: ${code(e) ?? (e as Error).message}; check the lease directory ${dirname(path)} (free space, permissions) or set BERTH_STATE_DIR`,
-    { path },
+    `cannot ${what} lease file ${shown}: ${code(e) ?? (e as Error).message}; check the lease directory ${dirname(shown)} (free space, permissions) or set BERTH_LEASE_DIR`,
+    { path: shown },
   );
 }
 
+/** A rename/unlink refused because the file is another user's (sticky directory) or cannot be moved. */
+const isForeignError = (e: unknown): boolean => ['EPERM', 'EACCES', 'EBUSY', 'EROFS'].includes(code(e) ?? '');
+
 export interface LeaseFile {
+  /** The path operated on (under /proc/self/fd/… for a shared directory). */
   path: string;
   ino: number;
   text: string;
-  /** undefined: not a valid lease (garbage, reclaimable). */
+  /** Owner of the file. */
+  uid: number;
+  /** undefined: not a valid lease (garbage: reclaimable by its owner or root). */
   record?: LeaseRecord;
+  /** Why it is garbage without being read: not a regular file, too large, or unreadable to us. */
+  odd?: 'not-a-file' | 'directory' | 'too-large' | 'unreadable';
 }
 
 /**
@@ -128,6 +172,17 @@ function readText(fd: number, size: number): string {
   return buf.toString('utf8', 0, len);
 }
 
+/** What lstat says about a name we could not open: garbage of that owner, or undefined if gone. */
+function oddEntry(path: string, odd: NonNullable<LeaseFile['odd']>): LeaseFile | undefined {
+  try {
+    const st = lstatSync(path);
+    return { path, ino: st.ino, text: '', uid: st.uid, odd: st.isDirectory() ? 'directory' : odd };
+  } catch (e2) {
+    if (code(e2) === 'ENOENT') return undefined;
+    throw ioError(path, 'examine', e2);
+  }
+}
+
 /** Read a lease file and its inode from one open file description; undefined if it does not exist. */
 export function readLeaseFile(path: string, port?: number): LeaseFile | undefined {
   let fd: number;
@@ -136,24 +191,65 @@ export function readLeaseFile(path: string, port?: number): LeaseFile | undefine
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
     if (code(e) === 'ENOENT') return undefined;
-    if (code(e) === 'ELOOP') {
-      try {
-        return { path, ino: lstatSync(path).ino, text: '' };
-      } catch (e2) {
-        if (code(e2) === 'ENOENT') return undefined;
-        throw ioError(path, 'examine', e2);
-      }
-    }
-    throw ioError(path, 'read', e);
+    // ELOOP: a symlink; ENXIO: a socket; EACCES: another user's file we may not read.
+    return oddEntry(path, code(e) === 'EACCES' ? 'unreadable' : 'not-a-file');
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) return { path, ino: st.ino, text: '' };
+    if (st.isDirectory()) return { path, ino: st.ino, text: '', uid: st.uid, odd: 'directory' };
+    if (!st.isFile()) return { path, ino: st.ino, text: '', uid: st.uid, odd: 'not-a-file' };
+    if (st.size > MAX_LEASE_BYTES) return { path, ino: st.ino, text: '', uid: st.uid, odd: 'too-large' };
     const text = readText(fd, st.size);
     const record = parseLeaseRecord(text, port ?? portOfLeaseName(basename(path)));
-    return record === undefined ? { path, ino: st.ino, text } : { path, ino: st.ino, text, record };
+    return record === undefined ? { path, ino: st.ino, text, uid: st.uid } : { path, ino: st.ino, text, uid: st.uid, record };
   } finally {
     closeSync(fd);
+  }
+}
+
+/** A set's marker: a regular file owned by the same user as the lease that names it (nobody else can commit a set). */
+function setCommitted(dir: string, set: string, uid: number): boolean {
+  const st = lstatSync(setMarkerPath(dir, set), { throwIfNoEntry: false });
+  return st !== undefined && st.isFile() && st.uid === uid;
+}
+
+/** The state of a lease file as found in `dir`. */
+export function judgeLease(dir: string, f: LeaseFile, now: number, startTimeOf: StartTimeOf): LeaseState {
+  return leaseState(f.record, now, startTimeOf, (set) => setCommitted(dir, set, f.uid));
+}
+
+/** A new file for our own writing: O_EXCL|O_NOFOLLOW (a planted name fails, never redirects), mode 0644 whatever the umask. */
+function createExclusive(path: string): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, FILE_MODE);
+  try {
+    fchmodSync(fd, FILE_MODE);
+  } catch (e) {
+    closeSync(fd);
+    unlinkQuiet(path);
+    throw e;
+  }
+  return fd;
+}
+
+/** A complete temp file with `text`; returns its path and inode. */
+function writeTemp(dir: string, text: string): { tmp: string; ino: number } {
+  const tmp = uniqueName(dir, 'tmp');
+  let fd: number;
+  try {
+    fd = createExclusive(tmp);
+  } catch (e) {
+    throw ioError(tmp, 'create', e);
+  }
+  try {
+    // No fsync: leases describe live processes, which a machine crash ends anyway.
+    writeSync(fd, text);
+    const ino = fstatSync(fd).ino;
+    closeSync(fd);
+    return { tmp, ino };
+  } catch (e) {
+    closeSync(fd);
+    unlinkQuiet(tmp);
+    throw ioError(tmp, 'write', e);
   }
 }
 
@@ -163,25 +259,8 @@ export function readLeaseFile(path: string, port?: number): LeaseFile | undefine
  */
 export function createLeaseFile(dir: string, record: LeaseRecord): { path: string; ino: number; text: string } | undefined {
   const path = leasePath(dir, record.port);
-  const tmp = uniqueName(dir, 'tmp');
   const text = `${JSON.stringify(record)}\n`;
-  let ino: number;
-  let fd: number;
-  try {
-    fd = openSync(tmp, 'wx', 0o600);
-  } catch (e) {
-    throw ioError(tmp, 'create', e);
-  }
-  try {
-    // No fsync: leases describe live processes, which a machine crash ends anyway.
-    writeSync(fd, text);
-    ino = fstatSync(fd).ino;
-  } catch (e) {
-    closeSync(fd);
-    unlinkQuiet(tmp);
-    throw ioError(tmp, 'write', e);
-  }
-  closeSync(fd);
+  const { tmp, ino } = writeTemp(dir, text);
   try {
     linkSync(tmp, path);
     return { path, ino, text };
@@ -250,13 +329,14 @@ async function putBack(moved: string, path: string, o: ReturnType<typeof resolve
   return false;
 }
 
-export type TakeResult = 'removed' | 'gone' | 'kept' | 'displaced';
+export type TakeResult = 'removed' | 'gone' | 'kept' | 'displaced' | 'foreign';
 
 /**
  * Remove the lease file at `path` only if it is still inode `ino` and `shouldRemove` holds
  * for the file as found after moving it aside (see the protocol at the top).
  * 'gone': nothing was there; 'kept': another file was there and was put back;
- * 'displaced': it could not be put back (left aside, warned).
+ * 'displaced': it could not be put back (left aside, warned); 'foreign': another user's
+ * file (sticky directory) or a non-empty directory, which we may not remove.
  */
 export async function takeAway(
   path: string,
@@ -266,17 +346,33 @@ export async function takeAway(
   opts: LeaseStoreOptions = {},
 ): Promise<TakeResult> {
   const o = resolved(opts);
+  let isDir: boolean;
   try {
-    if (lstatSync(path).ino !== ino) return 'kept';
+    const st = lstatSync(path);
+    if (st.ino !== ino) return 'kept';
+    isDir = st.isDirectory();
   } catch (e) {
     if (code(e) === 'ENOENT') return 'gone';
     throw ioError(path, 'examine', e);
+  }
+  if (isDir) {
+    // Never a lease, so no fresh lease can be lost by removing it by name; moving it aside
+    // would only leave a `.reclaim-*` directory behind.
+    try {
+      rmdirSync(path);
+      return 'removed';
+    } catch (e) {
+      if (code(e) === 'ENOENT') return 'gone';
+      if (code(e) === 'ENOTDIR') return 'kept';
+      return 'foreign';
+    }
   }
   const moved = uniqueName(dirname(path), kind);
   try {
     renameSync(path, moved);
   } catch (e) {
     if (code(e) === 'ENOENT') return 'gone';
+    if (isForeignError(e)) return 'foreign';
     throw ioError(path, 'move', e);
   }
   const f = readLeaseFile(moved, portOfLeaseName(basename(path)));
@@ -295,17 +391,32 @@ export interface LeaseIdentity {
 }
 
 export type AcquireResult =
-  | { ok: true; lease: Lease; id: LeaseIdentity; /** state of the lease we replaced, if any */ reclaimed?: LeaseState }
-  | { ok: false; reason: 'leased' | 'raced'; holder?: LeaseRecord };
+  | { ok: true; lease: Lease; /** the path to operate on (Lease.path is the one users know) */ file: string; id: LeaseIdentity; /** state of the lease we replaced, if any */ reclaimed?: LeaseState }
+  | {
+      ok: false;
+      /** leased: a live or pending lease; foreign: a stale or garbage file of another user, which we may not remove; raced: lost to a concurrent allocator. */
+      reason: 'leased' | 'foreign' | 'raced';
+      holder?: LeaseRecord;
+      state?: LeaseState;
+      /** Owner of the lease file in the way. */
+      uid?: number;
+    };
 
 /**
  * Create the lease for record.port, reclaiming a stale or garbage one in the way.
- * Never removes a live lease. `ok: false, reason: 'leased'` names the live holder.
+ * Never removes a live or pending lease. `ok: false, reason: 'leased'` names the holder.
  */
 export async function acquireLease(dir: string, record: LeaseRecord, opts: LeaseStoreOptions = {}): Promise<AcquireResult> {
   const o = resolved(opts);
   const path = leasePath(dir, record.port);
   let reclaimed: LeaseState | undefined;
+  const refused = (reason: 'leased' | 'foreign', f: LeaseFile, state: LeaseState): AcquireResult => ({
+    ok: false,
+    reason,
+    state,
+    uid: f.uid,
+    ...(f.record ? { holder: f.record } : {}),
+  });
   // Each round either creates, finds a live holder, or removes one stale file; a few
   // rounds bound the loop when others keep creating and abandoning leases.
   for (let round = 0; round < 4; round++) {
@@ -317,17 +428,48 @@ export async function acquireLease(dir: string, record: LeaseRecord, opts: Lease
     if (seen === undefined) {
       const made = createLeaseFile(dir, record);
       if (made === undefined) continue; // created by someone else just now: judge theirs
-      const lease: Lease = { ...record, path };
+      const lease: Lease = { ...record, path: shownPath(path) };
       const id = { ino: made.ino, text: made.text };
-      return reclaimed === undefined ? { ok: true, lease, id } : { ok: true, lease, id, reclaimed };
+      return reclaimed === undefined ? { ok: true, lease, file: path, id } : { ok: true, lease, file: path, id, reclaimed };
     }
-    const state = leaseState(seen.record, o.now(), o.startTimeOf);
-    if (state === 'live') return seen.record ? { ok: false, reason: 'leased', holder: seen.record } : { ok: false, reason: 'leased' };
-    const r = await takeAway(path, seen.ino, 'reclaim', (f) => leaseState(f.record, o.now(), o.startTimeOf) !== 'live', opts);
+    const state = judgeLease(dir, seen, o.now(), o.startTimeOf);
+    if (isBlocking(state)) return refused('leased', seen, state);
+    const r = await takeAway(path, seen.ino, 'reclaim', (f) => !isBlocking(judgeLease(dir, f, o.now(), o.startTimeOf)), opts);
+    if (r === 'foreign') return refused('foreign', seen, state);
     if (r === 'kept' || r === 'displaced') return { ok: false, reason: 'raced' };
     if (r === 'removed') reclaimed = state;
   }
   return { ok: false, reason: 'raced' };
+}
+
+/**
+ * Make a set of our pending leases the owner's, all at once (see "Sets" at the top).
+ * Each item is rewritten from `record` (which has no `pending`) and gets a new identity.
+ * The caller must still hold every port.
+ */
+export function commitLeases(dir: string, set: string, items: { file: string; id: LeaseIdentity; record: LeaseRecord }[]): LeaseIdentity[] {
+  const marker = setMarkerPath(dir, set);
+  if (items.length > 1) {
+    try {
+      closeSync(createExclusive(marker));
+    } catch (e) {
+      throw ioError(marker, 'create', e);
+    }
+  }
+  const ids: LeaseIdentity[] = [];
+  for (const it of items) {
+    const text = `${JSON.stringify(it.record)}\n`;
+    const { tmp, ino } = writeTemp(dir, text);
+    try {
+      renameSync(tmp, it.file);
+    } catch (e) {
+      unlinkQuiet(tmp);
+      throw ioError(it.file, 'commit', e);
+    }
+    ids.push({ ino, text });
+  }
+  if (items.length > 1) unlinkQuiet(marker);
+  return ids;
 }
 
 /** Remove our own lease if it is still at its path. True when removed. */
@@ -354,14 +496,32 @@ export interface ListedLease extends Lease {
   ino: number;
   /** The file's text, for identity checks (see LeaseIdentity). */
   text: string;
+  /** The path to operate on (Lease.path is the one users know). */
+  file: string;
+  /** Owner of the lease file (who may remove it, besides root). */
+  uid: number;
   state: LeaseState;
+  /** The lease blocks its port: live, or pending (its set is still being allocated). */
   live: boolean;
+}
+
+export interface GarbageLease {
+  /** The path users know. */
+  path: string;
+  file: string;
+  port: number;
+  ino: number;
+  uid: number;
+  /** Why it is not a lease: not valid JSON, or not a small regular file readable to us. */
+  why: 'invalid' | NonNullable<LeaseFile['odd']>;
 }
 
 export interface LeaseScan {
   leases: ListedLease[];
-  /** Lease files that are not valid leases (reclaimable). */
-  garbage: { path: string; port: number; ino: number }[];
+  /** Lease files that are not valid leases (reclaimable by their owner or root). */
+  garbage: GarbageLease[];
+  /** Set tokens named by pending leases (their markers are still needed). */
+  sets: Set<string>;
 }
 
 /** All lease files of a directory with their liveness, ordered by port. */
@@ -371,23 +531,25 @@ export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { portFilter
   try {
     names = readdirSync(dir);
   } catch (e) {
-    if (code(e) === 'ENOENT') return { leases: [], garbage: [] };
-    throw new BerthError(EXIT.IOERR, `cannot list lease directory ${dir}: ${code(e) ?? (e as Error).message}`, { path: dir });
+    if (code(e) === 'ENOENT') return { leases: [], garbage: [], sets: new Set() };
+    throw new BerthError(EXIT.IOERR, `cannot list lease directory ${shownPath(dir)}: ${code(e) ?? (e as Error).message}`, { path: shownPath(dir) });
   }
   const now = o.now();
-  const scan: LeaseScan = { leases: [], garbage: [] };
+  const scan: LeaseScan = { leases: [], garbage: [], sets: new Set() };
   for (const name of names) {
     const port = portOfLeaseName(name);
     if (port === undefined || (opts.portFilter && !opts.portFilter(port))) continue;
-    const path = join(dir, name);
-    const f = readLeaseFile(path, port);
+    const file = join(dir, name);
+    const f = readLeaseFile(file, port);
     if (f === undefined) continue;
+    const path = shownPath(file);
     if (f.record === undefined) {
-      scan.garbage.push({ path, port, ino: f.ino });
+      scan.garbage.push({ path, file, port, ino: f.ino, uid: f.uid, why: f.odd ?? 'invalid' });
       continue;
     }
-    const state = leaseState(f.record, now, o.startTimeOf);
-    scan.leases.push({ ...f.record, path, ino: f.ino, text: f.text, state, live: state === 'live' });
+    if (f.record.pending) scan.sets.add(f.record.pending.set);
+    const state = judgeLease(dir, f, now, o.startTimeOf);
+    scan.leases.push({ ...f.record, path, file, ino: f.ino, text: f.text, uid: f.uid, state, live: isBlocking(state) });
   }
   scan.leases.sort((a, b) => a.port - b.port);
   scan.garbage.sort((a, b) => a.port - b.port);
@@ -411,10 +573,13 @@ export interface ReleaseResult {
   released: ListedLease[];
   /** Stale or garbage lease files cleaned on the way. */
   cleaned: number;
+  /** Targeted leases, and stale or garbage files, of other users that we may not remove (sticky directory). */
+  notOurs: { port: number; uid: number; targeted: boolean; state: LeaseState | 'garbage' }[];
 }
 
-function targeted(l: LeaseRecord, f: ReleaseFilter): boolean {
-  if (f.all) return true;
+function targeted(l: ListedLease, f: ReleaseFilter): boolean {
+  // "All" means all of one's own: root cleaning up must not end every user's live leases by accident.
+  if (f.all) return l.uid === (process.getuid?.() ?? 0);
   if (f.ports?.includes(l.port)) return true;
   if (f.ownerPid !== undefined && l.pid === f.ownerPid) return true;
   if (f.jobId !== undefined && l.slurmJobId === f.jobId) return true;
@@ -429,26 +594,37 @@ function targeted(l: LeaseRecord, f: ReleaseFilter): boolean {
 export async function releaseLeasesIn(dir: string, filter: ReleaseFilter, opts: LeaseStoreOptions = {}): Promise<ReleaseResult> {
   const o = resolved(opts);
   const scan = scanLeaseDir(dir, opts);
-  const result: ReleaseResult = { released: [], cleaned: 0 };
+  const result: ReleaseResult = { released: [], cleaned: 0, notOurs: [] };
+  const stale = (f: LeaseFile) => !isBlocking(judgeLease(dir, f, o.now(), o.startTimeOf));
   for (const l of scan.leases) {
     if (targeted(l, filter)) {
       // Only the lease we listed: a replacement created since is not what was targeted.
-      if ((await takeAway(l.path, l.ino, 'release', (f) => f.text === l.text, opts)) === 'removed') result.released.push(l);
+      const r = await takeAway(l.file, l.ino, 'release', (f) => f.text === l.text, opts);
+      if (r === 'removed') result.released.push(l);
+      else if (r === 'foreign') result.notOurs.push({ port: l.port, uid: l.uid, targeted: true, state: l.state });
     } else if (!l.live) {
-      const r = await takeAway(l.path, l.ino, 'reclaim', (f) => leaseState(f.record, o.now(), o.startTimeOf) !== 'live', opts);
+      const r = await takeAway(l.file, l.ino, 'reclaim', stale, opts);
       if (r === 'removed') result.cleaned++;
+      else if (r === 'foreign') result.notOurs.push({ port: l.port, uid: l.uid, targeted: false, state: l.state });
     }
   }
   for (const g of scan.garbage) {
-    const r = await takeAway(g.path, g.ino, 'reclaim', (f) => leaseState(f.record, o.now(), o.startTimeOf) !== 'live', opts);
+    const r = await takeAway(g.file, g.ino, 'reclaim', stale, opts);
     if (r === 'removed') result.cleaned++;
+    else if (r === 'foreign') result.notOurs.push({ port: g.port, uid: g.uid, targeted: filter.all === true || (filter.ports?.includes(g.port) ?? false), state: 'garbage' });
   }
-  result.cleaned += cleanLeftovers(dir, o.now());
+  result.cleaned += cleanLeftovers(dir, o.now(), o.startTimeOf, scan.sets);
   return result;
 }
 
-/** Temp, reclaim and release files of processes that died mid-operation (older than a minute). */
-export function cleanLeftovers(dir: string, now = Date.now(), startTimeOf: StartTimeOf = defaults.startTimeOf): number {
+/**
+ * Temp, reclaim and release files of processes that died mid-operation, and set markers
+ * no pending lease names any more (`liveSets`: the tokens a scan found; without it markers
+ * are kept), all older than a minute. Directories under such names (left by older
+ * versions, which moved planted directories aside) are removed when empty. Other users'
+ * leftovers cannot be removed (sticky directory) and are skipped.
+ */
+export function cleanLeftovers(dir: string, now = Date.now(), startTimeOf: StartTimeOf = defaults.startTimeOf, liveSets?: ReadonlySet<string>): number {
   let n = 0;
   let names: string[];
   try {
@@ -458,18 +634,24 @@ export function cleanLeftovers(dir: string, now = Date.now(), startTimeOf: Start
   }
   for (const name of names) {
     if (name.charCodeAt(0) !== 46 /* . */) continue;
-    const dash = name.indexOf('-');
-    const kind = name.slice(1, dash);
-    if (dash < 0 || !(TEMP_KINDS as readonly string[]).includes(kind)) continue;
-    const pid = Number(name.slice(dash + 1, name.indexOf('-', dash + 1)));
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || startTimeOf(pid) !== undefined) continue;
+    if (name.startsWith(SET_PREFIX)) {
+      if (liveSets === undefined || liveSets.has(name.slice(SET_PREFIX.length))) continue;
+    } else {
+      const dash = name.indexOf('-');
+      const kind = name.slice(1, dash);
+      if (dash < 0 || !(TEMP_KINDS as readonly string[]).includes(kind)) continue;
+      const pid = Number(name.slice(dash + 1, name.indexOf('-', dash + 1)));
+      if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || startTimeOf(pid) !== undefined) continue;
+    }
     const path = join(dir, name);
     try {
-      if (now - lstatSync(path).mtimeMs < 60_000) continue;
-      unlinkSync(path);
+      const st = lstatSync(path);
+      if (now - st.mtimeMs < 60_000) continue;
+      if (st.isDirectory()) rmdirSync(path);
+      else unlinkSync(path);
       n++;
     } catch {
-      // raced with another cleaner
+      // raced with another cleaner, another user's file, or a directory that is not empty
     }
   }
   return n;

@@ -18,8 +18,8 @@ export interface PlanHost {
 export interface PlanInput {
   source: PortSource;
   host: PlanHost;
-  /** Ports with a live lease (stale ones are reclaimable, so not listed). */
-  leased?: ReadonlyMap<number, { pid?: number; name?: string }>;
+  /** Ports with a blocking lease (stale ones are reclaimable, so not listed); `pending`: the allocator's pid while its set is incomplete. */
+  leased?: ReadonlyMap<number, { pid?: number; name?: string; uid?: number; pending?: { pid: number } }>;
   allowEphemeral?: boolean;
   allowPrivileged?: boolean;
   isRoot?: boolean;
@@ -115,8 +115,12 @@ export function planCandidates(input: PlanInput): Plan {
       const lease = input.leased?.get(p);
       if (lease !== undefined) {
         const entry: AllocationReport['excluded']['leased'][number] = { port: p };
-        if (lease.pid !== undefined) entry.pid = lease.pid;
+        if (lease.pending !== undefined) {
+          entry.kind = 'pending';
+          entry.pid = lease.pending.pid;
+        } else if (lease.pid !== undefined) entry.pid = lease.pid;
         if (lease.name !== undefined) entry.name = lease.name;
+        if (lease.uid !== undefined) entry.uid = lease.uid;
         report.excluded.leased.push(entry);
         continue;
       }

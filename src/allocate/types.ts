@@ -24,6 +24,13 @@ export interface LeaseRecord {
   netns: string;
   slurmJobId?: string;
   slurmStepId?: string;
+  /**
+   * While the set this lease belongs to is still being allocated: the allocator (pid and
+   * start time) and the set's token. The lease is the owner's only once the set is
+   * committed (rewritten without this field, or the set's marker file exists); it is
+   * stale as soon as the allocator is gone before that. See lease-store.ts, "Sets".
+   */
+  pending?: { pid: number; pidStart: number; set: string };
 }
 
 export interface Lease extends LeaseRecord {
@@ -56,10 +63,25 @@ export interface ReserveOptions extends SourceOptions {
   strategy?: Strategy;
   /** Keep the listening hold sockets open (default true). `berth port` passes false. */
   hold?: boolean;
+  /**
+   * fd handoff: hold each port on this IP address (the service's `--bind`/`host:`; "::" is
+   * dual-stack, "0.0.0.0" IPv4 only) with the kernel's full backlog, instead of the wildcard:
+   * the hold is handed over as the service's listening socket (hold.ts).
+   */
+  holdAddress?: string;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
-  /** Lease directory override (else $BERTH_STATE_DIR, $XDG_RUNTIME_DIR/berth, /tmp/berth-<uid>). */
+  /** A private lease directory (one user's domain, 0700; for tests). Default: see leaseDir. */
   stateDir?: string;
+  /** The shared lease root (mode 1777); default $BERTH_LEASE_DIR, else $BERTH_STATE_DIR (private), else /tmp/berth. */
+  leaseDir?: string;
+  /**
+   * How long to keep retrying while the ports are taken by transient competitors (another
+   * allocator mid-way, a lease or hold being given back, a lost race), in ms. Default 2500.
+   */
+  contentionMs?: number;
+  /** Abort the allocation (e.g. on SIGTERM): what was taken is given back, then reserve() rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /** Why a port was chosen or passed over; goes into diagnostics and exit-69 messages. */
@@ -70,8 +92,29 @@ export interface AllocationReport {
     ephemeral: number;
     privileged: number;
     /** Ports with a socket in any state, with the first few rows' owners. */
-    inUse: { port: number; state: string; pid?: number; command?: string; uid?: number }[];
-    leased: { port: number; pid?: number; name?: string }[];
+    inUse: {
+      port: number;
+      state: string;
+      pid?: number;
+      command?: string;
+      uid?: number;
+      /** The socket is the hold of a berth allocator (its owner is the port's lease holder). */
+      heldByBerth?: boolean;
+      /** The socket was gone when its owner was looked up (closed since the table was read). */
+      closedSince?: boolean;
+    }[];
+    leased: {
+      port: number;
+      pid?: number;
+      name?: string;
+      /** The owner's command line, when visible. */
+      command?: string;
+      /** Uid owning the lease file, and its login name when known (set only for other users). */
+      uid?: number;
+      user?: string;
+      /** 'pending': an allocator (pid) is still building its set; 'stale-foreign': stale, but another user's file we may not remove; 'unreadable': another user's file we cannot judge. */
+      kind?: 'pending' | 'stale-foreign' | 'unreadable';
+    }[];
     /** Ports whose bind failed although the table showed them free (a race lost). */
     bindFailed: { port: number; code: string }[];
     /**
@@ -90,7 +133,7 @@ export interface Reservation {
   readonly ports: number[];
   readonly leases: Lease[];
   readonly report: AllocationReport;
-  /** Listening hold of a port (dual-stack [::] where IPv6 is on, else 0.0.0.0), for fd handoff. */
+  /** Listening hold of a port (on holdAddress when given, else dual-stack [::] where IPv6 is on, else 0.0.0.0), for fd handoff. */
   holdFd(port: number): number | undefined;
   /** Close the hold sockets, keep the leases (the service is about to bind). */
   unhold(port?: number): Promise<void>;

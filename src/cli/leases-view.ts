@@ -1,5 +1,7 @@
-import { currentLeases } from '../allocate/leases.js';
+import { currentLeases, type scanLeases } from '../allocate/leases.js';
+import { isBlocking } from '../allocate/lease-record.js';
 import type { ListedLease } from '../allocate/lease-store.js';
+import { userText } from '../util/user-name.js';
 import { procRoot } from './env.js';
 
 /** Leases for doctor/inspect; a report must not fail because the state dir is unusable. */
@@ -13,6 +15,7 @@ export function readLeasesForReport(): ListedLease[] {
 
 export function leaseOwnerText(l: ListedLease): string {
   const parts: string[] = [];
+  if (l.pending !== undefined && l.state === 'pending') parts.push(`being allocated by pid ${l.pending.pid}`);
   if (l.pid !== undefined) parts.push(`pid ${l.pid}`);
   if (l.expiresAt !== undefined) {
     const left = Math.round((l.expiresAt - Date.now()) / 1000);
@@ -20,4 +23,39 @@ export function leaseOwnerText(l: ListedLease): string {
   }
   if (l.slurmJobId) parts.push(`job ${l.slurmJobId}${l.slurmStepId ? `.${l.slurmStepId}` : ''}`);
   return parts.join(', ');
+}
+
+const WHY: Record<string, string> = {
+  invalid: 'not a valid lease',
+  'not-a-file': 'not a regular file (a symlink, FIFO, socket or device)',
+  directory: 'a directory',
+  'too-large': 'too large to be a lease',
+  unreadable: 'not readable by you',
+};
+
+/**
+ * What a reader of `berth leases` should know beyond the table: stale leases and garbage
+ * files berth cannot remove for this user (another user's, in a sticky directory), and a
+ * shared directory owned by another non-root user (who can remove anyone's leases).
+ */
+export function leaseNotes(scan: ReturnType<typeof scanLeases>): string[] {
+  const me = process.getuid?.() ?? 0;
+  const notes: string[] = [];
+  for (const d of scan.dir.foreignOwners) {
+    notes.push(
+      `warning: ${d.path} is owned by ${userText(d.uid)}, not by root: that user can remove or replace anyone's leases there. ` +
+        `Ask root to make it at boot ('d /tmp/berth 1777 root root -' in /etc/tmpfiles.d/berth.conf) or to run: chown root:root ${d.path}`,
+    );
+  }
+  if (me === 0) return notes; // root can remove anything: the next allocation or 'berth release' will
+  for (const l of scan.leases) {
+    if (l.uid === me || isBlocking(l.state)) continue;
+    const expiry = l.expiresAt !== undefined ? `it expires ${new Date(l.expiresAt).toISOString()}` : 'it never expires by itself';
+    notes.push(`port ${l.port}: a stale (${l.state}) lease of ${userText(l.uid)} blocks the port; only that user or root can remove it (berth release --port ${l.port}); ${expiry}`);
+  }
+  for (const g of scan.garbage) {
+    if (g.uid === me) continue;
+    notes.push(`port ${g.port}: ${g.path} of ${userText(g.uid)} is ${WHY[g.why] ?? g.why}; the port is not handed out until that user or root removes it (berth release --port ${g.port})`);
+  }
+  return notes;
 }

@@ -1,18 +1,24 @@
 import { parseCommandArgs, printJson, type Command } from '../command.js';
-import { leaseDir } from '../../allocate/leases.js';
-import { listLeases } from '../../allocate/lease-store.js';
+import { scanLeases } from '../../allocate/leases.js';
 import { procRoot } from '../env.js';
-import { leaseOwnerText } from '../leases-view.js';
+import { leaseNotes, leaseOwnerText } from '../leases-view.js';
+import { cleanText } from '../../util/clean-text.js';
+import { userName } from '../../util/user-name.js';
 
 const help = `Usage: berth leases [--live] [--json]
 
-List berth's leases in this network namespace: port, state (live, expired, owner-gone,
-pid-reused), owner pid or expiry, name, Slurm job. Stale leases are listed until the next
-allocation or 'berth release' reclaims them.
+List berth's leases in this network namespace, every user's: port, state, user, owner pid
+or expiry, name, Slurm job. States: live; pending (its allocator is still building the
+set); expired, owner-gone, pid-reused, abandoned (stale: the next allocation or 'berth
+release' reclaims them, if they are yours, or as root). A stale lease of another user
+blocks its port until that user or root removes it, or it expires; it is listed with a hint.
+
+Leases live in /tmp/berth/net-<namespace> (shared by all users, mode 1777), or under
+$BERTH_LEASE_DIR; $BERTH_STATE_DIR gives a private directory of one user (for tests).
 
 Options:
-  --live   only live leases
-  --json   machine-readable output
+  --live   only leases that block their port (live or pending)
+  --json   machine-readable output (an array; each lease with uid and user)
 
 Examples:
   berth leases
@@ -26,21 +32,25 @@ export const leasesCommand: Command = {
   help,
   async run(argv) {
     const { values } = parseCommandArgs('leases', argv, { live: { type: 'boolean' }, json: { type: 'boolean' } });
-    const dir = leaseDir({ procRoot: procRoot() });
-    const leases = listLeases(dir).filter((l) => !values.live || l.live);
+    const scan = scanLeases({ procRoot: procRoot() });
+    const leases = scan.leases.filter((l) => !values.live || l.live);
     if (values.json) {
-      printJson(leases.map(({ ino: _ino, ...l }) => l));
-      return 0;
+      printJson(
+        leases.map(({ ino: _ino, text: _text, file: _file, ...l }) => {
+          const user = userName(l.uid);
+          return user === undefined ? l : { ...l, user };
+        }),
+      );
+    } else if (leases.length === 0) {
+      process.stdout.write(`no leases (${scan.dir.path})\n`);
+    } else {
+      const rows = leases.map((l) => [String(l.port), l.state, cleanText(userName(l.uid) ?? String(l.uid)), leaseOwnerText(l), cleanText(l.name ?? '')]);
+      const head = ['PORT', 'STATE', 'USER', 'OWNER', 'NAME'];
+      const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+      process.stdout.write([line(head), ...rows.map(line)].join('\n') + '\n');
     }
-    if (leases.length === 0) {
-      process.stdout.write(`no leases (${dir})\n`);
-      return 0;
-    }
-    const rows = leases.map((l) => [String(l.port), l.state, leaseOwnerText(l), l.name ?? '']);
-    const head = ['PORT', 'STATE', 'OWNER', 'NAME'];
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
-    process.stdout.write([line(head), ...rows.map(line)].join('\n') + '\n');
+    for (const note of leaseNotes(scan)) process.stderr.write(`berth: ${note}\n`);
     return 0;
   },
 };

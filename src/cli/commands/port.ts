@@ -1,10 +1,13 @@
 import { writeSync } from 'node:fs';
+import { constants } from 'node:os';
 import { reserve } from '../../allocate/reserve.js';
+import { BerthError } from '../../errors.js';
 import type { ReserveOptions, Strategy } from '../../allocate/types.js';
 import { readSysctls } from '../../host/sysctl.js';
 import type { HostSysctls } from '../../host/types.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { parseCount, parseDurationArg } from '../values.js';
 
@@ -36,8 +39,13 @@ Examples:
   berth port --layout layout.yaml --band engines --instance $SLURM_LOCALID --ttl 1h
   berth port --range 20000-20999 --count 4 --format env --name proxy
 
+Leases are shared by every user of this host (network namespace): see 'berth leases'.
+When the ports are taken by competitors that are about to let go (another allocator still
+building its set, a hold being closed), berth retries for up to 2.5 s before giving up.
+
 Exit codes: 0 leased; 64 usage; 65 bad layout; 69 no usable port (the message says why:
-in the ephemeral range, in use and by whom, or leased); 74 cannot write leases.`;
+in the ephemeral range, in use and by whom, or leased); 74 cannot write leases; 128+N
+interrupted by signal N before the ports were printed (nothing stays leased).`;
 
 /**
  * A few bytes to stdout with write(2). process.stdout is a stream object (a net.Socket for
@@ -108,12 +116,23 @@ export const portCommand: Command = {
     if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
     if (values.name !== undefined) opts.name = values.name;
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
-    const r = await reserve(opts);
-    if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
-    else if (format === 'env') {
-      const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
-      writeStdout(lines.join('\n') + '\n');
-    } else writeStdout(r.ports.join('\n') + '\n');
+    // A signal before the ports are printed rolls back: the caller never learns of them.
+    const stop = new AbortController();
+    opts.signal = stop.signal;
+    const onSignal = (sig: NodeJS.Signals) => stop.abort(new BerthError(128 + constants.signals[sig], `interrupted by ${sig}; nothing was leased`));
+    // Handlers stay until the ports are printed: a signal after that changes nothing.
+    await withSignals(onSignal, async () => {
+      const r = await reserve(opts);
+      if (stop.signal.aborted) {
+        await r.release();
+        throw stop.signal.reason;
+      }
+      if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
+      else if (format === 'env') {
+        const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
+        writeStdout(lines.join('\n') + '\n');
+      } else writeStdout(r.ports.join('\n') + '\n');
+    });
     return 0;
   },
 };

@@ -2,17 +2,19 @@ import { releaseLeases } from '../../allocate/leases.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { parseCount, parsePort } from '../values.js';
+import { userText } from '../../util/user-name.js';
 
 const help = `Usage: berth release [--port P]… [--owner PID] [--job ID] [--all] [--json]
 
 End leases in this network namespace. Stale leases (owner gone, expired) and garbage lease
-files are cleaned on the way; a live lease is removed only when you target it.
+files are cleaned on the way; a live lease is removed only when you target it. Leases are
+shared by all users of the host, but each user can remove only their own (root: anyone's).
 
 Options:
   --port P      release the lease of port P (repeatable)
   --owner PID   release every lease owned by process PID
   --job ID      release every lease made inside Slurm job ID (for an epilog)
-  --all         release every lease of this user in this namespace
+  --all         release every lease of yours in this namespace (root too: only root's)
   --json        machine-readable output
 
 Examples:
@@ -22,8 +24,8 @@ Examples:
   berth release --job "$SLURM_JOB_ID"  # Slurm TaskEpilog (runs as the job's user)
 
 Leases made inside a Slurm job record SLURM_JOB_ID, so --job ends those that were given a
---ttl and would otherwise outlive the job. Leases live per user: a root Epilog must run it
-as the job's user (runuser -u "$SLURM_JOB_USER" -- berth release --job "$SLURM_JOB_ID").
+--ttl and would otherwise outlive the job. A root Epilog may run it as root (it can remove
+any user's leases) or as the job's user.
 
 Exit codes: 0 ok (also when nothing matched); 64 usage; 74 the lease directory is unsafe.`;
 
@@ -56,10 +58,12 @@ export const releaseCommand: Command = {
       ...(values.job !== undefined ? { jobId: parseJobId(values.job) } : {}),
     };
     const result = await releaseLeases({ ...filter, procRoot: procRoot() });
-    if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned });
+    const refused = result.notOurs.filter((n) => n.targeted);
+    if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned, notOurs: result.notOurs });
     else {
       process.stdout.write(result.released.length > 0 ? `released ${result.released.map((l) => l.port).join(' ')}\n` : 'no matching lease\n');
       if (result.cleaned > 0) process.stderr.write(`berth: cleaned ${result.cleaned} stale lease file(s)\n`);
+      for (const n of refused) process.stderr.write(`berth: port ${n.port}: the lease is ${userText(n.uid)}'s; only that user or root can release it\n`);
     }
     return 0;
   },

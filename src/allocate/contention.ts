@@ -1,0 +1,41 @@
+import type { AllocationReport } from './types.js';
+
+/*
+ * Contention is not exhaustion. When an allocation fails because of competitors that are
+ * about to go away (another allocator still building its set, a hold about to be closed, a
+ * socket closed since the table was read, a race lost a moment ago), the allocation is
+ * retried from scratch, after giving everything back, for a bounded time. A port taken by
+ * a committed lease of a live owner, a stranger's listener, TIME_WAIT (a minute) or a
+ * stale lease of another user are not transient: they fail at once. Pure.
+ */
+
+/** Why retrying may help, or undefined when every competitor is there to stay. */
+export function transientCompetitor(report: AllocationReport): string | undefined {
+  const x = report.excluded;
+  const pending = x.leased.find((l) => l.kind === 'pending');
+  if (pending) return `port ${pending.port} is being allocated by pid ${pending.pid ?? '?'}`;
+  const hold = x.inUse.find((u) => u.heldByBerth);
+  if (hold) return `port ${hold.port} is held by berth pid ${hold.pid ?? '?'}`;
+  const closed = x.inUse.find((u) => u.closedSince);
+  if (closed) return `port ${closed.port} was closed just now`;
+  const raced = x.raced[0];
+  if (raced) return `port ${raced.port}: ${raced.reason}`;
+  const bound = x.bindFailed.find((b) => b.code === 'EADDRINUSE');
+  if (bound) return `port ${bound.port} was bound by another process just now`;
+  return undefined;
+}
+
+/**
+ * Jittered exponential backoff within a time budget: each call gives the next wait in ms,
+ * or undefined once the budget would be exceeded. The jitter (0.5x to 1.5x) keeps
+ * allocators that failed together from retrying together.
+ */
+export function backoff(budgetMs: number, rng: () => number = Math.random, now: () => number = Date.now): () => number | undefined {
+  const start = now();
+  let base = 20;
+  return () => {
+    const wait = Math.round(base * (0.5 + rng()));
+    base = Math.min(base * 2, 250);
+    return now() - start + wait > budgetMs ? undefined : wait;
+  };
+}

@@ -1,0 +1,366 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type net from 'node:net';
+import { BerthError, EXIT } from '../errors.js';
+import { inRanges, normalizeRanges } from '../host/intervals.js';
+import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { processStartTime } from '../host/proc-stat.js';
+import { readHostMap } from '../host/read-host.js';
+import type { HostMap, PortRange } from '../host/types.js';
+import { userName } from '../util/user-name.js';
+import { backoff, transientCompetitor } from './contention.js';
+import { explainUnavailable } from './explain.js';
+import { giveBack, HeldReservation, type Taken } from './held.js';
+import { addressFailure, closeServer, holdPort, type HoldError } from './hold.js';
+import { newLeaseRecord } from './lease-record.js';
+import { acquireLease, commitLeases, leaseStillOurs, removeOwnLease, scanLeaseDir, type ListedLease } from './lease-store.js';
+import { busyPorts, planCandidates, sourceRanges, type Plan } from './plan.js';
+import { openLeaseDir, resolveLeaseLocation, type LeaseDir, type LeaseLocation } from './state-dir.js';
+import type { AllocationReport, LeaseRecord, PortSource, Reservation, Strategy } from './types.js';
+
+/*
+ * One allocation: several requests (a port source and a count each) leased and held as
+ * one set, all or none (design.md §2 Port set). `berth port --count 4` is one request; a
+ * stack's replicas are one request each, in one set, so two stacks competing for the same
+ * ports never end up each holding half of what they need.
+ *
+ * An attempt plans each request against the socket table and the lease directory, leases
+ * its ports `pending` (lease-store.ts, "Sets") and holds them. When every request has its
+ * ports, the set is committed and only then becomes the owner's. When one cannot, everything
+ * is given back; if the competitors in the way are transient (contention.ts) the attempt is
+ * repeated after a jittered backoff, else the allocation fails with 69 and names them.
+ */
+
+/** Lease lifetime when there is no owner pid and no explicit ttl. */
+export const DEFAULT_TTL_MS = 10 * 60_000;
+
+/** How long contention is retried by default before giving up with 69. */
+export const DEFAULT_CONTENTION_MS = 2500;
+
+/** In-use rows whose owners are looked up for the message (each lookup walks /proc/<pid>/fd). */
+const OWNERS_SHOWN = 5;
+
+export interface SetRequest {
+  source: PortSource;
+  count: number;
+  name?: string;
+  strategy?: Strategy;
+  allowEphemeral?: boolean;
+  allowPrivileged?: boolean;
+  /** fd handoff: hold on this address with a server's backlog instead of the wildcard (hold.ts). */
+  holdAddress?: string;
+}
+
+export interface SetOptions {
+  /** Owner of every lease: it lives while this pid (with this start time) lives. */
+  owner?: { pid: number; start: number };
+  ttlMs?: number;
+  /** Keep the holds open (default true). */
+  hold?: boolean;
+  procRoot?: string;
+  /** Where the leases live (default: resolveLeaseLocation()). */
+  location?: LeaseLocation;
+  contentionMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Which request of a set failed, for callers that reserve several at once (berth up). */
+export interface SetFailureDetails {
+  request: number;
+}
+
+let setSeq = 0;
+
+/** A token no other set has: pid, start time, counter and random bits (it names a marker file). */
+function setToken(start: number): string {
+  const rnd = Math.floor(Math.random() * 0x1000000000000).toString(36);
+  return `${process.pid}-${start}-${(setSeq++).toString(36)}-${rnd}`;
+}
+
+/**
+ * Start times looked up once per pid for one attempt: under contention the same few owners
+ * hold most leases. Safe for the attempt's few milliseconds: a pid seen alive that dies
+ * meanwhile only makes us skip a port, and a dead pid cannot come back with the same start time.
+ */
+function memoStartTime(): (pid: number) => number | undefined {
+  const seen = new Map<number, number | undefined>();
+  return (pid) => {
+    if (seen.has(pid)) return seen.get(pid);
+    const t = processStartTime(pid);
+    seen.set(pid, t);
+    return t;
+  };
+}
+
+function commandOf(procRoot: string, pid: number): string | undefined {
+  try {
+    const argv = parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'utf8'));
+    return argv.length > 0 ? argv.join(' ') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function aborted(signal: AbortSignal | undefined): unknown {
+  const r: unknown = signal?.reason;
+  return r instanceof Error ? r : new BerthError(EXIT.TEMPFAIL, 'allocation interrupted; nothing was leased');
+}
+
+interface Attempt {
+  host: HostMap;
+  /** Blocking leases found at the start, by port. */
+  leases: Map<number, ListedLease>;
+}
+
+interface Failure {
+  request: number;
+  plan: Plan;
+  got: number;
+  attempt: Attempt;
+}
+
+/**
+ * Name the competitors of a failed request: owners of the first in-use rows and of every
+ * row on a leased port (a berth hold, or a service that owns its port), sockets closed since
+ * the table was read, and the commands of lease holders. Looked up after the attempt, so
+ * the few processes that matter are read once; rows whose socket is gone by then are
+ * marked closed rather than blamed on an invisible process.
+ */
+function nameCompetitors(f: Failure, procRoot: string): void {
+  const x = f.plan.report.excluded;
+  const busy = busyPorts(f.attempt.host.sockets, f.plan.ranges);
+  const rows = x.inUse.filter((u, i) => i < OWNERS_SHOWN || f.attempt.leases.has(u.port));
+  const inodes = new Set<number>();
+  for (const u of rows) {
+    const ino = busy.get(u.port)?.inode;
+    if (ino !== undefined && ino !== 0) inodes.add(ino);
+  }
+  const owners = inodes.size > 0 ? findSocketOwners(procRoot, inodes) : new Map();
+  const unowned: number[] = [];
+  for (const u of rows) {
+    const ino = busy.get(u.port)?.inode ?? 0;
+    if (ino === 0) continue;
+    const lease = f.attempt.leases.get(u.port);
+    const list = (owners.get(ino) ?? []) as { pid: number; comm: string; cmdline: string[] }[];
+    if (list.length === 0) {
+      unowned.push(u.port);
+      continue;
+    }
+    const holders = lease === undefined ? [] : [lease.pending?.pid, lease.createdBy, lease.pid];
+    const o = list.find((p) => holders.includes(p.pid)) ?? list[0]!;
+    u.pid = o.pid;
+    u.command = o.cmdline.length > 0 ? o.cmdline.join(' ') : o.comm;
+    // The lease's allocator holding its own port: a hold, given up (or handed to a service) shortly.
+    if (lease !== undefined && (o.pid === lease.createdBy || o.pid === lease.pending?.pid) && socketsHeldBy(procRoot, o.pid, new Set([ino])).size > 0) u.heldByBerth = true;
+  }
+  if (unowned.length > 0) {
+    const now = readHostMap({ procRoot, localPorts: unowned.map((p) => ({ lo: p, hi: p })) });
+    const still = new Set(now.sockets.map((r) => r.inode));
+    for (const u of rows) if (unowned.includes(u.port) && !still.has(busy.get(u.port)?.inode ?? 0)) u.closedSince = true;
+  }
+  for (const l of x.leased.slice(0, OWNERS_SHOWN)) {
+    if (l.pid !== undefined) {
+      const c = commandOf(procRoot, l.pid);
+      if (c !== undefined) l.command = c;
+    }
+  }
+}
+
+function unavailable(f: Failure, count: number): BerthError {
+  const report = f.plan.report;
+  const host = f.attempt.host;
+  // Whose leases they are matters only when they are another user's.
+  for (const l of report.excluded.leased) {
+    if (l.uid === undefined) continue;
+    if (l.uid === (process.getuid?.() ?? 0)) delete l.uid;
+    else {
+      const n = userName(l.uid);
+      if (n !== undefined) l.user = n;
+    }
+  }
+  const message = explainUnavailable({ report, needed: count, usable: f.plan.candidates.length, got: f.got, ranges: f.plan.ranges, ephemeralInSource: f.plan.ephemeralInSource, host, isRoot: process.geteuid?.() === 0 });
+  return new BerthError(EXIT.UNAVAILABLE, message, { ...(report as unknown as Record<string, unknown>), request: f.request });
+}
+
+/**
+ * Lease and hold every request's ports as one set, all or none. Returns one Reservation
+ * per request, in order. Throws BerthError 69 explaining the request that could not be
+ * met (details.request is its index), 74 when the lease directory is unusable, and the
+ * signal's reason when aborted (after giving back what was taken).
+ */
+export async function reserveSet(requests: readonly SetRequest[], o: SetOptions = {}): Promise<Reservation[]> {
+  const procRoot = o.procRoot ?? '/proc';
+  const allRanges: PortRange[] = normalizeRanges(requests.flatMap((r) => sourceRanges(r.source)));
+  const myStart = processStartTime(process.pid);
+  if (myStart === undefined) throw new BerthError(EXIT.SOFTWARE, `cannot read the start time of berth itself (/proc/${process.pid}/stat)`);
+  const next = backoff(o.contentionMs ?? DEFAULT_CONTENTION_MS);
+  let dir: LeaseDir | undefined;
+
+  for (;;) {
+    if (o.signal?.aborted) throw aborted(o.signal);
+    // Only the sources' rows: the planner looks at nothing else, and skipping the rest of a
+    // busy node's table early is most of the parse.
+    const host = readHostMap({ procRoot, localPorts: allRanges });
+    dir ??= openLeaseDir(o.location ?? resolveLeaseLocation(), host.netns);
+    const startTimeOf = memoStartTime();
+    const scan = scanLeaseDir(dir.at, { startTimeOf, portFilter: (p) => inRanges(p, allRanges) });
+    const leases = new Map<number, ListedLease>();
+    for (const l of scan.leases) if (l.live) leases.set(l.port, l);
+    const attempt: Attempt = { host, leases };
+    // One clock reading per attempt: every lease of the set says the same creation and expiry.
+    const now = Date.now();
+    const expiresAt = o.ttlMs !== undefined ? now + o.ttlMs : o.owner === undefined ? now + DEFAULT_TTL_MS : undefined;
+    const set = setToken(myStart);
+    const pending = { pid: process.pid, pidStart: myStart, set };
+    const taken: Taken[][] = [];
+    const reports: AllocationReport[] = [];
+    const mine = new Set<number>();
+    let failure: Failure | undefined;
+    try {
+      for (let i = 0; i < requests.length && failure === undefined; i++) {
+        const req = requests[i]!;
+        const plan = planCandidates({
+          source: req.source,
+          host,
+          leased: leases,
+          allowEphemeral: req.allowEphemeral === true,
+          allowPrivileged: req.allowPrivileged === true,
+          isRoot: process.geteuid?.() === 0,
+          strategy: req.strategy ?? 'lowest',
+        });
+        const got: Taken[] = [];
+        taken.push(got);
+        reports.push(plan.report);
+        const candidates = plan.candidates.filter((p) => !mine.has(p));
+        for (const port of candidates) {
+          // Too few candidates: fail before touching anything.
+          if (got.length === req.count || candidates.length < req.count) break;
+          if (o.signal?.aborted) throw aborted(o.signal);
+          const t = await takePort(dir, port, plan.report, {
+            netns: host.netns,
+            ipv6: host.ipv6,
+            pending,
+            ...(o.owner ? { owner: o.owner } : {}),
+            ...(expiresAt !== undefined ? { expiresAt } : {}),
+            now,
+            ...(req.name !== undefined ? { name: req.name } : {}),
+            ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}),
+            startTimeOf,
+          });
+          if (t === undefined) continue;
+          got.push(t);
+          mine.add(port);
+        }
+        if (got.length < req.count) failure = { request: i, plan, got: got.length, attempt };
+      }
+      if (failure === undefined) {
+        if (o.signal?.aborted) throw aborted(o.signal);
+        commit(dir, set, taken.flat());
+        const reservations = taken.map((got, i) => new HeldReservation(got, reports[i]!));
+        // Held until committed: the allocator never returns a port it could not hold.
+        if (o.hold === false) await Promise.all(reservations.map((r) => r.unhold()));
+        return reservations;
+      }
+    } catch (e) {
+      await giveBack(taken.flat());
+      throw e;
+    }
+    await giveBack(taken.flat());
+    nameCompetitors(failure, procRoot);
+    const why = transientCompetitor(failure.plan.report);
+    const wait = why === undefined || o.signal?.aborted ? undefined : next();
+    if (wait === undefined) {
+      if (o.signal?.aborted) throw aborted(o.signal);
+      throw unavailable(failure, requests[failure.request]!.count);
+    }
+    await sleep(wait, o.signal);
+  }
+}
+
+interface TakeInput {
+  netns: string;
+  ipv6: boolean;
+  pending: NonNullable<LeaseRecord['pending']>;
+  owner?: { pid: number; start: number };
+  expiresAt?: number;
+  now: number;
+  name?: string;
+  holdAddress?: string;
+  startTimeOf: (pid: number) => number | undefined;
+}
+
+/** Lease (pending) and hold one port; undefined, with the reason in `report`, when it cannot be had. */
+async function takePort(dir: LeaseDir, port: number, report: AllocationReport, i: TakeInput): Promise<Taken | undefined> {
+  const record = newLeaseRecord({
+    port,
+    netns: i.netns,
+    ...(i.owner ? { owner: i.owner } : {}),
+    ...(i.expiresAt !== undefined ? { expiresAt: i.expiresAt } : {}),
+    ...(i.name !== undefined ? { name: i.name } : {}),
+    pending: i.pending,
+    now: i.now,
+    createdBy: process.pid,
+  });
+  const got = await acquireLease(dir.at, record, { startTimeOf: i.startTimeOf });
+  if (!got.ok) {
+    if (got.reason === 'raced') {
+      report.excluded.raced.push({ port, reason: 'lease taken concurrently' });
+      return undefined;
+    }
+    const e: AllocationReport['excluded']['leased'][number] = { port };
+    const h = got.holder;
+    if (got.reason === 'foreign') e.kind = got.state === 'garbage' && h === undefined ? 'unreadable' : 'stale-foreign';
+    else if (h?.pending !== undefined && got.state === 'pending') e.kind = 'pending';
+    const pid = e.kind === 'pending' ? h?.pending?.pid : h?.pid;
+    if (pid !== undefined) e.pid = pid;
+    if (h?.name !== undefined) e.name = h.name;
+    if (got.uid !== undefined) e.uid = got.uid;
+    report.excluded.leased.push(e);
+    return undefined;
+  }
+  let server: net.Server;
+  try {
+    server = await holdPort(port, i.ipv6, i.holdAddress);
+  } catch (e) {
+    await removeOwnLease(got.file, got.id);
+    const bad = i.holdAddress === undefined ? undefined : addressFailure(e, i.holdAddress);
+    if (bad) throw bad;
+    report.excluded.bindFailed.push({ port, code: (e as HoldError).code ?? 'UNKNOWN' });
+    return undefined;
+  }
+  // A reclaimer that judged an older file may have moved ours aside; we only keep a
+  // port whose lease file is ours once we hold it (see lease-store.ts).
+  if (!(await leaseStillOurs(got.file, got.id))) {
+    await closeServer(server);
+    await removeOwnLease(got.file, got.id); // in case it came back meanwhile
+    report.excluded.raced.push({ port, reason: 'lease replaced while binding' });
+    return undefined;
+  }
+  return { lease: got.lease, file: got.file, id: got.id, server };
+}
+
+/** Make the whole set the owner's (lease-store.ts, "Sets"); the Taken entries get their new identities. */
+function commit(dir: LeaseDir, set: string, all: Taken[]): void {
+  const items = all.map((t) => {
+    const { path: _path, pending: _pending, ...record } = t.lease;
+    return { file: t.file, id: t.id, record: record as LeaseRecord };
+  });
+  const ids = commitLeases(dir.at, set, items);
+  all.forEach((t, k) => {
+    const { pending: _p, ...lease } = t.lease;
+    t.lease = lease;
+    t.id = ids[k]!;
+  });
+}
