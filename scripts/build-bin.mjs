@@ -20,7 +20,10 @@ import { parseArgs } from 'node:util';
  * - Start-up (docs/benchmarks.md, "single executable"): `snapshot` evaluates every command
  *   at build time and stores the V8 heap (src/cli/sea-snapshot.ts), so a start deserializes
  *   instead of compiling and running the code; `code-cache` stores V8's compiled code for
- *   the bundle; `plain` stores the source alone.
+ *   the bundle; `plain` stores the source alone. `code-cache` is the default: it starts as
+ *   fast as `snapshot` within the noise of our measurements and faster than `plain`, is
+ *   6 MB smaller than `snapshot`, and avoids Node's warning that child_process and
+ *   dns/promises are "not yet fully verified" in user snapshots.
  */
 const MODES = ['snapshot', 'code-cache', 'plain'];
 const DEFAULT_MODE = 'code-cache';
