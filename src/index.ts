@@ -6,9 +6,12 @@
  * - Layouts: loadLayout()/parseLayout() read band files; checkLayout() audits them against a
  *   host and says what to fix; defaultLayout() is the built-in one.
  * - Allocation: reserve() leases and holds ports race-free across processes and returns a
- *   Reservation that owns the listening sockets until unhold()/release().
+ *   Reservation that owns the listening sockets until unhold()/release(). Without a source,
+ *   the default band, like `berth port`; resolvePortSource() turns the CLI's SOURCE options
+ *   (port, range, layout/band/instance, source: 'resv') into a PortSource.
  * - Leases: currentLeases(), releaseLeases(), releaseJob().
- * - Services: launch() starts one service on a held port (`berth run`): ready, exited, stop().
+ * - Services: launch() starts one service on a held port (`berth run`, the default band when
+ *   no source is given): ready, exited, stop().
  * - Stacks: loadStack() reads a stack file; runStack() starts it (`berth up`) and returns a
  *   StackHandle (ready, done, stop()); the run directory holds endpoints.json and events.jsonl.
  */
@@ -16,6 +19,8 @@ export { BerthError, EXIT, type ExitCode } from './errors.js';
 export * from './host/index.js';
 export * from './layout/index.js';
 export * from './allocate/index.js';
+export { hasSourceOptions, resolvePortSource, type ResolveSourceContext, type SourceOptions } from './allocate/source-options.js';
+export type { Duration } from './util/option-names.js';
 export * from './stack/index.js';
 export * from './launch/index.js';
 export * from './slurm/index.js';

@@ -1,9 +1,8 @@
+import { resolvePortSource, type SourceOptions } from '../allocate/source-options.js';
 import type { PortSource } from '../allocate/types.js';
 import type { HostSysctls } from '../host/types.js';
-import { defaultLayout } from '../layout/default-layout.js';
-import { instanceWindow } from '../layout/windows.js';
-import { BerthError, EXIT } from '../errors.js';
-import { resolveInstance, stepResvPorts } from '../slurm/instance.js';
+import { requireDefaultBand } from '../layout/default-band.js';
+import { DEFAULT_BAND } from '../layout/default-layout.js';
 import { usage } from './command.js';
 import { parseCount, parsePort, parseRange } from './values.js';
 
@@ -42,67 +41,30 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 /**
  * One of --port P, --range LO-HI, --layout FILE --band NAME [--instance N|auto|gpu], or
  * --source resv (the ports srun reserved for this step); with none, the default band
- * (largest span above the unprivileged start outside the ephemeral range).
- * `env` is where Slurm's variables are read (tests pass their own).
+ * (largest span above the unprivileged start outside the ephemeral range). The flags are
+ * parsed here; what they mean is the library's (allocate/source-options.ts), so
+ * reserve()/launch() resolve them the same way. `env` is where Slurm's variables are read.
  */
 export async function resolveSource(command: string, values: SourceValues, host: HostSysctls, env: NodeJS.ProcessEnv = process.env): Promise<PortSource> {
+  const o: SourceOptions = {};
   const port = str(values.port);
   const range = str(values.range);
-  const layoutFile = str(values.layout);
+  const layout = str(values.layout);
   const band = str(values.band);
-  const instanceText = str(values.instance);
-  const sourceText = str(values.source);
-  if (sourceText !== undefined && sourceText !== 'resv') throw usage(command, `--source ${sourceText}: the only named source is "resv" (the ports of 'srun --resv-ports')`);
-  const given = [port !== undefined, range !== undefined, layoutFile !== undefined || band !== undefined, sourceText !== undefined].filter(Boolean).length;
-  if (given > 1) throw usage(command, 'give one source: --port P, --range LO-HI, --layout FILE --band NAME, or --source resv');
-  if (instanceText !== undefined && band === undefined) throw usage(command, '--instance needs --band (and --layout FILE, unless the band is "default")');
-  if (port !== undefined) return { kind: 'port', port: parsePort(command, '--port', port) };
-  if (range !== undefined) return { kind: 'range', range: parseRange(command, '--range', range) };
-  if (sourceText !== undefined) return resvSource(command, env);
-  const instance = instanceText === undefined ? undefined : parseInstance(command, instanceText, env);
-  // The YAML parser is loaded only when a layout file is named: most calls never need it.
-  const layout = layoutFile !== undefined ? (await import('../layout/parse.js')).loadLayout(layoutFile) : defaultLayout(host);
-  const bandName = band ?? (layoutFile === undefined ? 'default' : undefined);
-  if (bandName === undefined) throw usage(command, `--layout ${layoutFile} needs --band NAME (one of: ${layout.bands.map((b) => b.name).join(', ')})`);
-  const found = layout.bands.find((b) => b.name === bandName);
-  if (!found) throw usage(command, `band ${JSON.stringify(bandName)} is not in ${layout.source} (bands: ${layout.bands.map((b) => b.name).join(', ')})`);
-  // Without --instance the whole band is the source; windows matter only when instances are asked for.
-  const win = instance === undefined ? { lo: found.lo, hi: found.hi } : instanceWindow(found, instance);
-  const src: PortSource = { kind: 'band', band: found.name, range: win };
-  if (layoutFile !== undefined) src.layoutFile = layoutFile;
-  if (instance !== undefined) src.instance = instance;
-  return src;
-}
-
-/** --instance N, auto (BERTH_INSTANCE, else SLURM_LOCALID) or gpu (lowest GPU index of the job). */
-function parseInstance(command: string, text: string, env: NodeJS.ProcessEnv): number {
-  if (text !== 'auto' && text !== 'gpu') {
-    if (!/^\d+$/.test(text)) throw usage(command, `--instance ${JSON.stringify(text)}: expected a whole number ≥ 0, auto or gpu`);
-    return parseCount(command, '--instance', text, 0);
+  const instance = str(values.instance);
+  const source = str(values.source);
+  if (port !== undefined) o.port = parsePort(command, '--port', port);
+  if (range !== undefined) o.range = parseRange(command, '--range', range);
+  if (layout !== undefined) o.layout = layout;
+  if (band !== undefined) o.band = band;
+  if (source !== undefined) o.source = source as 'resv';
+  if (instance !== undefined) {
+    if (instance !== 'auto' && instance !== 'gpu' && !/^\d+$/.test(instance)) throw usage(command, `--instance ${JSON.stringify(instance)}: expected a whole number ≥ 0, auto or gpu`);
+    o.instance = instance === 'auto' || instance === 'gpu' ? instance : parseCount(command, '--instance', instance, 0);
   }
-  try {
-    return resolveInstance(text, env).instance;
-  } catch (e) {
-    // Missing variables are a usage problem of this command; bad values (65) name their variable as they are.
-    if (e instanceof BerthError && e.exitCode === EXIT.USAGE) throw usage(command, e.message);
-    throw e;
+  // No source but the built-in band, on a host that has none: 69 with the ranges and the fix.
+  if (port === undefined && range === undefined && source === undefined && layout === undefined && (band ?? DEFAULT_BAND) === DEFAULT_BAND) {
+    requireDefaultBand(host, 'a source: --port P, --range LO-HI or --layout FILE --band NAME');
   }
-}
-
-/**
- * SLURM_STEP_RESV_PORTS as a range source. Slurm may hand out several runs (it wraps around
- * its port range and skips ports other steps hold); a range source is one run, so the
- * longest is used (the first of equals) — enough for the usual one port per task.
- */
-function resvSource(command: string, env: NodeJS.ProcessEnv): PortSource {
-  let runs;
-  try {
-    runs = stepResvPorts(env);
-  } catch (e) {
-    if (e instanceof BerthError && e.exitCode === EXIT.USAGE) throw usage(command, e.message);
-    throw e;
-  }
-  let best = runs[0]!;
-  for (const r of runs) if (r.hi - r.lo > best.hi - best.lo) best = r;
-  return { kind: 'range', range: { lo: best.lo, hi: best.hi } };
+  return resolvePortSource(o, { host, env, flag: (n) => `--${n}`, usage: (m) => usage(command, m) });
 }

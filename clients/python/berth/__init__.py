@@ -1,0 +1,839 @@
+"""berth from Python: race-free ports, services and stacks for launchers.
+
+A thin client of the ``berth`` command line (its ``--json`` output); it never allocates a
+port itself, so leases made here and by ``berth port`` or other jobs never collide.
+Standard library only, Python >= 3.9. This one file is the whole client: copy it next to
+your launcher as ``berth.py`` if you cannot ``pip install``.
+
+    lease = berth.port(count=2)                      # leased while this process lives
+    with berth.up("stack.yaml") as stack:            # waits until every service is ready
+        print(stack.url("proxy"), stack.urls("engine"))
+    with berth.run(["python3", "-m", "http.server", "{port}"], ready="http://127.0.0.1:{port}/") as svc:
+        print(svc.port)
+
+Errors are BerthError subclasses chosen by berth's exit code (64 usage, 65 invalid input,
+69 no usable port, 70 service failed, 74 I/O, 75 readiness deadline), carrying the
+diagnostics path and the last lines of the failing service's stderr.
+
+The berth executable: the ``executable=`` argument, else $BERTH (a path or a command line
+such as "node /opt/berth/dist/berth.cjs"), else ``berth`` on PATH, else ``npx --no berth``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import IO, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Type, Union
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BerthError",
+    "UsageError",
+    "InvalidInputError",
+    "NoPortError",
+    "ServiceFailedError",
+    "BerthIOError",
+    "ReadyTimeoutError",
+    "StoppedError",
+    "BerthNotFoundError",
+    "Lease",
+    "Stack",
+    "Service",
+    "find_berth",
+    "port",
+    "release",
+    "up",
+    "run",
+]
+
+Executable = Union[str, Sequence[str], None]
+Duration = Union[str, int, float, None]
+StatusSink = Optional[Callable[[str], None]]
+
+_TAIL_LINES = 20
+
+
+# ---- errors --------------------------------------------------------------------------------
+
+
+class BerthError(Exception):
+    """berth failed; ``exit_code`` is its exit status (sysexits, see the README)."""
+
+    exit_code: Optional[int]
+    message: str
+    diagnostics: Optional[str]
+    """The diagnostics folder of the failure (diagnostics.json, stdout.log, stderr.log)."""
+    stderr_tail: List[str]
+    """The last lines the failing service wrote on stderr."""
+    service: Optional[str]
+    """``service/replica`` (a stack) or the service's name (run)."""
+    run_dir: Optional[str]
+    details: Dict[str, Any]
+
+    def __init__(
+        self,
+        message: str,
+        exit_code: Optional[int] = None,
+        *,
+        diagnostics: Optional[str] = None,
+        stderr_tail: Optional[List[str]] = None,
+        service: Optional[str] = None,
+        run_dir: Optional[str] = None,
+        details: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+        self.diagnostics = diagnostics
+        self.stderr_tail = list(stderr_tail or [])
+        self.service = service
+        self.run_dir = run_dir
+        self.details = dict(details or {})
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.exit_code is not None:
+            text = f"{text} (exit {self.exit_code})"
+        return text
+
+
+class UsageError(BerthError):
+    """64: a bad option or value (also: this berth does not know an option, e.g. block=)."""
+
+
+class InvalidInputError(BerthError):
+    """65: an invalid layout, stack file or input (the message names file and line)."""
+
+
+class NoPortError(BerthError):
+    """69: no usable port (in the ephemeral range, occupied, leased, or stolen)."""
+
+
+class ServiceFailedError(BerthError):
+    """70: a service failed before it was ready, or a ready one died."""
+
+
+class BerthIOError(BerthError):
+    """74: berth cannot write its leases, logs or diagnostics."""
+
+
+class ReadyTimeoutError(BerthError):
+    """75: a readiness deadline passed."""
+
+
+class StoppedError(BerthError):
+    """berth ended with another status: a job's or service's own status, or a signal (128+N)."""
+
+
+class BerthNotFoundError(BerthError):
+    """No berth executable: give executable=, set $BERTH, put berth on PATH, or install npx."""
+
+
+_BY_CODE: Dict[int, Type[BerthError]] = {
+    64: UsageError,
+    65: InvalidInputError,
+    69: NoPortError,
+    70: ServiceFailedError,
+    74: BerthIOError,
+    75: ReadyTimeoutError,
+}
+
+
+def _error(code: int, message: str, **kw: Any) -> BerthError:
+    return _BY_CODE.get(code, StoppedError)(message, code, **kw)
+
+
+# ---- finding and running berth -----------------------------------------------------------
+
+
+def find_berth(executable: Executable = None) -> List[str]:
+    """The argv prefix that runs berth: executable=, $BERTH, ``berth`` on PATH, or ``npx --no berth``."""
+    if executable is not None:
+        return shlex.split(executable) if isinstance(executable, str) and not os.path.exists(executable) else (
+            [executable] if isinstance(executable, str) else list(executable)
+        )
+    env = os.environ.get("BERTH")
+    if env:
+        return [env] if os.path.exists(env) else shlex.split(env)
+    on_path = shutil.which("berth")
+    if on_path:
+        return [on_path]
+    npx = shutil.which("npx")
+    if npx:
+        return [npx, "--no", "berth"]
+    raise BerthNotFoundError(
+        "cannot find berth: pass executable=, set BERTH=/path/to/berth (or BERTH='node /path/to/dist/berth.cjs'), "
+        "put the berth binary on PATH, or install Node.js so that 'npx berth' works"
+    )
+
+
+def _flags(**options: Any) -> List[str]:
+    """Keyword options as CLI flags: allow_ephemeral=True → --allow-ephemeral; None is left out."""
+    out: List[str] = []
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                out += [flag, str(v)]
+        else:
+            out += [flag, _text(value)]
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict) and "lo" in value and "hi" in value:
+        return f"{value['lo']}-{value['hi']}"
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+def _duration(value: Duration) -> Optional[str]:
+    """'10s' stays; a number is seconds, as Python's own timeouts are."""
+    if value is None or isinstance(value, str):
+        return value
+    return f"{int(round(float(value) * 1000))}ms"
+
+
+def _trailing_error(text: str) -> Optional[Dict[str, Any]]:
+    """The {"error": …} document berth prints on stdout last when a --json command fails."""
+    idx = text.rfind('{\n  "error"')
+    if idx < 0:
+        return None
+    try:
+        doc = json.loads(text[idx:])
+    except ValueError:
+        return None
+    err = doc.get("error") if isinstance(doc, dict) else None
+    return err if isinstance(err, dict) else None
+
+
+def _tail_file(path: Optional[str], n: int = _TAIL_LINES) -> List[str]:
+    if not path:
+        return []
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 16384))
+            data = f.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    lines = [line for line in data.splitlines() if line.strip()]
+    return lines[-n:]
+
+
+_UNKNOWN_OPTION = re.compile(r"Unknown option '(--[a-z-]+)'|unknown option[: ]+'?(--[a-z-]+)", re.I)
+
+
+def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """Run a short berth command with --json and return its document, or raise by exit code."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_env(env))
+    except FileNotFoundError as e:
+        raise BerthNotFoundError(f"cannot run berth ({argv[0]}): {e}") from None
+    if done.returncode == 0:
+        try:
+            doc = json.loads(done.stdout)
+        except ValueError:
+            raise BerthError(f"{what}: berth printed no JSON: {done.stdout[:200]!r}") from None
+        return doc if isinstance(doc, dict) else {"value": doc}
+    err = _trailing_error(done.stdout) or {}
+    message = str(err.get("message") or done.stderr.strip() or f"{what} failed")
+    unknown = _UNKNOWN_OPTION.search(message)
+    if done.returncode == 64 and unknown:
+        flag = unknown.group(1) or unknown.group(2)
+        message = f"this berth does not support {flag} ({what}); upgrade berth or leave that option out. berth said: {message}"
+    raise _error(done.returncode, message, details=err)
+
+
+def _env(extra: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
+    if extra is None:
+        return None
+    env = dict(os.environ)
+    env.update(extra)
+    return env
+
+
+def _child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
+    # Own process group: a Ctrl-C on the terminal reaches Python only, which then stops berth
+    # once, in order (berth takes a second signal as "kill everything now").
+    os.setpgid(0, 0)
+    if _prctl is not None:
+        _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: berth stops its services if Python dies hard
+
+
+def _load_prctl() -> Optional[Callable[..., int]]:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_prctl = _load_prctl()
+
+
+class _Process:
+    """A long-running berth (up, run): its stdout and stderr read by threads, line by line."""
+
+    def __init__(
+        self,
+        argv: List[str],
+        *,
+        on_stdout: Callable[[str], None],
+        on_stderr: Callable[[str], None],
+        env: Optional[Mapping[str, str]],
+        cwd: Optional[str],
+    ) -> None:
+        self.stderr_tail: Deque[str] = collections.deque(maxlen=200)
+        self.stdout_text: List[str] = []
+        self._changed = threading.Condition()
+        try:
+            self.popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_env(env),
+                cwd=cwd,
+                preexec_fn=_child_setup,
+            )
+        except FileNotFoundError as e:
+            raise BerthNotFoundError(f"cannot run berth ({argv[0]}): {e}") from None
+        self._threads = [
+            threading.Thread(target=self._pump, args=(self.popen.stdout, on_stdout, True), daemon=True),
+            threading.Thread(target=self._pump, args=(self.popen.stderr, on_stderr, False), daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _pump(self, stream: IO[bytes], sink: Callable[[str], None], is_stdout: bool) -> None:
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if is_stdout:
+                self.stdout_text.append(line)
+            else:
+                self.stderr_tail.append(line)
+            try:
+                sink(line)
+            except Exception:  # a faulty sink must not stop the reading (berth would block)
+                pass
+            with self._changed:
+                self._changed.notify_all()
+        stream.close()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: Optional[float] = None) -> bool:
+        """Wait until predicate() or berth has exited; KeyboardInterrupt passes through."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            while not predicate() and self.popen.poll() is None:
+                left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+        return predicate()
+
+    def finish(self) -> int:
+        code = self.popen.wait()
+        for t in self._threads:
+            t.join()
+        return code
+
+    def terminate(self) -> int:
+        """SIGTERM to berth, which stops every service in order; a second Ctrl-C meanwhile kills them all."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+        try:
+            return self.finish()
+        except KeyboardInterrupt:
+            if self.popen.poll() is None:
+                self.popen.send_signal(signal.SIGTERM)
+            self.finish()
+            raise
+
+    @property
+    def stdout(self) -> str:
+        return "\n".join(self.stdout_text)
+
+
+def _printer(stream: Optional[IO[str]], default: IO[str]) -> Callable[[str], None]:
+    target = default if stream is None else stream
+
+    def write(line: str) -> None:
+        target.write(line + "\n")
+        target.flush()
+
+    return write
+
+
+def _without_error_doc(sink: Callable[[str], None]) -> Callable[[str], None]:
+    """Pass lines on, except berth's closing {"error": …} document (it becomes the exception)."""
+    held: List[str] = []  # a line "{" that may open that document
+
+    def feed(line: str) -> None:
+        if held:
+            if held[0] == "error" or line.startswith('  "error": {'):
+                held[:] = ["error"]
+                return
+            sink(held.pop())
+        if line == "{":
+            held.append(line)
+        else:
+            sink(line)
+
+    return feed
+
+
+# ---- berth port ----------------------------------------------------------------------------
+
+
+class Lease:
+    """Ports leased by ``berth port``: nothing else on the host takes them until release()."""
+
+    ports: List[int]
+    leases: List[Dict[str, Any]]
+    source: Dict[str, Any]
+
+    def __init__(self, doc: Dict[str, Any], argv: List[str]) -> None:
+        self.ports = [int(p) for p in doc.get("ports", [])]
+        self.leases = list(doc.get("leases", []))
+        self.source = dict(doc.get("source", {}))
+        self._berth = argv
+        self.released = False
+
+    @property
+    def port(self) -> int:
+        """The first port (the only one for count=1)."""
+        return self.ports[0]
+
+    def release(self) -> None:
+        """End the leases (idempotent)."""
+        if self.released or not self.ports:
+            return
+        _check_call(self._berth + ["release", "--json"] + _flags(port=self.ports), "berth release")
+        self.released = True
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"Lease(ports={self.ports!r})"
+
+
+def port(
+    *,
+    count: Optional[int] = None,
+    band: Optional[str] = None,
+    layout: Optional[str] = None,
+    instance: Union[int, str, None] = None,
+    port: Optional[int] = None,
+    range: Union[str, Mapping[str, int], None] = None,
+    source: Optional[str] = None,
+    block: Optional[int] = None,
+    owner: Optional[int] = -1,
+    ttl: Duration = None,
+    name: Optional[str] = None,
+    strategy: Optional[str] = None,
+    allow_ephemeral: bool = False,
+    executable: Executable = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> Lease:
+    """``berth port``: lease ports (default: one, from the default band).
+
+    owner: the lease lives while that pid lives; default this process (os.getpid()); None
+    for no owner (then ttl, default 10 minutes). block=N asks for N contiguous ports (needs a
+    berth with ``port --block``; UsageError otherwise).
+    """
+    if owner == -1:
+        owner = os.getpid()
+    argv = find_berth(executable)
+    flags = _flags(
+        port=port,
+        range=range,
+        layout=layout,
+        band=band,
+        instance=instance,
+        source=source,
+        count=count,
+        block=block,
+        owner=owner,
+        ttl=_duration(ttl),
+        name=name,
+        strategy=strategy,
+        allow_ephemeral=allow_ephemeral,
+    )
+    return Lease(_check_call(argv + ["port", "--json"] + flags, "berth port", env), argv)
+
+
+def release(
+    *, port: Optional[Sequence[int]] = None, owner: Optional[int] = None, job: Optional[str] = None, all: bool = False, executable: Executable = None
+) -> List[int]:
+    """``berth release``: end leases by port, owner pid, Slurm job or all of yours; returns the released ports."""
+    doc = _check_call(find_berth(executable) + ["release", "--json"] + _flags(port=port, owner=owner, job=job, all=all), "berth release")
+    return [int(p) for p in doc.get("released", [])]
+
+
+# ---- berth up ------------------------------------------------------------------------------
+
+
+class Stack:
+    """A running ``berth up``: endpoints, and an orderly stop on exit or exception."""
+
+    endpoints: Dict[str, Any]
+    """endpoints.json as berth printed it when the stack became ready."""
+
+    def __init__(self, proc: _Process, argv: List[str]) -> None:
+        self._proc = proc
+        self._argv = argv
+        self.endpoints = {}
+        self.returncode: Optional[int] = None
+
+    # -- where things are
+    @property
+    def run_dir(self) -> str:
+        return str(self.endpoints.get("runDir", ""))
+
+    @property
+    def pid(self) -> int:
+        """berth's own pid."""
+        return self._proc.popen.pid
+
+    def replicas(self, service: str) -> List[Dict[str, Any]]:
+        found = [r for r in self.endpoints.get("replicas", []) if r.get("service") == service]
+        if not found:
+            names = sorted({str(r.get("service")) for r in self.endpoints.get("replicas", [])})
+            raise KeyError(f"no service {service!r} in this stack (services: {', '.join(names)})")
+        return sorted(found, key=lambda r: int(r.get("replica", 0)))
+
+    def url(self, service: str, replica: int = 0) -> str:
+        """The url of one replica (http://HOST:PORT)."""
+        rec = self.replicas(service)[replica]
+        if not rec.get("url"):
+            raise KeyError(f"{service}/{replica} has no port")
+        return str(rec["url"])
+
+    def urls(self, service: str) -> List[str]:
+        """The urls of every replica of a service, in replica order."""
+        return [str(r["url"]) for r in self.replicas(service) if r.get("url")]
+
+    def port(self, service: str, replica: int = 0) -> int:
+        rec = self.replicas(service)[replica]
+        if rec.get("port") is None:
+            raise KeyError(f"{service}/{replica} has no port")
+        return int(rec["port"])
+
+    def ports(self, service: str, replica: int = 0) -> Dict[str, Any]:
+        """Named ports of one replica as endpoints.json lists them ({} when the stack has none)."""
+        named = self.replicas(service)[replica].get("ports")
+        return dict(named) if isinstance(named, dict) else {}
+
+    def refresh(self) -> Dict[str, Any]:
+        """Re-read endpoints.json (berth rewrites it on every state change)."""
+        try:
+            with open(os.path.join(self.run_dir, "endpoints.json"), encoding="utf-8") as f:
+                self.endpoints = json.load(f)
+        except (OSError, ValueError):
+            pass
+        return self.endpoints
+
+    # -- ending
+    @property
+    def running(self) -> bool:
+        return self._proc.popen.poll() is None
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Wait for the stack to end by itself (its job exited); raises for a failed stack."""
+        try:
+            self._proc.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise
+        except BaseException:
+            self.stop()
+            raise
+        return self._end(stopped=False)
+
+    def stop(self) -> int:
+        """Stop the stack in order (SIGTERM to berth: dependents first) and wait; returns berth's status."""
+        if self.returncode is not None:
+            return self.returncode
+        self._proc.terminate()
+        return self._end(stopped=True)
+
+    def _end(self, stopped: bool) -> int:
+        code = self._proc.finish()
+        self.returncode = code
+        if code == 0 or (stopped and code == 128 + signal.SIGTERM):
+            return code
+        raise _stack_error(self._proc, code)
+
+    def __enter__(self) -> "Stack":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            # The body failed (KeyboardInterrupt included): stop, and let its exception through.
+            try:
+                self.stop()
+            except BerthError:
+                pass
+            return
+        if self.running:
+            self.stop()
+        elif self.returncode is None:
+            self._end(stopped=False)
+
+
+def _stack_error(proc: _Process, code: int) -> BerthError:
+    err = _trailing_error(proc.stdout) or {}
+    failure = err.get("failure") if isinstance(err.get("failure"), dict) else {}
+    assert isinstance(failure, dict)
+    logs = failure.get("logs") if isinstance(failure.get("logs"), dict) else {}
+    assert isinstance(logs, dict)
+    service = f"{failure['service']}/{failure.get('replica', 0)}" if failure.get("service") else None
+    message = str(err.get("message") or "\n".join(list(proc.stderr_tail)[-5:]) or f"berth up exited {code}")
+    return _error(
+        code,
+        message,
+        diagnostics=failure.get("diagnostics"),
+        stderr_tail=_tail_file(logs.get("err")),
+        service=service,
+        run_dir=err.get("runDir"),
+        details=err,
+    )
+
+
+def up(
+    stack: Union[str, "os.PathLike[str]"],
+    *,
+    run_dir: Union[str, "os.PathLike[str]", None] = None,
+    follow: bool = False,
+    on_status: StatusSink = None,
+    stdout: Optional[IO[str]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    executable: Executable = None,
+) -> Stack:
+    """``berth up STACK``: start a stack and return once every service (but the job) is ready.
+
+    Status lines go to on_status (default: printed on stderr); the job's output to stdout
+    (default sys.stdout). Use it as a context manager: leaving the block stops the stack in
+    order, also on an exception or Ctrl-C. A stack that fails raises the BerthError subclass
+    of berth's exit code, with the diagnostics folder and the failing replica's stderr tail.
+    """
+    argv = find_berth(executable)
+    cmd = argv + ["up", os.fspath(stack), "--json"] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
+    ready: Dict[str, Any] = {}
+    out = _printer(stdout, sys.stdout)
+
+    passthrough = _without_error_doc(out)
+
+    def on_line(line: str) -> None:
+        if not ready and line.startswith("{") and '"replicas"' in line:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                ready.update(doc)
+                return
+        passthrough(line)
+
+    proc = _Process(cmd, on_stdout=on_line, on_stderr=on_status if on_status is not None else _printer(None, sys.stderr), env=env, cwd=cwd)
+    handle = Stack(proc, argv)
+    try:
+        proc.wait_for(lambda: bool(ready))
+    except BaseException:
+        proc.terminate()
+        raise
+    if not ready:
+        code = proc.finish()
+        handle.returncode = code
+        if code == 0:
+            raise StoppedError("berth up ended before the stack was ready", 0)
+        raise _stack_error(proc, code)
+    handle.endpoints = dict(ready)
+    return handle
+
+
+# ---- berth run -----------------------------------------------------------------------------
+
+
+class Service:
+    """A running ``berth run``: where the service is, and its stop."""
+
+    def __init__(self, proc: _Process, info: Dict[str, Any]) -> None:
+        self._proc = proc
+        self.info = info
+        self.returncode: Optional[int] = None
+
+    @property
+    def name(self) -> str:
+        return str(self.info.get("name", ""))
+
+    @property
+    def host(self) -> str:
+        return str(self.info.get("host", ""))
+
+    @property
+    def port(self) -> int:
+        return int(self.info.get("port", 0))
+
+    @property
+    def pid(self) -> int:
+        """The service's pid (not berth's)."""
+        return int(self.info.get("pid", 0))
+
+    @property
+    def url(self) -> str:
+        host = self.host
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc.popen.poll() is None
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        """Wait for the service to end; returns its status (128+N for signal N)."""
+        try:
+            self._proc.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise
+        except BaseException:
+            self.stop()
+            raise
+        self.returncode = self._proc.finish()
+        return self.returncode
+
+    def stop(self) -> int:
+        """SIGTERM to the service (through berth, SIGKILL after its stop grace); returns its status."""
+        if self.returncode is None:
+            self.returncode = self._proc.terminate()
+        return self.returncode
+
+    def __enter__(self) -> "Service":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def run(
+    command: Sequence[str],
+    *,
+    ready: Optional[str] = None,
+    handoff: Optional[str] = None,
+    port: Optional[int] = None,
+    range: Union[str, Mapping[str, int], None] = None,
+    layout: Optional[str] = None,
+    band: Optional[str] = None,
+    instance: Union[int, str, None] = None,
+    source: Optional[str] = None,
+    bind: Optional[str] = None,
+    env_name: Optional[str] = None,
+    ready_timeout: Duration = None,
+    ready_file: Optional[str] = None,
+    diag_dir: Optional[str] = None,
+    name: Optional[str] = None,
+    stop_grace: Duration = None,
+    allow_ephemeral: bool = False,
+    stdout: Optional[IO[str]] = None,
+    stderr: Optional[IO[str]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    executable: Executable = None,
+) -> Service:
+    """``berth run -- COMMAND``: start one service on a leased port; return once it is ready.
+
+    ``{port}`` in the command is the port (also $PORT). The service's output goes to stdout
+    and stderr (default sys.stdout / sys.stderr). Raises the BerthError subclass of berth's
+    exit code (69 no port, 70 failed before ready, 75 not ready in time), with the
+    diagnostics folder and the service's last stderr lines.
+    """
+    if isinstance(command, str):
+        raise TypeError("command is an argv list, e.g. ['python3', '-m', 'http.server', '{port}'] (berth uses no shell)")
+    argv = find_berth(executable)
+    own_dir = tempfile.mkdtemp(prefix="berth-py-")
+    ready_path = ready_file or os.path.join(own_dir, "ready.json")
+    flags = _flags(
+        port=port,
+        range=range,
+        layout=layout,
+        band=band,
+        instance=instance,
+        source=source,
+        bind=bind,
+        env=env_name,
+        handoff=handoff,
+        ready=ready,
+        ready_timeout=_duration(ready_timeout),
+        ready_file=ready_path,
+        diag_dir=diag_dir,
+        name=name,
+        stop_grace=_duration(stop_grace),
+        allow_ephemeral=allow_ephemeral,
+    )
+    cmd = argv + ["run", "--json"] + flags + ["--"] + [str(a) for a in command]
+    info: Dict[str, Any] = {}
+
+    def check_ready() -> bool:
+        if not info and os.path.exists(ready_path):
+            try:
+                with open(ready_path, encoding="utf-8") as f:
+                    info.update(json.load(f))
+            except (OSError, ValueError):
+                return False  # not there yet (berth renames it into place; a partial read retries)
+        return bool(info)
+
+    err_out = _printer(stderr, sys.stderr)
+
+    def on_stderr(line: str) -> None:
+        if line.startswith('{"event":'):
+            return  # berth's own --json lines: the ready file says the same
+        err_out(line)
+
+    proc = _Process(cmd, on_stdout=_without_error_doc(_printer(stdout, sys.stdout)), on_stderr=on_stderr, env=env, cwd=cwd)
+    try:
+        proc.wait_for(check_ready)
+    except BaseException:
+        proc.terminate()
+        raise
+    finally:
+        if ready_file is None:
+            shutil.rmtree(own_dir, ignore_errors=True)
+    if not info:
+        code = proc.finish()
+        if code == 0:
+            raise StoppedError("the service exited (status 0) before berth saw it ready", 0)
+        err = _trailing_error(proc.stdout) or {}
+        message = str(err.get("message") or "\n".join(list(proc.stderr_tail)[-5:]) or f"berth run exited {code}")
+        found = re.search(r"diagnostics: (\S+) \(", message)
+        diagnostics = found.group(1) if found else diag_dir
+        tail = _tail_file(os.path.join(diagnostics, "stderr.log")) if diagnostics else []
+        if not tail:
+            tail = [line for line in proc.stderr_tail if not line.startswith(("berth:", '{"event":'))][-_TAIL_LINES:]
+        raise _error(code, message, diagnostics=diagnostics, stderr_tail=tail, service=name or os.path.basename(str(command[0])), details=err)
+    return Service(proc, info)

@@ -1,0 +1,233 @@
+"""The Python client against the real CLI ($BERTH), run by test/python-client.test.ts inside a
+network namespace with a private BERTH_STATE_DIR. Real processes and sockets throughout."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+from typing import List
+
+import berth
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+REPO = HERE.parents[2]
+PY = "/usr/bin/python3"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_dead(pids: List[int], seconds: float = 15) -> List[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+def leases() -> List[dict]:
+    out = subprocess.run(berth.find_berth() + ["leases", "--json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+class PortTest(unittest.TestCase):
+    def test_round_trip(self) -> None:
+        with berth.port(count=2, range="20000-20099", name="py-test") as lease:
+            self.assertEqual(len(set(lease.ports)), 2)
+            self.assertTrue(all(20000 <= p <= 20099 for p in lease.ports))
+            mine = {row["port"]: row for row in leases() if row.get("name") == "py-test"}
+            self.assertEqual(sorted(mine), sorted(lease.ports))
+            self.assertEqual({row["pid"] for row in mine.values()}, {os.getpid()}, "owner defaults to this process")
+        self.assertTrue(lease.released)
+        self.assertEqual([r for r in leases() if r.get("name") == "py-test"], [])
+
+    def test_default_band_and_errors(self) -> None:
+        lease = berth.port(ttl=30)
+        try:
+            self.assertEqual(lease.source.get("band"), "default")
+        finally:
+            lease.release()
+        with self.assertRaises(berth.UsageError) as cm:
+            berth.port(range="1-2-3")
+        self.assertEqual(cm.exception.exit_code, 64)
+        with self.assertRaises(berth.NoPortError):
+            with berth.port(port=20500):
+                berth.port(port=20500)
+
+    def test_block(self) -> None:
+        # block= needs `berth port --block`; an older berth is named clearly.
+        try:
+            lease = berth.port(block=4, range="20100-20199")
+        except berth.UsageError as e:
+            self.assertIn("does not support --block", str(e))
+            return
+        with lease:
+            self.assertGreaterEqual(len(lease.ports), 1)
+
+    def test_torch_distributed_style_launcher(self) -> None:
+        # The launcher takes MASTER_PORT from berth: outside the ephemeral range and leased, so
+        # no other job and no outgoing connection can take it before rank 0 binds.
+        lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        world = 4
+        with berth.port(name="rendezvous") as lease:
+            self.assertFalse(lo <= lease.port <= hi)
+            env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(lease.port), WORLD_SIZE=str(world))
+            ranks = [
+                subprocess.Popen([PY, str(FIXTURES / "rank.py")], env=dict(env, RANK=str(r)), stdout=subprocess.PIPE, text=True)
+                for r in range(world)
+            ]
+            outs = [p.communicate(timeout=60)[0] for p in ranks]
+        self.assertEqual([p.returncode for p in ranks], [0] * world)
+        self.assertIn(f"3 ranks joined on port {lease.port}", outs[0])
+
+
+class StackTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="berth-py-stack-")
+
+    def test_ready_endpoints_and_ordered_stop(self) -> None:
+        status: List[str] = []
+        with berth.up(FIXTURES / "web.yaml", run_dir=os.path.join(self.tmp, "run"), on_status=status.append) as stack:
+            engines = stack.urls("engine")
+            self.assertEqual(len(engines), 2)
+            self.assertRegex(stack.url("proxy"), r"^http://127\.0\.0\.1:210\d\d$")
+            self.assertEqual(stack.ports("proxy"), {})
+            for url in engines + [stack.url("proxy")]:
+                with urllib.request.urlopen(url + "/", timeout=10) as r:
+                    self.assertEqual(r.status, 200)
+            pids = [r["pid"] for r in stack.endpoints["replicas"]]
+        self.assertEqual(wait_dead(pids + [stack.pid], 1), [], "every service stopped when the block ended")
+        self.assertEqual(stack.returncode, 143)
+        joined = "\n".join(status)
+        self.assertIn("proxy/0 ready", joined)
+        # dependents first: the proxy stops before the engines
+        stopping = [line.split()[1] for line in status if re.match(r"^[0-9:.]+ \S+ stopping ", line)]
+        self.assertEqual(stopping[0], "proxy/0", joined)
+
+    def test_failing_engine(self) -> None:
+        status: List[str] = []
+        with self.assertRaises(berth.ServiceFailedError) as cm:
+            with berth.up(REPO / "examples/demo/stack-fail.yaml", run_dir=os.path.join(self.tmp, "run"), on_status=status.append):
+                self.fail("the stack must not become ready")
+        e = cm.exception
+        self.assertIsInstance(e, berth.BerthError)
+        self.assertEqual(e.exit_code, 70)
+        self.assertEqual(e.service, "engine/1")
+        self.assertIsNotNone(e.diagnostics)
+        self.assertTrue(os.path.isfile(os.path.join(str(e.diagnostics), "diagnostics.json")))
+        self.assertTrue(any("failed to load model" in line for line in e.stderr_tail), e.stderr_tail)
+        self.assertIn("engine/1 failed", str(e))
+        self.assertEqual(e.run_dir, os.path.join(self.tmp, "run"))
+
+    def test_keyboard_interrupt_stops_the_stack(self) -> None:
+        env = dict(os.environ, PYTHONPATH=str(REPO / "clients/python"))
+        child = subprocess.Popen(
+            [PY, str(FIXTURES / "interrupted.py"), str(FIXTURES / "web.yaml"), os.path.join(self.tmp, "run")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None
+            first = child.stdout.readline()
+            if not first:
+                self.fail(f"the child did not start the stack: {child.communicate()[1]}")
+            where = json.loads(first)
+            self.assertTrue(all(alive(p) for p in where["services"]))
+            child.send_signal(signal.SIGINT)
+            _, err = child.communicate(timeout=60)
+        finally:
+            if child.poll() is None:
+                child.kill()
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertEqual(wait_dead(where["services"] + [where["berth"]], 1), [], "nothing left running after Ctrl-C")
+
+
+class RunTest(unittest.TestCase):
+    def test_service_ready_and_stop(self) -> None:
+        out = io.StringIO()
+        with berth.run(
+            [PY, "-m", "http.server", "{port}", "--bind", "127.0.0.1"],
+            ready="http://127.0.0.1:{port}/",
+            range="22000-22099",
+            ready_timeout=30,
+            stderr=out,
+        ) as svc:
+            self.assertTrue(22000 <= svc.port <= 22099)
+            self.assertEqual(svc.url, f"http://127.0.0.1:{svc.port}")
+            with urllib.request.urlopen(svc.url + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
+            pid = svc.pid
+        self.assertEqual(wait_dead([pid], 1), [])
+        self.assertEqual(svc.returncode, 128 + signal.SIGTERM)
+
+    def test_fd_handoff(self) -> None:
+        code = "import http.server as h, socket\ns = h.HTTPServer(('', 0), h.SimpleHTTPRequestHandler, False)\ns.socket = socket.socket(fileno=3)\ns.serve_forever()"
+        with berth.run([PY, "-c", code], handoff="fd", ready="http://127.0.0.1:{port}/", stderr=io.StringIO()) as svc:
+            with urllib.request.urlopen(svc.url + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
+
+    def test_failure_before_ready(self) -> None:
+        with self.assertRaises(berth.ServiceFailedError) as cm:
+            berth.run(
+                [PY, "-c", "import sys; print('model.bin: no such file', file=sys.stderr); sys.exit(3)"],
+                ready="http://127.0.0.1:{port}/",
+                stderr=io.StringIO(),
+            )
+        e = cm.exception
+        self.assertEqual(e.exit_code, 70)
+        self.assertIn("exited with status 3", str(e))
+        self.assertEqual(e.stderr_tail, ["model.bin: no such file"])
+        self.assertTrue(os.path.isfile(os.path.join(str(e.diagnostics), "diagnostics.json")))
+
+    def test_usage_error(self) -> None:
+        with self.assertRaises(berth.UsageError):
+            berth.run([PY, "-c", "pass"], handoff="sideways")
+
+
+class FindTest(unittest.TestCase):
+    def test_order(self) -> None:
+        self.assertEqual(berth.find_berth(["x", "y"]), ["x", "y"])
+        saved = os.environ.get("BERTH")
+        try:
+            os.environ["BERTH"] = "node /opt/berth/dist/berth.cjs"
+            self.assertEqual(berth.find_berth(), ["node", "/opt/berth/dist/berth.cjs"])
+            del os.environ["BERTH"]
+            path = os.environ.get("PATH", "")
+            os.environ["PATH"] = "/nonexistent"
+            try:
+                with self.assertRaises(berth.BerthNotFoundError):
+                    berth.find_berth()
+            finally:
+                os.environ["PATH"] = path
+        finally:
+            if saved is not None:
+                os.environ["BERTH"] = saved
+
+
+if __name__ == "__main__":
+    unittest.main()
