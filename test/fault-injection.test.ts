@@ -1,0 +1,155 @@
+/**
+ * Fault injection (issue 9 §7): berth killed with SIGKILL or SIGTERM at seeded random points
+ * of `port`, `run` and `up` — allocation, spawn, ownership, probe, ready, teardown — each
+ * trial in a network namespace of its own with a fresh lease directory
+ * (test/fixtures/fault/trial.sh does one trial). After each:
+ *   - no process of the run is alive 2 s after the kill (every process berth starts carries
+ *     the trial's FAULT_TRIAL=<uuid> from berth's environment; its watchdog too);
+ *   - `berth port`: no partial lease set (the owner stays alive), no lease of a printed set
+ *     removed while its owner lives, every other lease reclaimable;
+ *   - `run`/`up`: every lease left is reclaimable (the whole range can be leased again);
+ *   - `up`: endpoints.json claims no replica as live.
+ * FAULT_SEED=N replays a run; FAULT_TRIALS=N sets the number of trials (default 16 per
+ * command, 32 for `port`). The trial count and every failure are printed.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test, type TestContext } from 'node:test';
+import { requireNetns, runInNetns } from './helpers/netns.js';
+import { waitGone } from './helpers/procs.js';
+import { BERTH, kv, NODE, ROOT, SERVICES } from './fixtures/services/launch-harness.js';
+
+const SEED = Number(process.env.FAULT_SEED ?? 9_2026);
+/** Trials per command; `port` trials are cheap, so it gets more. */
+const TRIALS = Number(process.env.FAULT_TRIALS ?? 16);
+const TRIAL_SH = join(ROOT, 'test/fixtures/fault/trial.sh');
+
+/** mulberry32: small, seedable, good enough to pick kill points. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Mode = 'port' | 'run' | 'up';
+type Trigger = 'time' | 'ready' | 'teardown';
+
+interface Trial {
+  n: number;
+  mode: Mode;
+  trigger: Trigger;
+  sig: 'KILL' | 'TERM';
+  delayMs: number;
+  readyAfter: number;
+}
+
+/** Kill points spread over the phases: early times hit allocation and spawn, later ones ownership and probe. */
+function plan(mode: Mode, count: number, seed: number): Trial[] {
+  const rnd = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
+  const out: Trial[] = [];
+  for (let n = 0; n < count; n++) {
+    const trigger: Trigger = mode === 'port' ? 'time' : pick(['time', 'time', 'ready', 'teardown'] as const);
+    // Node starts in 50–300 ms depending on load: spans reach past the end of each phase.
+    const span = mode === 'port' ? 600 : mode === 'run' ? 1_200 : 2_000;
+    const delayMs = trigger === 'time' ? Math.floor(rnd() * span) : Math.floor(rnd() * 400);
+    out.push({ n, mode, trigger, sig: pick(['KILL', 'KILL', 'TERM'] as const), delayMs, readyAfter: Math.floor(rnd() * 400) });
+  }
+  return out;
+}
+
+const describeTrial = (t: Trial) => `${t.mode}#${t.n} SIG${t.sig} at ${t.trigger}+${t.delayMs}ms (services ready after ${t.readyAfter}ms)`;
+
+/** Runs one trial; returns where the kill landed and what went wrong (empty: nothing). */
+async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-fault-'));
+  const mark = `FAULT_TRIAL=${randomUUID()}`;
+  const env = {
+    ...process.env,
+    NO_COLOR: '1',
+    BERTH_STATE_DIR: join(dir, 'state'),
+    // Word-split by the script: paths without spaces.
+    BERTH: `${NODE} ${BERTH}`,
+    NODE,
+    SVC: join(SERVICES, '..', 'up', 'svc.mjs'),
+    DAEMON: join(SERVICES, 'service.mjs'),
+    MARK: mark,
+    DIR: dir,
+    READY_AFTER: String(t.readyAfter),
+  };
+  const problems: string[] = [];
+  let landed = '';
+  try {
+    const r = await runInNetns({}, ['sh', TRIAL_SH, t.mode, t.trigger, t.sig, String(t.delayMs)], { env, timeoutMs: 40_000 });
+    const v = kv(r.stdout);
+    if (!v.has('RC')) return { landed: 'no result', problems: [`trial script failed (exit ${r.code}): ${r.stderr.slice(0, 400)}`] };
+    landed = landing(t, v);
+    const left = (await waitGone(mark, Math.max(0, 2_000 - Number(v.get('GONE_MS') ?? 0)))).left;
+    if (left.length > 0) problems.push(`alive 2 s after the kill: ${left.join('; ')}`);
+    const leases = Number(v.get('LEASES'));
+    const reclaim = v.get('RECLAIM_RC');
+    if (t.mode === 'port') {
+      const printed = Number(v.get('PRINTED'));
+      if (printed !== 0 && printed !== 4) problems.push(`printed ${printed} of 4 ports`);
+      if (printed === 4 && leases < 4) problems.push(`a lease of the printed set was removed while its owner lives (${leases} lease files)`);
+      if (printed === 0 && leases !== 0 && reclaim !== '0') problems.push(`partial lease set: ${leases} lease(s) of an unfinished set of a living owner, not reclaimable (${v.get('RECLAIM_ERR')})`);
+      else if (reclaim !== '0') problems.push(`the rest of the range cannot be leased (exit ${reclaim}): ${v.get('RECLAIM_ERR')}`);
+    } else {
+      if (reclaim !== '0') problems.push(`${leases} lease(s) left not reclaimable (exit ${reclaim}): ${v.get('RECLAIM_ERR')}`);
+      if (t.mode === 'up' && v.has('CLAIMED_LIVE') && v.get('CLAIMED_LIVE') !== '0') problems.push(`endpoints.json still claims ${v.get('CLAIMED_LIVE')} live replica(s)`);
+    }
+    if (t.sig === 'TERM' && t.mode !== 'port' && t.trigger !== 'teardown' && !['130', '143', '0', '69', '70', '75'].includes(v.get('RC')!)) {
+      problems.push(`SIGTERM: unexpected exit ${v.get('RC')}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { landed, problems };
+}
+
+/** Where the kill landed, as far as the outside can tell (for the report). */
+function landing(t: Trial, v: Map<string, string>): string {
+  if (t.mode === 'port') {
+    if (Number(v.get('PRINTED')) > 0) return 'after the set was complete';
+    return Number(v.get('LEASES')) > 0 ? 'during allocation' : 'before allocation';
+  }
+  return `${t.trigger}, exit ${v.get('RC')}`;
+}
+
+/** Runs the trials two at a time (2 shared cores); reports and asserts. */
+async function campaign(ctx: TestContext, mode: Mode, seed: number, count: number): Promise<void> {
+  if (!requireNetns(ctx)) return;
+  const trials = plan(mode, count, seed);
+  const outcomes = new Map<string, number>();
+  const failures: string[] = [];
+  const queue = [...trials];
+  const t0 = performance.now();
+  await Promise.all(
+    [0, 1].map(async () => {
+      for (let t = queue.shift(); t; t = queue.shift()) {
+        const { landed, problems } = await runTrial(t);
+        outcomes.set(landed, (outcomes.get(landed) ?? 0) + 1);
+        for (const p of problems) failures.push(`${describeTrial(t)}: ${p}`);
+      }
+    }),
+  );
+  const s = ((performance.now() - t0) / 1000).toFixed(1);
+  ctx.diagnostic(`berth ${mode}: ${trials.length} trials (seed ${seed}) in ${s} s, ${failures.length} failure(s)`);
+  ctx.diagnostic(`killed: ${[...outcomes].sort().map(([k, n]) => `${k} ×${n}`).join('; ')}`);
+  for (const f of failures) ctx.diagnostic(f);
+  assert.deepEqual(failures, [], `berth ${mode}: ${failures.length} of ${trials.length} trials failed (FAULT_SEED=${SEED} replays them)`);
+}
+
+describe('fault injection', { concurrency: 1 }, () => {
+  test('berth port killed mid-allocation: no partial set, no live lease lost, the rest reclaimable', (t) => campaign(t, 'port', SEED, 2 * TRIALS));
+  test('berth run killed at every phase: nothing of it survives, its leases are reclaimable', (t) => campaign(t, 'run', SEED + 1, TRIALS));
+  test('berth up killed at every phase: nothing of it survives, leases reclaimable, endpoints.json claims nothing', (t) => campaign(t, 'up', SEED + 2, TRIALS));
+});
