@@ -112,7 +112,7 @@ export interface ReadyInfo {
 }
 
 export interface ExitInfo {
-  /** What `berth run` exits with: the child's status once ready (128+N for signal N), else 69/70/75/64/74. */
+  /** What `berth run` exits with: the child's status once ready (128+N for signal N); 128+N when stop(N) came before ready; else 69/70/75/64/74. */
   exitCode: number;
   /** The child's own exit, when it ran. */
   code: number | null;
