@@ -113,6 +113,15 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * One turn of the event loop. Leasing and binding a port complete without one (the bind is
+ * synchronous, 'listening' comes on nextTick), so a signal that arrives meanwhile would
+ * only be seen after the whole set is committed; this lets the caller's handler abort first.
+ */
+function signalsSeen(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 function aborted(signal: AbortSignal | undefined): unknown {
   const r: unknown = signal?.reason;
   return r instanceof Error ? r : new BerthError(EXIT.TEMPFAIL, 'allocation interrupted; nothing was leased');
@@ -247,6 +256,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
         for (const port of candidates) {
           // Too few candidates: fail before touching anything.
           if (got.length === req.count || candidates.length < req.count) break;
+          if (o.signal) await signalsSeen();
           if (o.signal?.aborted) throw aborted(o.signal);
           const t = await takePort(dir, port, plan.report, {
             netns: host.netns,
@@ -266,6 +276,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
         if (got.length < req.count) failure = { request: i, plan, got: got.length, attempt };
       }
       if (failure === undefined) {
+        if (o.signal) await signalsSeen();
         if (o.signal?.aborted) throw aborted(o.signal);
         commit(dir, set, taken.flat());
         const reservations = taken.map((got, i) => new HeldReservation(got, reports[i]!));

@@ -67,8 +67,11 @@ function openDir(openPath: string, shown: string, w: SharedDirWords): number {
     return openSync(openPath, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   } catch (e) {
     const c = errCode(e);
-    if (c === 'ELOOP') throw refuse(shown, w, 'is a symbolic link (someone could redirect what berth writes there)');
-    if (c === 'ENOTDIR') throw refuse(shown, w, 'exists but is not a directory');
+    // O_DIRECTORY|O_NOFOLLOW on a symlink says ENOTDIR (or ELOOP): lstat tells which it is.
+    if (c === 'ELOOP' || c === 'ENOTDIR') {
+      const link = lstatSync(openPath, { throwIfNoEntry: false })?.isSymbolicLink() ?? c === 'ELOOP';
+      throw refuse(shown, w, link ? 'is a symbolic link (someone could redirect what berth writes there)' : 'exists but is not a directory');
+    }
     throw refuse(shown, w, `cannot be opened (${c})`);
   }
 }
