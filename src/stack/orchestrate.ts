@@ -1,5 +1,6 @@
 import { readdirSync, rmdirSync, rmSync } from 'node:fs';
-import { reserve } from '../allocate/reserve.js';
+import { reserve, setOptions } from '../allocate/reserve.js';
+import { reserveSet } from '../allocate/reserve-set.js';
 import type { PortSource, Reservation, ReserveOptions } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
 import { readSysctls } from '../host/sysctl.js';
@@ -320,27 +321,43 @@ class Stack {
 
   private async main(): Promise<void> {
     try {
-      // All ports first, in file order: a stack that cannot have every port starts nothing.
-      for (const svc of this.services) {
-        for (const rep of svc.replicas) {
-          if (this.ending) return;
-          try {
-            rep.source = this.sourceOf(rep);
-            if (rep.source) rep.reservation = await reserve(this.reserveOptions(rep, rep.source));
-          } catch (e) {
-            const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
-            this.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
-            this.failStack(rep, err.exitCode, `no port: ${err.message}`);
-            return;
-          }
-          if (this.ending) {
-            // stop() came while reserving, after the teardown gave back the others
-            await this.releaseReservation(rep);
-            return;
-          }
-          if (rep.reservation) rep.port = rep.reservation.ports[0];
-          this.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}) });
+      // All ports first, as one set (allocate/reserve-set.ts): a stack that cannot have every
+      // port starts nothing, and stacks competing for the same ports never each hold half.
+      const reps = this.services.flatMap((svc) => svc.replicas);
+      const wanting: Replica[] = [];
+      let reservations: Reservation[] = [];
+      let failing: Replica | undefined;
+      try {
+        for (const rep of reps) {
+          failing = rep;
+          rep.source = this.sourceOf(rep);
+          if (rep.source) wanting.push(rep);
         }
+        failing = undefined;
+        if (wanting.length > 0) {
+          const requests = wanting.map((rep) => {
+            const ro = this.reserveOptions(rep, rep.source!);
+            return { source: rep.source!, count: 1, name: ro.name!, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) };
+          });
+          reservations = await reserveSet(requests, setOptions(this.reserveOptions(wanting[0]!, wanting[0]!.source!)));
+        }
+      } catch (e) {
+        const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
+        const at = err.details?.request;
+        const rep = failing ?? (typeof at === 'number' ? wanting[at] : undefined) ?? wanting[0] ?? reps[0]!;
+        this.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
+        this.failStack(rep, err.exitCode, `no port: ${err.message}`);
+        return;
+      }
+      wanting.forEach((rep, i) => (rep.reservation = reservations[i]));
+      if (this.ending) {
+        // stop() came while reserving, after the teardown gave back what it knew of
+        for (const rep of wanting) await this.releaseReservation(rep);
+        return;
+      }
+      for (const rep of reps) {
+        if (rep.reservation) rep.port = rep.reservation.ports[0];
+        this.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}) });
       }
       this.schedule();
     } catch (e) {
@@ -357,6 +374,8 @@ class Stack {
   private reserveOptions(rep: Replica, source: PortSource): ReserveOptions {
     const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${this.spec.file}:${rep.label}`, procRoot: this.procRoot };
     if (this.o.stateDir !== undefined) ro.stateDir = this.o.stateDir;
+    // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
+    if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
     return ro;
   }
 
