@@ -7,6 +7,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
+  existsSync,
   linkSync,
   lstatSync,
   mkdirSync,
@@ -24,10 +25,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { newLeaseRecord } from '../src/allocate/lease-record.js';
+import { newLeaseRecord, parseLeaseRecord } from '../src/allocate/lease-record.js';
 import {
   acquireLease,
+  cleanLeftovers,
+  commitLeases,
   createLeaseFile,
+  judgeLease,
   leasePath,
   leaseStillOurs,
   listLeases,
@@ -38,7 +42,7 @@ import {
 } from '../src/allocate/lease-store.js';
 import { releaseLeases } from '../src/allocate/leases.js';
 import { reserve } from '../src/allocate/reserve.js';
-import { netnsDirName, openStateDir, resolveStateDir } from '../src/allocate/state-dir.js';
+import { netnsDirName, openLeaseDir, openStateDir, resolveLeaseLocation, resolveStateDir } from '../src/allocate/state-dir.js';
 import { BerthError } from '../src/errors.js';
 import { processStartTime } from '../src/host/proc-stat.js';
 import { readNetns } from '../src/host/read-host.js';
@@ -323,5 +327,144 @@ describe('lease files', () => {
     createLeaseFile(d, owned(20080));
     const r = await releaseLeases({ stateDir, ports: [20080] });
     assert.deepEqual(r.released.map((l) => l.port), [20080]);
+  });
+});
+
+describe('sets: pending until committed (issue 9 §3)', () => {
+  const pendingOf = (port: number, pid: number, pidStart: number, set: string): LeaseRecord => ({
+    ...owned(port),
+    pending: { pid, pidStart, set },
+  });
+
+  test('a pending lease is its allocator’s: blocking while it lives, abandoned once it is gone, committed by a marker of the same user', () => {
+    const d = dir();
+    const st = (r: LeaseRecord) => judgeLease(d, readLeaseFile(createLeaseFile(d, r)!.path)!, Date.now(), processStartTime);
+    assert.equal(st(pendingOf(20200, livePid, liveStart, 'a-1')), 'pending');
+    assert.equal(st(pendingOf(20201, deadPid, 5, 'b-1')), 'abandoned');
+    writeFileSync(join(d, '.set-c-1'), '');
+    assert.equal(st(pendingOf(20202, deadPid, 5, 'c-1')), 'live', 'the marker commits the set: the owner’s now');
+    if (process.getuid!() === 0) {
+      writeFileSync(join(d, '.set-d-1'), '');
+      chownSync(join(d, '.set-d-1'), 4321, 4321);
+      assert.equal(st(pendingOf(20203, deadPid, 5, 'd-1')), 'abandoned', 'another user’s marker commits nothing');
+    }
+    // Abandoned leases are reclaimed like any stale lease.
+    const r = listLeases(d).find((l) => l.port === 20201)!;
+    assert.equal(r.live, false);
+  });
+
+  test('commitLeases rewrites each lease without pending and leaves no marker or temp file', () => {
+    const d = dir();
+    const a = createLeaseFile(d, pendingOf(20210, process.pid, processStartTime(process.pid)!, 's-1'))!;
+    const b = createLeaseFile(d, pendingOf(20211, process.pid, processStartTime(process.pid)!, 's-1'))!;
+    const ids = commitLeases(d, 's-1', [
+      { file: a.path, id: a, record: owned(20210) },
+      { file: b.path, id: b, record: owned(20211) },
+    ]);
+    assert.equal(ids.length, 2);
+    for (const p of [20210, 20211]) {
+      const f = readLeaseFile(leasePath(d, p))!;
+      assert.equal(f.record?.pending, undefined);
+      assert.equal(judgeLease(d, f, Date.now(), processStartTime), 'live');
+    }
+    assert.deepEqual(readdirSync(d).sort(), ['20210.lease', '20211.lease']);
+  });
+
+  test('parseLeaseRecord refuses a malformed pending field (garbage, not a lease of the owner)', () => {
+    const base = JSON.stringify(owned(20220)).slice(0, -1);
+    assert.equal(parseLeaseRecord(`${base},"pending":{"pid":1,"pidStart":2,"set":"../x"}}`), undefined);
+    assert.equal(parseLeaseRecord(`${base},"pending":{"pid":1}}`), undefined);
+    assert.ok(parseLeaseRecord(`${base},"pending":{"pid":1,"pidStart":2,"set":"1-2-3"}}`)?.pending);
+  });
+});
+
+describe('things planted at lease names (issue 9 §2, §5)', () => {
+  test('an empty directory is removed in place, a non-empty one is skipped: no .reclaim-* directory is left', async () => {
+    const d = dir();
+    mkdirSync(join(d, '20300.lease'));
+    const got = await acquireLease(d, owned(20300));
+    assert.equal(got.ok, true);
+    mkdirSync(join(d, '20301.lease'));
+    writeFileSync(join(d, '20301.lease', 'x'), '');
+    const refused = await acquireLease(d, owned(20301));
+    assert.equal(refused.ok, false);
+    assert.equal(!refused.ok && refused.reason, 'foreign');
+    assert.deepEqual(readdirSync(d).filter((n) => n.startsWith('.')), []);
+  });
+
+  test('FIFO, socket and oversized files are garbage, read without hanging and reclaimed', async () => {
+    const d = dir();
+    assert.equal(spawnSync('mkfifo', [join(d, '20310.lease')]).status, 0);
+    writeFileSync(join(d, '20311.lease'), 'x'.repeat(100_000));
+    const sock = spawnSync('/usr/bin/python3', ['-c', `import socket; s=socket.socket(socket.AF_UNIX); s.bind(${JSON.stringify(join(d, '20312.lease'))})`]);
+    assert.equal(sock.status, 0, String(sock.stderr));
+    assert.equal(readLeaseFile(join(d, '20310.lease'))?.odd, 'not-a-file');
+    assert.equal(readLeaseFile(join(d, '20311.lease'))?.odd, 'too-large');
+    assert.equal(readLeaseFile(join(d, '20312.lease'))?.odd, 'not-a-file');
+    for (const p of [20310, 20311, 20312]) assert.equal((await acquireLease(d, owned(p))).ok, true, `port ${p}`);
+  });
+
+  test('old .reclaim-* directories of dead processes are removed when empty', () => {
+    const d = dir();
+    const old = join(d, `.reclaim-${deadPid}-0abc`);
+    mkdirSync(old);
+    utimesSync(old, new Date(Date.now() - 120_000), new Date(Date.now() - 120_000));
+    assert.equal(cleanLeftovers(d), 1);
+    assert.deepEqual(readdirSync(d), []);
+  });
+});
+
+describe('the shared lease directory (issue 9 §2)', () => {
+  const loc = (root: string) => ({ root, shared: true });
+
+  test('created mode 1777 (sticky, like /tmp) whatever the umask, one per namespace; reopening is fine', () => {
+    const root = join(work, `shared-${n++}`);
+    const umask = process.umask(0o077);
+    const d = openLeaseDir(loc(root), 'net:[4026531833]');
+    process.umask(umask);
+    assert.equal(d.path, join(root, 'net-4026531833'));
+    assert.ok(d.at.startsWith('/proc/self/fd/'));
+    assert.equal(lstatSync(root).mode & 0o7777, 0o1777);
+    assert.equal(lstatSync(d.path).mode & 0o7777, 0o1777);
+    assert.deepEqual(d.foreignOwners, []);
+    assert.equal(openLeaseDir(loc(root), 'net:[4026531833]').at, d.at);
+    // Operations through the pinned path land in the real directory; messages name the real one.
+    const made = createLeaseFile(d.at, owned(20400))!;
+    assert.ok(existsSync(join(d.path, '20400.lease')));
+    assert.equal(listLeases(d.at)[0]!.path, join(d.path, '20400.lease'));
+    unlinkSync(made.path);
+  });
+
+  test('refuses a symlink, a non-sticky or non-world-writable directory (74) and says what root should run', () => {
+    const real = join(work, `shared-real-${n++}`);
+    mkdirSync(real, { mode: 0o1777 });
+    const link = join(work, `shared-link-${n++}`);
+    symlinkSync(real, link);
+    expectIoError(() => openLeaseDir(loc(link), 'net:[1]'), /is a symbolic link/);
+    const open = join(work, `shared-open-${n++}`);
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    expectIoError(() => openLeaseDir(loc(open), 'net:[1]'), /world-writable but not sticky.*mode 0777.*install -d -m 1777 -o root -g root DIR/);
+    const closed = join(work, `shared-closed-${n++}`);
+    mkdirSync(closed);
+    chmodSync(closed, 0o755);
+    expectIoError(() => openLeaseDir(loc(closed), 'net:[1]'), /is not writable by every user \(mode 0755/);
+    assert.doesNotMatch(String((() => { try { openLeaseDir(loc(closed), 'net:[1]'); } catch (e) { return (e as Error).message; } })()), /chmod [0-7]+ \/tmp( |$)/);
+  });
+
+  test('a directory owned by another non-root user is accepted and reported', (t) => {
+    if (process.getuid!() !== 0) return t.skip('needs root to chown');
+    const root = join(work, `shared-foreign-${n++}`);
+    mkdirSync(root);
+    chmodSync(root, 0o1777);
+    chownSync(root, 4321, 4321);
+    const d = openLeaseDir(loc(root), 'net:[7]');
+    assert.deepEqual(d.foreignOwners, [{ path: root, uid: 4321 }]);
+  });
+
+  test('resolveLeaseLocation: BERTH_LEASE_DIR (shared), then BERTH_STATE_DIR (private), then /tmp/berth (shared)', () => {
+    assert.deepEqual(resolveLeaseLocation({ BERTH_LEASE_DIR: '/l', BERTH_STATE_DIR: '/s' }), { root: '/l', shared: true });
+    assert.deepEqual(resolveLeaseLocation({ BERTH_STATE_DIR: '/s' }), { root: '/s', shared: false });
+    assert.deepEqual(resolveLeaseLocation({ XDG_RUNTIME_DIR: '/run/user/1' }), { root: '/tmp/berth', shared: true });
   });
 });
