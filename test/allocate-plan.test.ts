@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { explainUnavailable } from '../src/allocate/explain.js';
+import { backoff, transientCompetitor } from '../src/allocate/contention.js';
 import { leaseIsLive, leaseState, newLeaseRecord, parseLeaseRecord } from '../src/allocate/lease-record.js';
-import { planCandidates, type PlanHost, type PlanInput } from '../src/allocate/plan.js';
+import { emptyReport, planCandidates, type PlanHost, type PlanInput } from '../src/allocate/plan.js';
 import type { SocketOwner } from '../src/host/types.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'leases');
@@ -102,6 +103,31 @@ describe('planCandidates', () => {
     assert.match(msg, /port 20001 is not available: it is in use: 20001 LISTEN by pid 4000 \(nginx -g daemon off;\)/);
   });
 
+  test('a privileged port names no flag that does not exist (issue 9 §5: --allow-privileged)', () => {
+    const p = planCandidates(base({ source: { kind: 'port', port: 80 } }));
+    const msg = explainUnavailable({ report: p.report, needed: 1, usable: 0, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
+    assert.match(msg, /port 80 is not available: it is below net\.ipv4\.ip_unprivileged_port_start=\d+, and berth does not lease privileged ports; pick a port >= \d+/);
+    assert.doesNotMatch(msg, /--allow-privileged/);
+  });
+
+  test('competitors are named: a pending set, a berth hold, a socket closed since, another user’s stale lease', () => {
+    const p = planCandidates(base({ source: { kind: 'port', port: 20001 } }));
+    const x = p.report.excluded;
+    x.inUse = [];
+    x.leased = [{ port: 20001, kind: 'pending', pid: 4242, command: 'berth port --count 4' }];
+    const args = { report: p.report, needed: 1, usable: 0, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host };
+    assert.match(explainUnavailable(args), /20001 being leased by berth pid 4242 \(berth port --count 4\)/);
+    x.leased = [{ port: 20001, kind: 'stale-foreign', uid: 1001, user: 'alice' }];
+    assert.match(explainUnavailable(args), /20001 has a stale lease of alice, uid 1001 that only that user or root may remove/);
+    x.leased = [];
+    x.inUse = [{ port: 20001, state: 'LISTEN', pid: 4243, command: 'node berth.cjs up s.yaml', heldByBerth: true }];
+    assert.match(explainUnavailable(args), /20001 held by berth pid 4243/);
+    x.inUse = [{ port: 20001, state: 'LISTEN', uid: 0, closedSince: true }];
+    assert.match(explainUnavailable(args), /closed just after/);
+    x.inUse = [{ port: 20001, state: 'LISTEN', uid: 0 }];
+    assert.doesNotMatch(explainUnavailable({ ...args, isRoot: true }), /not visible/);
+  });
+
   test('an explicit ephemeral port explains the sysctl fix, keeping the reserved list', () => {
     const p = planCandidates(base({ source: { kind: 'port', port: 31000 } }));
     const msg = explainUnavailable({ report: p.report, needed: 1, usable: 0, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
@@ -160,5 +186,29 @@ describe('lease records', () => {
     assert.deepEqual(r, { port: 20000, pid: 5, pidStart: 9, createdAt: 1, createdBy: 6, netns: 'net:[1]', slurmJobId: '12', slurmStepId: '3' });
     assert.deepEqual(parseLeaseRecord(JSON.stringify(r), 20000), r);
     assert.throws(() => newLeaseRecord({ port: 20000, netns: 'n', now: 1, createdBy: 6, env: {} }), /must have an expiry/);
+  });
+});
+
+describe('contention', () => {
+  test('transient competitors are retried; committed leases, strangers and TIME_WAIT are not', () => {
+    const r = emptyReport({ kind: 'port', port: 1 });
+    assert.equal(transientCompetitor(r), undefined);
+    r.excluded.inUse.push({ port: 1, state: 'TIME_WAIT' }, { port: 2, state: 'LISTEN', pid: 9 });
+    r.excluded.leased.push({ port: 3, pid: 10 });
+    assert.equal(transientCompetitor(r), undefined, 'exhaustion fails at once');
+    r.excluded.leased.push({ port: 4, pid: 11, kind: 'pending' });
+    assert.match(transientCompetitor(r)!, /port 4 is being allocated by pid 11/);
+  });
+
+  test('backoff is jittered, grows, and stops within its budget', () => {
+    let t = 0;
+    const next = backoff(300, () => 0.5, () => t);
+    const waits: number[] = [];
+    for (let w = next(); w !== undefined; w = next()) {
+      waits.push(w);
+      t += w;
+    }
+    assert.deepEqual(waits, [20, 40, 80, 160].filter((_, i, a) => a.slice(0, i + 1).reduce((s, v) => s + v, 0) <= 300));
+    assert.ok(t <= 300);
   });
 });
