@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { BerthError, EXIT } from '../errors.js';
 
 /*
  * A hold is a listening socket on the wildcard address: the strictest claim on a port
@@ -30,7 +32,7 @@ function holdError(e: unknown, port: number, address: string): HoldError {
  * address through dns.lookup(): loading node:dns and compiling its IPv6 regex costs
  * `berth port` about 5 ms at startup, for the same socket.
  */
-function listenOnce(port: number, host: string | undefined): Promise<net.Server> {
+function listenOnce(port: number, host: string | undefined, backlog = 16): Promise<net.Server> {
   return new Promise((resolve, reject) => {
     // Nothing is served on a hold yet: a connection that lands here is refused with a
     // reset rather than left hanging. A reset, not a close: closing first would leave a
@@ -42,7 +44,7 @@ function listenOnce(port: number, host: string | undefined): Promise<net.Server>
     };
     server.once('error', onError);
     // exclusive: never share the handle with cluster workers.
-    const opts: net.ListenOptions = host === undefined ? { port, exclusive: true, backlog: 16 } : { port, host, ipv6Only: false, exclusive: true, backlog: 16 };
+    const opts: net.ListenOptions = host === undefined ? { port, exclusive: true, backlog } : { port, host, ipv6Only: false, exclusive: true, backlog };
     server.listen(opts, () => {
       server.off('error', onError);
       server.on('error', () => {}); // a held socket has no later errors worth crashing for
@@ -56,12 +58,66 @@ function listenOnce(port: number, host: string | undefined): Promise<net.Server>
  * sockets turn out to be unsupported after all). Rejects with a
  * HoldError carrying `code` (EADDRINUSE, EACCES, …). Never port 0.
  */
-export async function holdPort(port: number, ipv6: boolean): Promise<net.Server> {
+export async function holdPort(port: number, ipv6: boolean, serveAt?: string): Promise<net.Server> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw holdError(Object.assign(new Error(`cannot hold port ${port}: not a port 1-65535`), { code: 'EINVAL' }), port, '');
   }
+  if (serveAt !== undefined) return listenOnce(port, servingAddress(serveAt), listenBacklog());
   // Without IPv6 (no tcp6 table), '0.0.0.0' by name as before.
   return listenOnce(port, ipv6 ? undefined : '0.0.0.0');
+}
+
+/*
+ * fd handoff (`serveAt`): the hold is the service's own listening socket from the start, so
+ * it is bound to the address the service was asked to listen on, not the wildcard: a hold
+ * on [::] handed over as fd 3 would serve every interface although --bind (or `host:`)
+ * said 127.0.0.1. It is bound there at once rather than held on the wildcard and re-bound
+ * at spawn: a re-bind must close the wildcard first (the two conflict), and in that gap
+ * anything may bind the port. A hold on one address claims less than the wildcard (another
+ * address's bind of the port is not refused), but nothing berth hands out is lost by it:
+ * the lease keeps cooperating allocators off the port, the planner saw no socket on it in
+ * any state, and the service's connections arrive on this socket from the first moment.
+ */
+
+/** The literal to bind: brackets dropped; "0.0.0.0" stays IPv4-only, "::" is dual-stack. */
+function servingAddress(text: string): string {
+  const t = text.trim();
+  return t.startsWith('[') && t.endsWith(']') ? t.slice(1, -1) : t;
+}
+
+let somaxconn: number | undefined;
+
+/**
+ * The backlog a server would ask for: the kernel's limit, net.core.somaxconn (per network
+ * namespace; 4096 by default since Linux 5.4). A socket handed over keeps the backlog it was
+ * made with: nginx given it (NGINX="3;") never calls listen() again.
+ */
+export function listenBacklog(): number {
+  if (somaxconn === undefined) {
+    let n = NaN;
+    try {
+      n = Number(readFileSync('/proc/sys/net/core/somaxconn', 'latin1').trim());
+    } catch {
+      // no /proc: the default below
+    }
+    somaxconn = Number.isInteger(n) && n > 0 ? n : 4096;
+  }
+  return somaxconn;
+}
+
+/**
+ * A bind failure that no other port would avoid (the address is not this host's, or its
+ * family is off) as a usage error naming the address; undefined for a port-level failure.
+ */
+export function addressFailure(e: unknown, address: string): BerthError | undefined {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRNOTAVAIL') {
+    return new BerthError(EXIT.USAGE, `cannot listen on ${address}: no interface of this host has that address (EADDRNOTAVAIL); give --bind / host: an address of this host, 127.0.0.1, ::1, 0.0.0.0 or ::`, { address, code });
+  }
+  if (code === 'EAFNOSUPPORT' || code === 'EPROTONOSUPPORT') {
+    return new BerthError(EXIT.USAGE, `cannot listen on ${address}: this host has that address family turned off (${code}); give an address of the other family`, { address, code });
+  }
+  return undefined;
 }
 
 /** The listening socket's file descriptor (for handoff), undefined once closed. */

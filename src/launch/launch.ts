@@ -268,6 +268,8 @@ class Launch {
       const ro: ReserveOptions = { ...pickSourceOptions(this.o), ownerPid: process.pid, name: this.name, procRoot: this.procRoot };
       if (this.o.allowEphemeral) ro.allowEphemeral = true;
       if (this.o.stateDir !== undefined) ro.stateDir = this.o.stateDir;
+      // The hold becomes the service's socket: on the asked address, as {host} defaults.
+      if (this.handoff === 'fd') ro.holdAddress = this.o.bind ?? '127.0.0.1';
       this.reservation = await reserve(ro);
     }
     const port = this.reservation.ports[0];
