@@ -3,7 +3,9 @@ import { BerthError, EXIT } from '../errors.js';
 /*
  * Slurm hostlists ("n[01-03,07],gpu-b3"), expanded and compressed the way Slurm 22.05's
  * `scontrol show hostnames` / `show hostlist` do (the tests compare with the real ones):
- *   - items are separated by commas or whitespace; empty items are skipped;
+ *   - items are separated by commas or whitespace (CR too: a list read from a CRLF file);
+ *     empty items are skipped; any other blank or control character is an error, since no
+ *     host name has one and Slurm would pass it on as part of the name;
  *   - a bracket holds comma-separated numbers and LO-HI ranges; the width of LO is the
  *     zero padding of every number of the range ("[001-3]" → 001 002 003, "[9-011]" → 9 10 11);
  *   - several bracket groups multiply out, the first one varying slowest
@@ -42,8 +44,12 @@ function bracketValues(inner: string, text: string, variable: string | undefined
   return out;
 }
 
+const BLANK_OR_CONTROL = /[\s\x00-\x1f\x7f-\x9f]/u;
+
 /** One item ("r[1-2]-n[01-02]") into its hosts. */
 function expandItem(item: string, text: string, variable: string | undefined, room: number): string[] {
+  const bad = BLANK_OR_CONTROL.exec(item);
+  if (bad) throw invalid(text, `${JSON.stringify(item)} holds ${JSON.stringify(bad[0])}; host names have no blanks or control characters`, variable);
   // Segments: literal, bracket, literal, bracket, … — the cartesian product in order.
   let hosts = [''];
   let i = 0;
@@ -80,7 +86,7 @@ function splitItems(text: string, variable: string | undefined): string[] {
     if (ch === '[') depth++;
     else if (ch === ']') depth--;
     if (depth > 1) throw invalid(text, 'brackets cannot nest', variable);
-    if (depth === 0 && (ch === ',' || ch === ' ' || ch === '\t' || ch === '\n')) {
+    if (depth === 0 && (ch === ',' || ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r')) {
       if (cur !== '') items.push(cur);
       cur = '';
     } else cur += ch;
