@@ -51,16 +51,20 @@ interface Trial {
   readyAfter: number;
 }
 
-/** Kill points spread over the phases: early times hit allocation and spawn, later ones ownership and probe. */
-function plan(mode: Mode, count: number, seed: number): Trial[] {
+/**
+ * Kill points spread over the phases: early times hit allocation and spawn, later ones
+ * ownership and probe. `portMs`: how long a whole `berth port` takes here and now (Node's
+ * start dominates and varies with load): its kills land around the moment the set is made.
+ */
+function plan(mode: Mode, count: number, seed: number, portMs = 300): Trial[] {
   const rnd = prng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]!;
   const out: Trial[] = [];
   for (let n = 0; n < count; n++) {
     const trigger: Trigger = mode === 'port' ? 'time' : pick(['time', 'time', 'ready', 'teardown'] as const);
     // Node starts in 50–300 ms depending on load: spans reach past the end of each phase.
-    const span = mode === 'port' ? 600 : mode === 'run' ? 1_200 : 2_000;
-    const delayMs = trigger === 'time' ? Math.floor(rnd() * span) : Math.floor(rnd() * 400);
+    const span = mode === 'run' ? 1_200 : 2_000;
+    const delayMs = mode === 'port' ? Math.floor(portMs * (0.6 + 2.4 * rnd())) : trigger === 'time' ? Math.floor(rnd() * span) : Math.floor(rnd() * 400);
     out.push({ n, mode, trigger, sig: pick(['KILL', 'KILL', 'TERM'] as const), delayMs, readyAfter: Math.floor(rnd() * 400) });
   }
   return out;
@@ -68,10 +72,14 @@ function plan(mode: Mode, count: number, seed: number): Trial[] {
 
 const describeTrial = (t: Trial) => `${t.mode}#${t.n} SIG${t.sig} at ${t.trigger}+${t.delayMs}ms (services ready after ${t.readyAfter}ms)`;
 
+/** ms from the kill until no process of the run was left, per trial (for the report). */
+const gone: number[] = [];
+
 /** Runs one trial; returns where the kill landed and what went wrong (empty: nothing). */
 async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-fault-'));
-  const mark = `FAULT_TRIAL=${randomUUID()}`;
+  const id = randomUUID();
+  const mark = `FAULT_TRIAL=${id}`;
   const env = {
     ...process.env,
     NO_COLOR: '1',
@@ -81,7 +89,7 @@ async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] 
     NODE,
     SVC: join(SERVICES, '..', 'up', 'svc.mjs'),
     DAEMON: join(SERVICES, 'service.mjs'),
-    MARK: mark,
+    TRIAL_ID: id,
     DIR: dir,
     READY_AFTER: String(t.readyAfter),
   };
@@ -94,6 +102,8 @@ async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] 
     landed = landing(t, v);
     const left = (await waitGone(mark, Math.max(0, 2_000 - Number(v.get('GONE_MS') ?? 0)))).left;
     if (left.length > 0) problems.push(`alive 2 s after the kill: ${left.join('; ')}`);
+    else if (Number(v.get('GONE_MS')) > 2_000) problems.push(`the run's processes took ${v.get('GONE_MS')} ms to go`);
+    gone.push(Number(v.get('GONE_MS')));
     const leases = Number(v.get('LEASES'));
     const reclaim = v.get('RECLAIM_RC');
     if (t.mode === 'port') {
@@ -124,11 +134,28 @@ function landing(t: Trial, v: Map<string, string>): string {
   return `${t.trigger}, exit ${v.get('RC')}`;
 }
 
+/** Median wall time of a whole `berth port --count 4` in a fresh namespace, as the trials run it. */
+async function timePort(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-fault-'));
+  try {
+    const ms: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await runInNetns({}, ['sh', '-c', `t0=$(date +%s%N); ${NODE} ${BERTH} port --range 20000-20007 --count 4 >/dev/null; echo "MS=$(( ($(date +%s%N) - t0) / 1000000 ))"`], { env: { ...process.env, BERTH_STATE_DIR: join(dir, String(i)) } });
+      ms.push(Number(kv(r.stdout).get('MS')));
+    }
+    return ms.sort((a, b) => a - b)[1]!;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Runs the trials two at a time (2 shared cores); reports and asserts. */
 async function campaign(ctx: TestContext, mode: Mode, seed: number, count: number): Promise<void> {
   if (!requireNetns(ctx)) return;
-  const trials = plan(mode, count, seed);
+  const portMs = mode === 'port' ? await timePort() : undefined;
+  const trials = plan(mode, count, seed, portMs);
   const outcomes = new Map<string, number>();
+  gone.length = 0;
   const failures: string[] = [];
   const queue = [...trials];
   const t0 = performance.now();
@@ -142,8 +169,10 @@ async function campaign(ctx: TestContext, mode: Mode, seed: number, count: numbe
     }),
   );
   const s = ((performance.now() - t0) / 1000).toFixed(1);
-  ctx.diagnostic(`berth ${mode}: ${trials.length} trials (seed ${seed}) in ${s} s, ${failures.length} failure(s)`);
+  ctx.diagnostic(`berth ${mode}: ${trials.length} trials (seed ${seed}) in ${s} s, ${failures.length} failure(s)${portMs ? ` (a whole berth port took ${portMs} ms)` : ''}`);
   ctx.diagnostic(`killed: ${[...outcomes].sort().map(([k, n]) => `${k} ×${n}`).join('; ')}`);
+  const sorted = [...gone].sort((a, b) => a - b);
+  if (mode !== 'port') ctx.diagnostic(`kill → every process gone: median ${sorted[sorted.length >> 1]} ms, max ${sorted.at(-1)} ms`);
   for (const f of failures) ctx.diagnostic(f);
   assert.deepEqual(failures, [], `berth ${mode}: ${failures.length} of ${trials.length} trials failed (FAULT_SEED=${SEED} replays them)`);
 }
