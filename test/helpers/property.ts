@@ -54,3 +54,9 @@ export function anyText(maxLength = 200): fc.Arbitrary<string> {
 export function tokenSoup(tokens: readonly string[], maxTokens = 40): fc.Arbitrary<string> {
   return fc.array(fc.oneof(fc.constantFrom(...tokens), fc.string({ maxLength: 6 })), { maxLength: maxTokens }).map((ts) => ts.join(''));
 }
+
+/** YAML syntax that has broken parsers: anchors, aliases, merges, tags, flow, block scalars, documents. */
+export const YAML_TOKENS = [
+  'bands:', 'range:', 'window:', '\n', '  ', '    ', '- ', ': ', ',', '{', '}', '[', ']', '&a ', '*a', '<<: *a', '!!str ', '!!int ', '!!binary ', '!x ',
+  '---\n', '...\n', '? ', '"', "'", '#', '%YAML 1.2\n', '|\n', '>\n', 'null', '~', 'true', '0x1F', '1e3', '7_000', '-1', '20000-20099', '65536', ' window: 0', '\t', '\r\n',
+];
