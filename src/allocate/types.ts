@@ -127,7 +127,8 @@ export interface AllocationReport {
 
 /**
  * Ports leased and held by this process. The allocator never returns a port it does not
- * hold: while `held` is true every port has a listening socket on the wildcard address.
+ * hold: while `held` is true every port has a listening socket on the wildcard address (on
+ * holdAddress instead when given: fd handoff, see hold.ts).
  */
 export interface Reservation {
   readonly ports: number[];
