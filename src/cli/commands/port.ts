@@ -132,6 +132,9 @@ export const portCommand: Command = {
         const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
         writeStdout(lines.join('\n') + '\n');
       } else writeStdout(r.ports.join('\n') + '\n');
+      // Printed means leased: a signal from here to exit must not turn that into 143 (Node's
+      // default action once withSignals lets go), so it is taken and ignored.
+      for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, () => {});
     });
     return 0;
   },
