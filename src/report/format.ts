@@ -5,21 +5,12 @@ import type { Band, Fix } from '../layout/types.js';
 import { locatePort } from './geometry.js';
 import type { PortSpaceReport } from './types.js';
 import { instanceCount } from '../layout/windows.js';
+import { cleanText } from '../util/clean-text.js';
 
 export type ReportSocket = PortSpaceReport['sockets'][number];
 export type ReportLease = PortSpaceReport['leases'][number];
 
-// C0/C1 controls, DEL, and bidi overrides/isolates: a hostile command line must not move the
-// terminal cursor, inject escape sequences, or reorder what a reader sees.
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/** Untrusted text (owners' comm and argv, lease names) made printable: controls become \xNN. */
-export function cleanText(s: string): string {
-  return s.replace(UNSAFE, (c) => {
-    const code = c.charCodeAt(0);
-    return code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
-}
+export { cleanText } from '../util/clean-text.js';
 
 /** An argv as a reader would retype it: shell-quoted where needed, controls escaped. */
 export function formatArgv(argv: readonly string[]): string {
