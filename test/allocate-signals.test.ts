@@ -49,8 +49,14 @@ describe('all or none under signals', () => {
       if (x.code === 0) {
         assert.equal(x.printed, 4, 'completed: all four printed');
         assert.equal(x.live, 4);
+      } else if (x.code === null) {
+        // Killed by the signal itself: Node's default disposition is back only while it starts
+        // up (nothing leased yet) or after it has printed every port and is tearing down (the
+        // set is whole). Either way the set is all or none.
+        assert.equal(x.signal, 'SIGTERM');
+        assert.ok((x.printed === 0 && x.files === 0) || (x.printed === 4 && x.live === 4), JSON.stringify(x));
       } else {
-        assert.equal(x.code, 143, `exit ${x.code ?? x.signal}: ${x.stderr}`);
+        assert.equal(x.code, 143, `exit ${x.code ?? x.signal}: ${JSON.stringify(x)}`);
         assert.match(x.stderr, /interrupted by SIGTERM; nothing was leased/);
         assert.equal(x.printed, 0);
         assert.equal(x.files, 0, 'rolled back: no lease file left at all');
