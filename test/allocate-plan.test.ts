@@ -7,6 +7,7 @@ import { backoff, transientCompetitor } from '../src/allocate/contention.js';
 import { leaseIsLive, leaseState, newLeaseRecord, parseLeaseRecord } from '../src/allocate/lease-record.js';
 import { emptyReport, planCandidates, type PlanHost, type PlanInput } from '../src/allocate/plan.js';
 import type { SocketOwner } from '../src/host/types.js';
+import { seeded } from './helpers/seeded.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'leases');
 
@@ -19,17 +20,6 @@ function range(lo: number, hi: number): number[] {
   return Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
 }
 
-/** Deterministic [0,1) generator (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('planCandidates', () => {
   const host = loadHost();

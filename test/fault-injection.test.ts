@@ -21,23 +21,13 @@ import { describe, test, type TestContext } from 'node:test';
 import { requireNetns, runInNetns } from './helpers/netns.js';
 import { waitGone } from './helpers/procs.js';
 import { BERTH, kv, NODE, ROOT, SERVICES } from './fixtures/services/launch-harness.js';
+import { seeded as prng } from './helpers/seeded.js';
 
 const SEED = Number(process.env.FAULT_SEED ?? 9_2026);
 /** Trials per command; `port` trials are cheap, so it gets more. */
 const TRIALS = Number(process.env.FAULT_TRIALS ?? 16);
 const TRIAL_SH = join(ROOT, 'test/fixtures/fault/trial.sh');
 
-/** mulberry32: small, seedable, good enough to pick kill points. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Mode = 'port' | 'run' | 'up';
 type Trigger = 'time' | 'ready' | 'teardown';
