@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { HostSysctls } from '../../src/host/types.js';
 import { checkLayout, parseLayout, summarizeFindings } from '../../src/layout/index.js';
 import type { Finding } from '../../src/layout/index.js';
+import { wellKnownFindings } from '../../src/layout/check-well-known.js';
 
 export const HERE = dirname(fileURLToPath(import.meta.url));
 export const README = join(HERE, 'README.md');
@@ -25,7 +26,7 @@ export const HOSTS: Record<string, { title: string; host: HostSysctls }> = {
     host: { ephemeral: { lo: 32768, hi: 60999 }, reserved: [], unprivilegedStart: 1024 },
   },
 };
-export const LAYOUTS = ['rl-framework.yaml', 'gpu-fixed-10000.yaml'];
+export const LAYOUTS = ['rl-framework.yaml', 'gpu-fixed-10000.yaml', 'nemo-rl.yaml'];
 
 function renderFinding(f: Finding): string {
   const lines = [`- **${f.severity}** \`${f.code}\`: ${f.message}`];
@@ -38,7 +39,8 @@ function renderFinding(f: Finding): string {
 
 export function renderSection(layoutFile: string, hostKey: string): string {
   const layout = parseLayout(readFileSync(join(HERE, layoutFile), 'utf8'), basename(layoutFile));
-  const findings = checkLayout(layout, HOSTS[hostKey]!.host);
+  // What `berth doctor --layout` prints: the layout check, then the notes on service ports.
+  const findings = [...checkLayout(layout, HOSTS[hostKey]!.host), ...wellKnownFindings(layout)];
   const s = summarizeFindings(findings);
   const exit = s.errors > 0 ? 1 : 0;
   const n = (k: number, word: string) => `${k} ${word}${k === 1 ? '' : 's'}`;

@@ -1,5 +1,6 @@
 import { inRanges, intersectRanges, normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
 import type { PortRange, SocketOwner, SocketRow } from '../host/types.js';
+import { skippedByDefaultBand } from '../layout/well-known-ports.js';
 import type { AllocationReport, PortSource, Strategy } from './types.js';
 
 /*
@@ -92,6 +93,8 @@ export function planCandidates(input: PlanInput): Plan {
   const candidates: number[] = [];
   for (const r of ranges) {
     for (let p = r.lo; p <= r.hi; p++) {
+      // The built-in band is not made of these ports at all (layout/well-known-ports.ts).
+      if (skippedByDefaultBand(source, p)) continue;
       report.considered++;
       if (p < host.unprivilegedStart && !privilegedOk) {
         report.excluded.privileged++;

@@ -1,6 +1,7 @@
 import { readHostMap } from '../../host/read-host.js';
 import { defaultLayout } from '../../layout/default-layout.js';
 import { loadLayout } from '../../layout/parse.js';
+import { wellKnownFindings } from '../../layout/check-well-known.js';
 import { collectReport } from '../../report/collect.js';
 import { renderJobSummary, slurmJobReport } from '../../slurm/job-summary.js';
 import { parseCommandArgs, type Command } from '../command.js';
@@ -15,10 +16,12 @@ Audit this host (network namespace) and a layout: is every band above the unpriv
 start, clear of the other bands, and outside the unreserved ephemeral range? Each finding
 says what to do: the exact 'sysctl -w net.ipv4.ip_local_reserved_ports=…' line that makes a
 band safe (merged with the ports already reserved), or a band range of the same size that
-lies outside the ephemeral range.
+lies outside the ephemeral range. A band that contains ports common services take by
+default (Ray 6379/8265, vLLM 8000, torch.distributed 29500, Jupyter 8888, …) gets a note.
 
 Without --layout the built-in default layout is checked: one band "default", the largest
-run of ports above the unprivileged start and outside the unreserved ephemeral range.
+run of ports above the unprivileged start and outside the unreserved ephemeral range; it
+never hands out the ports common services take by default (the list is in docs/stack.md).
 
 Options:
   --layout FILE   layout file (YAML or JSON): bands: { NAME: { range: LO-HI, window: N } }
@@ -61,7 +64,7 @@ export const doctorCommand: Command = {
       layout,
       ranges: (values.range ?? []).map((r) => parseRange('doctor', '--range', r)),
       leases: readLeasesForReport(),
-      extraFindings: job.findings,
+      extraFindings: [...wellKnownFindings(layout), ...job.findings],
     });
     // The job rides along in --json (and the HTML's embedded data) as an extra "slurm" key.
     if (job.summary) Object.assign(report, { slurm: job.summary });
