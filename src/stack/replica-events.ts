@@ -1,0 +1,98 @@
+import { EXIT } from '../errors.js';
+import type { ExitInfo, LaunchEvent } from '../launch/types.js';
+import { replicaFailed, restart, restartLeft } from './restart.js';
+import { endReplica, firstLine, stripName, type Replica } from './replica.js';
+import { schedule } from './schedule.js';
+import type { StackRun } from './stack-run.js';
+import { beginTeardown } from './teardown.js';
+
+/*
+ * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings)
+ * and how its exit ends it: the job ends the stack, a one-shot service completes, anything
+ * else after it was ready is a failure (restart.ts decides whether it comes back).
+ * Events of an earlier attempt are ignored.
+ */
+
+export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: LaunchEvent): void {
+  if (attempt !== rep.attempt) return;
+  const port = rep.port !== undefined ? { port: rep.port } : {};
+  switch (e.type) {
+    case 'spawned':
+      st.update(rep, { state: 'starting', pid: e.pid, ...port });
+      break;
+    case 'owned':
+      st.update(rep, { state: 'owned', pid: e.pid });
+      break;
+    case 'ready': {
+      if (rep.port !== undefined && e.info.host !== '') rep.host = e.info.host;
+      rep.everReady = true;
+      st.update(rep, { state: 'ready', pid: e.info.pid, ...(rep.port !== undefined ? { host: rep.host } : {}) });
+      schedule(st);
+      break;
+    }
+    case 'failed': {
+      const d = rep.diag[rep.diag.length - 1];
+      if (d && e.bundle) d.keep = true;
+      // Asked to stop during the teardown: its exit is reported as a stop, not a cause.
+      if (st.ending && rep.stopAsked) break;
+      rep.attemptFailed = true;
+      const reason = stripName(firstLine(e.message), rep.label);
+      st.update(rep, { state: 'failed', code: e.exitCode, detail: reason });
+      replicaFailed(st, rep, e.exitCode, reason, e.bundle);
+      break;
+    }
+    case 'warning':
+      st.warn(e.message);
+      break;
+    case 'reserved':
+    case 'stopping':
+    case 'exited':
+      // stopping is reported when berth asks; exits through the `exited` promise
+      break;
+  }
+}
+
+export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info: ExitInfo): void {
+  if (attempt !== rep.attempt) return;
+  const d = rep.diag[rep.diag.length - 1];
+  if (d && info.bundle) d.keep = true;
+  if (rep.attemptFailed) {
+    // The failure was reported at its 'failed' event; a restart waits for this exit.
+    if (rep.final) endReplica(rep);
+    return;
+  }
+  const status = info.exitCode;
+  const sig = info.signal ?? undefined;
+  if (rep.stopAsked || st.ending) {
+    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+    rep.final = true;
+    endReplica(rep);
+    return;
+  }
+  if (rep.svc.spec.job) {
+    if (status !== 0 && restartLeft(st, rep, EXIT.SOFTWARE)) {
+      st.update(rep, { state: 'failed', code: status, detail: `exited with status ${status}` });
+      restart(st, rep, `exited with status ${status}`);
+      return;
+    }
+    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+    rep.final = true;
+    endReplica(rep);
+    st.job = { service: rep.svc.spec.name, status, code: info.code, signal: info.signal };
+    beginTeardown(st, 'job');
+    return;
+  }
+  if (status === 0) {
+    // A one-shot service (something may wait for it to complete).
+    st.update(rep, { state: 'exited', code: 0 });
+    rep.final = true;
+    endReplica(rep);
+    schedule(st);
+    return;
+  }
+  const reason = info.signal ? `was killed by ${info.signal} after it was ready` : `exited with status ${status} after it was ready`;
+  st.update(rep, { state: 'failed', code: status, ...(sig ? { signal: sig } : {}), detail: reason });
+  rep.attemptFailed = true;
+  replicaFailed(st, rep, EXIT.SOFTWARE, reason, info.bundle);
+  if (rep.final) endReplica(rep);
+}

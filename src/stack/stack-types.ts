@@ -1,0 +1,91 @@
+import type { EndpointsDocument, StackEvent } from './run-dir.js';
+import type { Endpoint } from './placeholders.js';
+import type { StackSpec } from './spec.js';
+import type { StatusMode } from './stack-console.js';
+
+/* The public face of `berth up` as a library: options, handle, result. */
+
+export interface RunStackOptions {
+  /** --run-dir; default ./berth-runs/<UTC timestamp> under `cwd`. */
+  runDir?: string;
+  /** Base of the default run directory (default process.cwd()). */
+  cwd?: string;
+  /** Stream every service's output, prefixed "service/replica | ", on stderr (`--follow`). */
+  follow?: boolean;
+  /** A job's stdout goes here (default process.stdout; null: logs only). */
+  stdout?: NodeJS.WritableStream | null;
+  /** A job's stderr, followed output, the status view and messages (default process.stderr). */
+  stderr?: NodeJS.WritableStream | null;
+  /** Status display on `stderr`: auto (table on a terminal, lines otherwise), live, plain, off (default). */
+  status?: StatusMode;
+  /** Base environment of the services (default process.env). */
+  env?: NodeJS.ProcessEnv;
+  procRoot?: string;
+  /** Lease directory override. */
+  stateDir?: string;
+  /** One probe attempt may take this long (default 5s). */
+  probeTimeoutMs?: number;
+  /** Every state change, as written to events.jsonl. */
+  onEvent?: (e: StackEvent) => void;
+  /**
+   * Every non-job service is ready (or has completed). Called synchronously before the
+   * services waiting for that moment are started, so output printed here comes first.
+   */
+  onReady?: (doc: EndpointsDocument) => void;
+  /** berth's own warnings (launch warnings, listeners outside a replica's ports). */
+  onWarning?: (message: string) => void;
+  /**
+   * Services running elsewhere (a multi-node stack's other nodes, see multi-node.ts): not in
+   * the spec, always ready, with these endpoints for the placeholders of their dependents.
+   */
+  external?: ReadonlyMap<string, readonly Endpoint[]>;
+}
+
+export interface StackFailure {
+  service: string;
+  replica: number;
+  /** The class berth exits with: 69 no port, 70 failed, 75 not ready in time (64/74 rarely). */
+  exitCode: number;
+  /** What happened, without the diagnostics note. */
+  reason: string;
+  /** The replica's diagnostics folder (diagnostics.json, stdout.log, stderr.log), when written. */
+  diagnostics?: string;
+  bundle?: string;
+  logs: { out: string; err: string };
+}
+
+export interface StackResult {
+  /** What `berth up` exits with. */
+  exitCode: number;
+  /**
+   * job: the job exited (exitCode is its status); failed: a service failed for good;
+   * signal: stopped by a signal (128+N); stopped: stop() without a signal (0);
+   * completed: no job, and every service exited 0.
+   */
+  reason: 'job' | 'failed' | 'signal' | 'stopped' | 'completed';
+  signal?: NodeJS.Signals;
+  failure?: StackFailure;
+  job?: { service: string; status: number; code: number | null; signal: NodeJS.Signals | null };
+  runDir: string;
+  /** ms from runStack() until every non-job service was ready, when that happened. */
+  readyMs?: number;
+}
+
+export interface StackHandle {
+  readonly spec: StackSpec;
+  /** Absolute path of the run directory. */
+  readonly runDir: string;
+  /** Resolves with the endpoints once every non-job service is ready; rejects if the stack ends first. */
+  readonly ready: Promise<EndpointsDocument>;
+  /** Resolves (never rejects) once every service has stopped and the run directory is final. */
+  readonly done: Promise<StackResult>;
+  /** The current endpoints.json document. */
+  endpoints(): EndpointsDocument;
+  /**
+   * Orderly teardown. `signal`: what berth received (the result is 128+N); `force`: SIGKILL
+   * everything still running now (a second Ctrl-C).
+   */
+  stop(opts?: { signal?: NodeJS.Signals; force?: boolean }): Promise<StackResult>;
+  /** A message on the status stream, above a live table (nothing when the status display is off). */
+  say(text: string): void;
+}

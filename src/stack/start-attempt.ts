@@ -1,0 +1,121 @@
+import { BerthError, EXIT } from '../errors.js';
+import { launch } from '../launch/launch.js';
+import type { LaunchEvent, LaunchOptions, ReadySpec } from '../launch/types.js';
+import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
+import { endAbandoned } from './restart.js';
+import { firstLine, type Replica } from './replica.js';
+import { onRunnerEvent, onRunnerExited } from './replica-events.js';
+import type { StackRun } from './stack-run.js';
+import { releaseReservation } from './teardown.js';
+
+/*
+ * One attempt of one replica: placeholders filled from the dependencies' endpoints as they
+ * are now, then one launch() on the replica's reserved port (or portless). Its events and
+ * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored.
+ */
+
+/** The endpoints of the services this one depends on, as they are now. */
+export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
+  const endpoints = new Map<string, Endpoint[]>();
+  for (const d of rep.svc.spec.dependsOn) {
+    const dep = st.byName.get(d.service);
+    if (!dep) {
+      const ext = st.o.external?.get(d.service);
+      if (ext) endpoints.set(d.service, [...ext]);
+      continue;
+    }
+    endpoints.set(
+      d.service,
+      dep.replicas.filter((r) => r.port !== undefined).map((r) => ({ host: r.host, port: r.port! })),
+    );
+  }
+  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints };
+  if (rep.port !== undefined) ctx.port = rep.port;
+  if (rep.gpu) ctx.gpu = rep.gpu.gpu;
+  return ctx;
+}
+
+export function startAttempt(st: StackRun, rep: Replica): void {
+  if (st.ending) return endAbandoned(rep);
+  const s = rep.svc.spec;
+  const attempt = rep.attempt;
+  const diagDir = st.run.diagDir(s.name, rep.index, attempt);
+  rep.diag.push({ dir: diagDir, keep: false });
+  rep.attemptFailed = false;
+  rep.stopAsked = false;
+  let command: string[];
+  let env: NodeJS.ProcessEnv;
+  let ready: ReadySpec | undefined;
+  try {
+    const ctx = resolveContext(st, rep);
+    command = s.command.map((a) => resolveTemplate(a, ctx));
+    env = { ...st.env };
+    if (rep.gpu) {
+      // The GPU as the job sees it; the service's own env: may still override it.
+      env.CUDA_VISIBLE_DEVICES = rep.gpu.cudaVisibleDevices;
+      env.BERTH_GPU = String(rep.gpu.gpu);
+    }
+    for (const [k, v] of Object.entries(s.env)) env[k] = resolveTemplate(v, ctx);
+    env.BERTH_SERVICE = s.name;
+    env.BERTH_REPLICA = String(rep.index);
+    env.BERTH_RUN_DIR = st.run.path;
+    if (s.ready?.kind === 'http') ready = { kind: 'http', url: resolveTemplate(s.ready.url, ctx) };
+    else if (s.ready?.kind === 'cmd') ready = { kind: 'cmd', command: resolveTemplate(s.ready.command, ctx) };
+    else ready = s.ready;
+  } catch (e) {
+    const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
+    st.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
+    rep.final = true;
+    void releaseReservation(st, rep);
+    rep.markEnded();
+    st.failStack(rep, err.exitCode, err.message);
+    return;
+  }
+  const onEvent = (e: LaunchEvent) => {
+    try {
+      onRunnerEvent(st, rep, attempt, e);
+    } catch (err) {
+      st.internalError(err);
+    }
+  };
+  const logs = st.run.logFiles(s.name, rep.index);
+  // Placeholders are the stack's own (resolved above, `{{port}` a literal `{port}`): launch
+  // takes command and ready as they are. The replica's logs are launch's logs.
+  const lo: LaunchOptions = {
+    command,
+    substitute: false,
+    name: rep.label,
+    env,
+    cwd: s.cwd,
+    diagDir,
+    stdoutLog: logs.out,
+    stderrLog: logs.err,
+    stopGraceMs: s.stopGraceMs,
+    stdout: rep.out.idle ? null : rep.out,
+    stderr: rep.err.idle ? null : rep.err,
+    onEvent,
+    procRoot: st.procRoot,
+  };
+  if (rep.reservation) {
+    lo.reservation = rep.reservation;
+    lo.bind = s.host;
+    lo.handoff = s.handoff;
+    rep.reservation = undefined; // launch() consumes it
+  } else {
+    // No port (typically the job, a client): spawned is started, or the probe says ready.
+    lo.portless = true;
+  }
+  if (ready) lo.ready = ready;
+  if (s.readyTimeoutMs !== undefined) lo.readyTimeoutMs = s.readyTimeoutMs;
+  if (st.o.probeTimeoutMs !== undefined) lo.probeTimeoutMs = st.o.probeTimeoutMs;
+  if (st.o.stateDir !== undefined) lo.stateDir = st.o.stateDir;
+  const runner = launch(lo);
+  rep.runner = runner;
+  void runner.exited.then((info) => {
+    try {
+      onRunnerExited(st, rep, attempt, info);
+    } catch (err) {
+      st.internalError(err);
+    }
+  });
+}
