@@ -47,6 +47,11 @@ export function findExecutable(cmd: string, pathEnv: string | undefined, cwd = p
   return undefined;
 }
 
+/** The perl of the fd shim, undefined when there is none. */
+export function findPerl(env: NodeJS.ProcessEnv): string | undefined {
+  return findExecutable('perl', env.PATH);
+}
+
 export function substitute(text: string, vars: Record<string, string>): string {
   let out = text;
   for (const [k, v] of Object.entries(vars)) out = out.split(`{${k}}`).join(v);

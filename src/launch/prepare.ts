@@ -1,0 +1,70 @@
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { hasSourceOptions } from '../allocate/source-options.js';
+import { BerthError, EXIT } from '../errors.js';
+import { OutputTee } from './output.js';
+import { preflight } from './preflight.js';
+import { onDeadline } from './ready.js';
+import { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
+import { createRunDir } from './run-dir.js';
+import { findExecutable, findPerl } from './spawn-plan.js';
+import { DEFAULT_READY_TIMEOUT_MS, type LaunchState } from './state.js';
+
+/** Phase 0: everything that can be refused without touching a port; opens the logs, arms the deadline. */
+export function prepare(s: LaunchState): void {
+  const o = s.o;
+  if (o.command.length === 0 || o.command[0] === '') throw new BerthError(EXIT.USAGE, 'no command to run: put it after --, e.g. berth run -- python3 -m http.server {port}');
+  s.spec = typeof o.ready === 'string' ? parseReadySpec(o.ready) : o.ready;
+  checkReadyWithHandoff(s.spec, s.handoff);
+  // Without a source or reservation, reserve() takes the default band, as `berth run` does.
+  if (s.portless) checkPortless(s);
+  preflight(o); // cwd, program, argv size, bind, timers: before anything is leased
+  const base = o.env ?? process.env;
+  if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
+    throw new BerthError(EXIT.USAGE, `command not found: ${o.command[0]} (not an executable file${o.command[0]!.includes('/') ? '' : ' in PATH'})`);
+  }
+  // The fd shim is perl (spawn-plan.ts); without it the service would get a non-blocking socket.
+  if (s.handoff === 'fd' && findPerl(base) === undefined) {
+    throw new BerthError(EXIT.USAGE, `${s.name}: fd handoff needs perl on PATH (it passes the socket as a blocking fd 3 and sets LISTEN_PID; Debian/Ubuntu: perl-base, RHEL-like: perl-interpreter): install perl, or use the release handoff`);
+  }
+  if (o.readyFile !== undefined) {
+    try {
+      rmSync(o.readyFile, { force: true }); // a waiter must not mistake the last run's file for this one
+    } catch (e) {
+      throw new BerthError(EXIT.IOERR, `cannot replace the ready file ${o.readyFile}: ${(e as Error).message}`);
+    }
+  }
+  s.runDir = createRunDir({ name: s.name, env: base, ...(o.diagDir !== undefined ? { diagDir: o.diagDir } : {}), ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}) });
+  const kick = () => s.kick();
+  s.out = openLog(s, 'stdout', o.stdoutLog, o.stdout === undefined ? process.stdout : o.stdout, kick);
+  s.err = openLog(s, 'stderr', o.stderrLog, o.stderr === undefined ? process.stderr : o.stderr, kick);
+  const timeout = o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
+  s.deadlineTimer = setTimeout(() => onDeadline(s, timeout), timeout);
+}
+
+/** What a launch without a port cannot do, refused before anything starts. */
+function checkPortless(s: LaunchState): void {
+  const o = s.o;
+  const no = (what: string) => new BerthError(EXIT.USAGE, `${s.name}: a portless launch ${what}`);
+  if (o.reservation || hasSourceOptions(o)) throw no('takes no port source or reservation');
+  if (s.handoff === 'fd') throw no('has no socket to hand over (handoff fd)');
+  if (s.spec?.kind === 'tcp') throw no('cannot use --ready tcp: there is no port to connect to; use cmd:COMMAND');
+  if (s.subst) {
+    const uses = (t: string) => t.includes('{port}');
+    if (o.command.some(uses)) throw no('has no {port} to fill into the command');
+    if (s.spec && uses(s.spec.kind === 'http' ? s.spec.url : s.spec.command)) throw no(`has no {port} to fill into the ready probe ${formatReadySpec(s.spec)}`);
+  }
+}
+
+/** The run folder's <stream>.log, or the caller's file (appended to) when one is given. */
+function openLog(s: LaunchState, stream: 'stdout' | 'stderr', callerPath: string | undefined, through: NodeJS.WritableStream | null, kick: () => void): OutputTee {
+  const path = callerPath ?? join(s.runDir!.path, `${stream}.log`);
+  try {
+    const tee = new OutputTee(path, through, kick, callerPath !== undefined);
+    if (callerPath !== undefined) s.callerLogs.add(tee);
+    return tee;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    throw new BerthError(EXIT.IOERR, `${s.name}: cannot open the ${stream} log ${path} (${code}); give a writable ${callerPath !== undefined ? 'log path' : '--diag-dir'}`, { path });
+  }
+}

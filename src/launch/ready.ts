@@ -1,0 +1,104 @@
+import { BerthError, EXIT } from '../errors.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { chooseProbeHost, isLoopbackName, stripBrackets } from './probe-host.js';
+import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
+import { formatReadySpec, substitutePort } from './ready-spec.js';
+import { substitute } from './spawn-plan.js';
+import { iso, type LaunchState } from './state.js';
+import { fail, failIfTreeGone } from './stop.js';
+import { followDaemon } from './supervise.js';
+import type { ReadyInfo } from './types.js';
+
+const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
+/** Probe interval backs off from 10 ms to 250 ms. */
+const PROBE_FIRST_MS = 10;
+const PROBE_MAX_MS = 250;
+
+/** The address berth reaches the service on, from the spec or --bind and what it listens on. */
+function reachHost(s: LaunchState, requested: string | undefined): string {
+  return chooseProbeHost(requested ?? s.o.bind, s.listening, s.handoff === 'fd');
+}
+
+/** Phase 4 (with --ready): probe until the service answers. false: the launch ended or the deadline passed. */
+export async function probeUntilReady(s: LaunchState): Promise<boolean> {
+  s.phase = 'probe';
+  const spec = s.spec!;
+  const port = s.port;
+  let attempt: (timeoutMs: number) => Promise<ProbeResult>;
+  let host: string;
+  if (spec.kind === 'http') {
+    let url: URL;
+    try {
+      url = new URL(s.subst && port !== undefined ? substitutePort(spec.url, port) : spec.url);
+    } catch {
+      throw new BerthError(EXIT.USAGE, `${s.name}: the ready probe ${JSON.stringify(spec.url)} is not a valid URL (expected http://HOST:PORT/PATH)`);
+    }
+    const urlHost = stripBrackets(url.hostname);
+    host = isLoopbackName(urlHost) || urlHost === '0.0.0.0' || urlHost === '::' ? reachHost(s, urlHost) : urlHost;
+    const target = url.port === '' ? 80 : Number(url.port);
+    const path = (url.pathname || '/') + url.search;
+    attempt = (t) => probeHttp(host, target, path, url.host, t);
+  } else if (spec.kind === 'tcp') {
+    host = reachHost(s, undefined);
+    attempt = (t) => probeTcp(host, port!, t);
+  } else {
+    host = reachHost(s, undefined);
+    const command = s.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name }) : spec.command;
+    attempt = (t) => probeCmd(command, s.env!, s.o.cwd, t);
+  }
+  let interval = PROBE_FIRST_MS;
+  for (;;) {
+    if (s.settled || failIfTreeGone(s)) return false;
+    const left = s.remainingMs();
+    if (left <= 0) return false; // the deadline timer reports it
+    const full = s.o.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
+    const budget = Math.max(1, Math.min(full, left));
+    const r = await attempt(budget);
+    s.probe.attempts++;
+    // An attempt cut short by the deadline says nothing about the service: keep the one before.
+    if (r.ok || !r.timedOut || budget === full || s.probe.last === undefined) s.probe.last = { ...r, host };
+    if (s.settled) return false;
+    if (r.ok) return true;
+    await s.sleep(Math.min(interval, Math.max(1, s.remainingMs())));
+    interval = Math.min(interval * 1.5, PROBE_MAX_MS);
+  }
+}
+
+/** Ready: the ready file, the event, `ready` resolved; a daemonized service is followed from here. */
+export function becomeReady(s: LaunchState): void {
+  const port = s.port ?? 0;
+  const childAlive = s.childExit === undefined;
+  const pid = childAlive ? s.child!.pid! : (s.ownerPids[0] ?? s.child!.pid!);
+  // A portless service is reached on nothing (a probe's host names some other service).
+  const host = s.portless ? '' : (s.probe.last?.host ?? reachHost(s, undefined));
+  s.mark('readyMs');
+  const waitedMs = Math.round((s.timings.readyMs ?? 0) - (s.timings.spawnedMs ?? 0));
+  const info: ReadyInfo = { name: s.name, host, port, pid, readyAt: iso(), waitedMs };
+  if (s.o.readyFile !== undefined) {
+    try {
+      writeFileAtomic(s.o.readyFile, JSON.stringify(info, null, 2) + '\n', 0o644);
+    } catch (e) {
+      fail(s, EXIT.IOERR, `${s.name}: ready, but cannot write the ready file ${s.o.readyFile}: ${(e as Error).message}`);
+      return;
+    }
+  }
+  clearTimeout(s.deadlineTimer);
+  s.readyInfo = info;
+  s.phase = 'ready';
+  s.emit({ type: 'ready', info, t: iso() });
+  s.whenReady.resolve(info);
+  // The child may have exited 0 already, leaving a daemon: supervise the tree.
+  if (!childAlive) void followDaemon(s);
+}
+
+/** The readiness deadline passed: say what berth was waiting for. */
+export function onDeadline(s: LaunchState, timeoutMs: number): void {
+  if (s.settled) return;
+  const where =
+    s.phase === 'ownership'
+      ? `the service did not listen on port ${s.port}`
+      : s.phase === 'probe'
+        ? `the probe ${s.subst && s.port !== undefined ? substitutePort(formatReadySpec(s.spec!), s.port) : formatReadySpec(s.spec!)} did not succeed (last: ${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
+        : `berth was still in phase ${s.phase}`;
+  fail(s, EXIT.TEMPFAIL, `${s.name}: not ready after ${(timeoutMs / 1000).toFixed(1)}s (--ready-timeout): ${where}`);
+}

@@ -1,0 +1,177 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { basename } from 'node:path';
+import type { Reservation } from '../allocate/types.js';
+import { BerthError } from '../errors.js';
+import type { SocketRow } from '../host/types.js';
+import { deferred } from '../util/deferred.js';
+import type { OutputTee } from './output.js';
+import type { Ownership } from './ownership.js';
+import type { TablePoller } from './port-watch.js';
+import type { ProbeResult } from './probes.js';
+import type { ProcessTree } from './process-tree.js';
+import type { RunDir } from './run-dir.js';
+import type { ExecPlan } from './spawn-plan.js';
+import type { RunGuard } from './watchdog.js';
+import type { ExitInfo, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
+
+/*
+ * Everything one launch knows, shared by its phases (prepare, reserve, spawn, ownership,
+ * ready, supervise, stop, bundle: one file each). The phases are functions of this state;
+ * launch.ts only sequences them. Besides the fields, only what every phase needs: events,
+ * timings, warnings, and the one wake-up every wait of the launch listens to.
+ */
+
+/** A launch that did not come up: exitCode 69/70/75 (or 64/74), with its bundle's folder. */
+export class LaunchError extends BerthError {
+  readonly phase: LaunchPhase;
+  readonly runDir: string | undefined;
+  constructor(exitCode: number, message: string, phase: LaunchPhase, runDir?: string, details?: Record<string, unknown>) {
+    super(exitCode, message, details);
+    this.name = 'LaunchError';
+    this.phase = phase;
+    this.runDir = runDir;
+  }
+}
+
+export const DEFAULT_READY_TIMEOUT_MS = 10 * 60_000;
+export const DEFAULT_STOP_GRACE_MS = 10_000;
+/** Child output triggers an early look at most this often. */
+const KICK_GAP_MS = 10;
+
+export const now = () => performance.now();
+export const iso = () => new Date().toISOString();
+
+export class LaunchState {
+  readonly o: LaunchOptions;
+  readonly name: string;
+  readonly handoff: Handoff;
+  readonly procRoot: string;
+  /** No port: no reservation, no ownership phase (LaunchOptions.portless). */
+  readonly portless: boolean;
+  /** Fill `{port}`/`{host}`/`{name}` into command and ready (LaunchOptions.substitute). */
+  readonly subst: boolean;
+  readonly runId = randomUUID();
+  readonly t0 = now();
+  readonly startedAt = iso();
+  readonly timings: Record<string, number> = {};
+  phase: LaunchPhase = 'reserve';
+  spec: ReadySpec | undefined;
+  runDir: RunDir | undefined;
+  reservation: Reservation | undefined;
+  port: number | undefined;
+  plan: ExecPlan | undefined;
+  env: NodeJS.ProcessEnv | undefined;
+  child: ChildProcess | undefined;
+  tree: ProcessTree | undefined;
+  /** This launch as its watchdog knows it (stops the tree if berth dies). */
+  guard: RunGuard | undefined;
+  out: OutputTee | undefined;
+  err: OutputTee | undefined;
+  childExit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  childExited: Promise<void> | undefined;
+  lastOwnership: Ownership | undefined;
+  listening: SocketRow[] = [];
+  ownerPids: number[] = [];
+  probe = { attempts: 0, last: undefined as (ProbeResult & { host: string }) | undefined };
+  readyInfo: ReadyInfo | undefined;
+  failure: LaunchError | undefined;
+  stopReq: { signal: NodeJS.Signals } | undefined;
+  killTimer: NodeJS.Timeout | undefined;
+  deadlineTimer: NodeJS.Timeout | undefined;
+  finishing = false;
+  bundlePath: string | undefined;
+  /** The failure's message without the "diagnostics: …" note. */
+  reason: string | undefined;
+  warnings: string[] = [];
+  /** Logs that are the caller's files (LaunchOptions.stdoutLog/stderrLog): copied into a bundle. */
+  readonly callerLogs = new Set<OutputTee>();
+  /** Why a caller's log could not be copied into the bundle, by bundle file name. */
+  readonly copyErrors = new Map<string, string>();
+  /** Wakes the current poll sleep early (exit, deadline, stop; output through kick()). */
+  wake: () => void = () => {};
+  lastPoll = 0;
+  kickTimer: NodeJS.Timeout | undefined;
+  readonly whenReady = deferred<ReadyInfo>();
+  readonly whenExited = deferred<ExitInfo>();
+
+  constructor(o: LaunchOptions) {
+    this.o = o;
+    this.handoff = o.handoff ?? 'release';
+    this.procRoot = o.procRoot ?? '/proc';
+    this.portless = o.portless === true;
+    this.subst = o.substitute !== false;
+    this.name = o.name ?? (o.command[0] !== undefined ? basename(o.command[0]) : 'service');
+    // Callers that only await `exited` must not crash on an unhandled rejection.
+    this.whenReady.promise.catch(() => {});
+  }
+
+  emit(e: LaunchEvent): void {
+    try {
+      this.o.onEvent?.(e);
+    } catch {
+      // a faulty listener must not break supervision
+    }
+  }
+
+  mark(what: string): void {
+    this.timings[what] = Math.round((now() - this.t0) * 10) / 10;
+  }
+
+  warn(message: string): void {
+    this.warnings.push(message);
+    this.emit({ type: 'warning', message, t: iso() });
+  }
+
+  /** Ready, failed, stopping or ending: the start-up waits are over. */
+  get settled(): boolean {
+    return this.failure !== undefined || this.stopReq !== undefined || this.readyInfo !== undefined || this.finishing;
+  }
+
+  remainingMs(): number {
+    return this.t0 + (this.o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS) - now();
+  }
+
+  childRunning(): boolean {
+    return this.child?.pid !== undefined && this.childExit === undefined;
+  }
+
+  /**
+   * The service printed something: often "listening on …", so look again now rather than at
+   * the next backed-off poll. At most one look per KICK_GAP_MS, so a chatty start-up does
+   * not turn into a busy loop over /proc/net/tcp.
+   */
+  kick(): void {
+    if (this.kickTimer || this.settled) return;
+    const wait = this.lastPoll + KICK_GAP_MS - now();
+    if (wait <= 0) return this.wake();
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = undefined;
+      this.wake();
+    }, wait);
+  }
+
+  sleep(ms: number): Promise<void> {
+    this.lastPoll = now();
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  /**
+   * The port's rows from the shared poller's next read, due within `withinMs` (sooner when
+   * another launch's look comes first). wake() (output, exit, stop, deadline) asks for it now.
+   */
+  async look(poller: TablePoller, port: number, withinMs: number): Promise<SocketRow[]> {
+    const look = poller.look(port, withinMs);
+    this.wake = () => look.hurry();
+    const rows = await look.rows;
+    this.lastPoll = now();
+    return rows;
+  }
+}

@@ -1,0 +1,157 @@
+import { BerthError, EXIT } from '../errors.js';
+import { saveBundle } from './bundle.js';
+import { exitStatus, signalNumber } from './exit-status.js';
+import { removeRunDir } from './run-dir.js';
+import { DEFAULT_STOP_GRACE_MS, iso, LaunchError, now, type LaunchState } from './state.js';
+import { descendantsAlive, signalTree } from './tree-control.js';
+import type { ExitInfo, LaunchPhase } from './types.js';
+
+/*
+ * Every way a launch ends: a stop asked by the caller, a failure (bundle first, then
+ * cleanup), or the service ending on its own. finish() is the one cleanup all of them share.
+ */
+
+/** After the child exits, how long its pipes may stay open (held by descendants) before we move on. */
+const DRAIN_MS = 500;
+
+/** LaunchHandle.stop(): `signal` to the tree, SIGKILL after the grace; resolves with `exited`. */
+export function stop(s: LaunchState, signal: NodeJS.Signals, graceMs?: number): Promise<ExitInfo> {
+  if (s.finishing) return s.whenExited.promise;
+  const first = s.stopReq === undefined;
+  if (first && !s.failure) {
+    s.stopReq = { signal };
+    s.phase = 'stopping';
+    s.emit({ type: 'stopping', signal, t: iso() });
+  }
+  signalTree(s, signal);
+  if (first) armKill(s, graceMs);
+  s.wake();
+  // Not spawned yet: the main sequence sees stopReq after its current step. Spawned and
+  // already exited (a daemon being followed): end now. Running: its exit ends the launch.
+  if (s.childExit !== undefined && !s.failure) void finish(s);
+  return s.whenExited.promise;
+}
+
+function armKill(s: LaunchState, graceMs?: number): void {
+  if (s.killTimer) return;
+  s.killTimer = setTimeout(() => signalTree(s, 'SIGKILL'), graceMs ?? s.o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+}
+
+/** Wait for the pipes to close, up to `ms` (descendants may hold them open). */
+async function drain(s: LaunchState, ms: number): Promise<void> {
+  if (s.child === undefined) return; // nothing was started: no pipes to wait for
+  const both = Promise.all([s.out?.closed, s.err?.closed]);
+  let t: NodeJS.Timeout | undefined;
+  await Promise.race([both, new Promise((r) => (t = setTimeout(r, ms)))]);
+  clearTimeout(t);
+}
+
+/** Stop whatever is left of the tree: TERM, grace, KILL. */
+async function cleanupTree(s: LaunchState): Promise<void> {
+  if (s.child?.pid === undefined) return;
+  const anyAlive = () => s.childRunning() || descendantsAlive(s);
+  if (!anyAlive()) return;
+  signalTree(s, 'SIGTERM');
+  armKill(s);
+  const grace = s.o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  const until = now() + grace + 2_000;
+  while (anyAlive() && now() < until) await new Promise((r) => setTimeout(r, 20));
+}
+
+/** The child returned 0 to daemonize, and the daemon is gone too: it will never be ready. */
+export function failIfTreeGone(s: LaunchState): boolean {
+  if (s.childExit === undefined || descendantsAlive(s)) return false;
+  fail(s, EXIT.SOFTWARE, `${s.name}: the service exited (status ${exitStatus(s.childExit.code, s.childExit.signal)}) and left no running process before it was ready (phase ${s.phase})`);
+  return true;
+}
+
+/** The launch failed before it was ready (the first failure wins): bundle, reject `ready`, clean up. */
+export function fail(s: LaunchState, exitCode: number, message: string, details?: Record<string, unknown>): void {
+  if (s.failure || s.finishing || s.readyInfo) return;
+  const failedPhase = s.phase;
+  s.mark('failedMs');
+  s.failure = new LaunchError(exitCode, message, failedPhase, s.runDir?.path, details);
+  clearTimeout(s.deadlineTimer);
+  s.wake();
+  void failAsync(s, failedPhase, details);
+}
+
+async function failAsync(s: LaunchState, phase: LaunchPhase, details?: Record<string, unknown>): Promise<void> {
+  const err = s.failure!;
+  if (s.childExit) await drain(s, DRAIN_MS); // early death: the last bytes of its output first
+  // The bundle comes before any cleanup: sockets, owners and tree as they were.
+  let bundleNote = '';
+  if (s.runDir) {
+    try {
+      s.bundlePath = saveBundle(s, s.runDir.path, phase, err, details);
+      bundleNote = `\ndiagnostics: ${s.runDir.path} (diagnostics.json, stdout.log, stderr.log)`;
+    } catch (e) {
+      bundleNote = `\n(could not write diagnostics to ${s.runDir.path}: ${(e as Error).message})`;
+    }
+  }
+  const final = new LaunchError(err.exitCode, err.message + bundleNote, phase, s.runDir?.path, err.details);
+  s.reason = err.message;
+  s.failure = final;
+  s.emit({ type: 'failed', phase, exitCode: final.exitCode, message: final.message, ...(s.bundlePath ? { bundle: s.bundlePath } : {}), t: iso() });
+  s.whenReady.reject(final);
+  await finish(s);
+}
+
+/** Cleanup common to every ending: stop what is left, release the lease, settle `exited`. */
+export async function finish(s: LaunchState): Promise<void> {
+  if (s.finishing) return;
+  s.finishing = true;
+  clearTimeout(s.deadlineTimer);
+  s.wake();
+  await cleanupTree(s);
+  if (s.childExited && s.childRunning()) await s.childExited;
+  s.guard?.ended();
+  await drain(s, 2_000);
+  s.out?.closeLog();
+  s.err?.closeLog();
+  clearTimeout(s.killTimer);
+  clearTimeout(s.kickTimer);
+  try {
+    // The lease lives until the service has ended (a caller's reservation is consumed too).
+    await s.reservation?.release();
+  } catch (e) {
+    s.warn(`could not release the lease of port ${s.port}: ${(e as Error).message}`);
+  }
+  const code = s.childExit?.code ?? null;
+  const signal = s.childExit?.signal ?? null;
+  let exitCode: number;
+  if (s.failure) exitCode = s.failure.exitCode;
+  // Stopped before it was ready (before the spawn, or while berth waited for it): the
+  // signal's status, as `berth up` gives, whatever the half-started service exited with.
+  else if (s.stopReq && !s.readyInfo) exitCode = 128 + signalNumber(s.stopReq.signal);
+  else exitCode = exitStatus(code, signal);
+  if (!s.readyInfo && !s.failure) {
+    s.whenReady.reject(new LaunchError(exitCode, `${s.name}: stopped (${s.stopReq?.signal ?? 'stop'}) before it was ready`, s.phase, s.runDir?.path));
+  }
+  // A ready service that died on its own (not asked to stop) leaves evidence too.
+  const unasked = s.readyInfo !== undefined && !s.stopReq && !s.failure && exitCode !== 0;
+  if (s.runDir && unasked) {
+    try {
+      const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
+      s.bundlePath = saveBundle(s, s.runDir.path, 'exited', new BerthError(exitCode, `${s.name}: the service ${how} after it was ready`));
+    } catch {
+      // best effort
+    }
+  } else if (s.runDir && s.failure && s.bundlePath) {
+    try {
+      // Add how the cleanup ended (the child's final status) to the bundle written before it.
+      saveBundle(s, s.runDir.path, s.failure.phase, s.failure, s.failure.details);
+    } catch {
+      // the first bundle stays
+    }
+  }
+  const keep = s.failure !== undefined || unasked || !s.runDir?.owned;
+  if (s.runDir && !keep) removeRunDir(s.runDir);
+  s.phase = 'exited';
+  s.emit({ type: 'exited', code, signal, exitCode, t: iso() });
+  const info: ExitInfo = { exitCode, code, signal, ready: s.readyInfo !== undefined };
+  if (s.failure) info.error = s.failure;
+  if (s.runDir && keep) info.runDir = s.runDir.path;
+  if (s.bundlePath) info.bundle = s.bundlePath;
+  s.whenExited.resolve(info);
+}

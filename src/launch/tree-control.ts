@@ -1,0 +1,29 @@
+import type { LaunchState } from './state.js';
+
+/** Whether any process of the tree other than the child itself is alive (a daemon it left). */
+export function descendantsAlive(s: LaunchState): boolean {
+  if (!s.tree) return false;
+  s.tree.scan();
+  return s.tree.alive().some((m) => m.pid !== s.tree!.rootPid);
+}
+
+/** Signal the child's process group and tree members that left it (setsid daemons). */
+export function signalTree(s: LaunchState, sig: NodeJS.Signals): void {
+  const pgid = s.child?.pid;
+  if (pgid === undefined) return;
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    // group gone
+  }
+  if (!s.tree) return;
+  s.tree.scan();
+  for (const m of s.tree.alive()) {
+    if (m.pgrp === pgid) continue;
+    try {
+      process.kill(m.pid, sig);
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
