@@ -50,6 +50,8 @@ class Parser extends YamlSource {
       if (name === 'bands') {
         if (bandsPair) this.add(line, `"bands" appears twice (first at line ${this.lineOf(bandsPair.key as Node, 1)}); merge them into one mapping`);
         else bandsPair = pair;
+      } else if (name?.startsWith('x-')) {
+        // extension keys, a home for &anchors merged into bands with "<<: *name" (as in stack files)
       } else {
         const shown = name === undefined ? 'a non-text key' : `"${name}"`;
         this.add(line, `unknown top-level key ${shown}${name ? suggest(name, TOP_KEYS) : ''}; ${allowedList(TOP_KEYS)}`);

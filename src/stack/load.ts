@@ -194,13 +194,13 @@ class StackParser extends YamlSource {
     const first = this.lineOf(keyNode, 1);
     const endOffset = valueNode?.range?.[1] ?? keyNode.range?.[1] ?? 0;
     const last = Math.max(first, this.lc.linePos(Math.max(0, endOffset - 1)).line);
-    const shared = topItems.some((p) => p !== pair && this.lineOf(p.key as Node, 0) >= first && this.lineOf(p.key as Node, 0) <= last);
+    const shared = this.reachesOutside(valueNode, first, last) || topItems.some((p) => p !== pair && this.lineOf(p.key as Node, 0) >= first && this.lineOf(p.key as Node, 0) <= last);
     let text: string;
     if (!shared) {
       const lines = this.text.split('\n');
       text = lines.map((l, i) => (i + 1 >= first && i + 1 <= last ? l : '')).join('\n');
     } else {
-      text = `${'\n'.repeat(first - 1)}bands: ${JSON.stringify((pair.value as { toJSON?: () => unknown } | null)?.toJSON?.() ?? null)}\n`;
+      text = `${'\n'.repeat(first - 1)}bands: ${JSON.stringify(this.plain(valueNode))}\n`;
     }
     try {
       return { ...parseLayout(text, this.file), source: this.file };

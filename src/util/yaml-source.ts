@@ -1,5 +1,5 @@
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
-import type { Document, Node } from 'yaml';
+import type { Document, Node, Pair, YAMLMap } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
 
 /*
@@ -178,6 +178,95 @@ function tooDeep(text: string): { line: number; what: string } | undefined {
   return undefined;
 }
 
+/**
+ * YAML merge keys (`<<: *common`, `<<: [*a, *b]`) are expanded in the document tree itself,
+ * because the parsers read nodes, not plain objects: a merged pair is the anchored map's own
+ * pair, so its line numbers still point where the user wrote it. Keys written in the map win
+ * over merged ones, and earlier sources over later ones (YAML 1.1's merge rule); a map that
+ * merges itself is refused rather than expanded forever.
+ */
+class MergeExpander {
+  private readonly done = new Set<Node>();
+  private readonly active = new Set<YAMLMap>();
+
+  constructor(
+    private readonly doc: Document.Parsed,
+    private readonly add: (line: number, text: string) => void,
+    private readonly lineOf: (n: Node | null | undefined) => number,
+  ) {}
+
+  node(n: Node | null | undefined): void {
+    if (!n || isAlias(n) || this.done.has(n)) return;
+    if (isMap(n)) this.map(n);
+    else if (isSeq(n)) {
+      this.done.add(n);
+      for (const it of n.items) this.node(it as Node);
+    } else this.done.add(n);
+  }
+
+  private map(map: YAMLMap): void {
+    if (this.done.has(map)) return;
+    this.active.add(map);
+    const isMerge = (p: Pair<unknown, unknown>) => isScalar(p.key) && typeof p.key.value === 'symbol';
+    if (map.items.some(isMerge)) {
+      const keyOf = (p: Pair<unknown, unknown>) => (isScalar(p.key) && p.key.value !== null ? String(p.key.value) : undefined);
+      const taken = new Set(map.items.filter((p) => !isMerge(p)).map(keyOf).filter((k) => k !== undefined));
+      const items: Pair<unknown, unknown>[] = [];
+      for (const p of map.items) {
+        if (!isMerge(p)) {
+          items.push(p);
+          continue;
+        }
+        for (const src of this.sources(p)) {
+          for (const q of src.items) {
+            const k = keyOf(q);
+            if (k !== undefined && taken.has(k)) continue;
+            if (k !== undefined) taken.add(k);
+            items.push(q);
+          }
+        }
+      }
+      map.items = items;
+    }
+    this.active.delete(map);
+    this.done.add(map);
+    for (const p of map.items) {
+      this.node(p.key as Node | null);
+      this.node(p.value as Node | null);
+    }
+  }
+
+  /** The mappings a `<<` pair merges, each already expanded; problems reported at the `<<`. */
+  private sources(p: Pair<unknown, unknown>): YAMLMap[] {
+    const line = this.lineOf(p.key as Node);
+    const value = p.value as Node | null;
+    const listed = value && isSeq(value) ? (value.items as Node[]) : [value];
+    const out: YAMLMap[] = [];
+    for (const item of listed) {
+      let target: Node | null | undefined = item;
+      if (isAlias(item)) {
+        target = item.resolve(this.doc) as Node | undefined;
+        if (target === undefined) {
+          this.add(line, `"<<": alias *${item.source} has no matching &${item.source} anchor`);
+          continue;
+        }
+      }
+      if (!target || !isMap(target)) {
+        this.add(line, `"<<" merges mappings: write "<<: *NAME" or "<<: [*A, *B]" naming mappings anchored with &NAME, found ${kindOf(target)}`);
+        continue;
+      }
+      if (this.active.has(target)) {
+        const name = isAlias(item) ? ` *${item.source}` : '';
+        this.add(line, `"<<": the mapping${name} merges itself (it contains this "<<"); merge it from outside instead`);
+        continue;
+      }
+      this.map(target);
+      out.push(target);
+    }
+    return out;
+  }
+}
+
 export interface Problem {
   line: number;
   text: string;
@@ -204,7 +293,8 @@ export class YamlSource {
       this.add(deep.line, `${deep.what}; ${kind} is a few levels deep (is this the right file?)`);
       return false;
     }
-    this.doc = parseDocument(this.text, { lineCounter: this.lc, uniqueKeys: false, prettyErrors: false });
+    // merge: the parser marks a plain `<<` key as a merge key (a quoted "<<" stays text); the merge itself is expandMerges'.
+    this.doc = parseDocument(this.text, { lineCounter: this.lc, uniqueKeys: false, prettyErrors: false, merge: true });
     for (const e of this.doc.errors) {
       const line = this.lineAt(e.pos[0]);
       if (e.code === 'MULTIPLE_DOCS') {
@@ -216,7 +306,9 @@ export class YamlSource {
       if (opened) this.add(opened.line, `${msg} (the ${opened.char} opened on this line is never closed)`);
       else this.add(line, msg);
     }
-    return this.doc.errors.length === 0;
+    if (this.doc.errors.length > 0) return false;
+    new MergeExpander(this.doc, (line, text) => this.add(line, text), (n) => this.lineOf(n, 1)).node(this.doc.contents as Node | null);
+    return true;
   }
 
   protected lineAt(offset: number): number {
@@ -229,6 +321,35 @@ export class YamlSource {
   protected lineOf(node: Node | null | undefined, fallback: number): number {
     const start = node?.range?.[0];
     return start === undefined ? fallback : this.lineAt(start);
+  }
+
+  /**
+   * True when some value under `node` was written outside lines first..last: an alias or a
+   * merged `<<` source anchored elsewhere. Such a node cannot be re-read from those lines alone.
+   */
+  protected reachesOutside(node: Node | null | undefined, first: number, last: number): boolean {
+    const seen = new Set<Node>();
+    const walk = (n: Node | null | undefined): boolean => {
+      if (!n || seen.has(n)) return false;
+      seen.add(n);
+      if (isAlias(n)) return walk(n.resolve(this.doc) as Node | undefined) || outside(n);
+      if (outside(n)) return true;
+      if (isMap(n)) return n.items.some((p) => walk(p.key as Node | null) || walk(p.value as Node | null));
+      if (isSeq(n)) return n.items.some((it) => walk(it as Node));
+      return false;
+    };
+    const outside = (n: Node) => {
+      const start = n.range?.[0];
+      if (start === undefined) return false;
+      const line = this.lineAt(start);
+      return line < first || line > last;
+    };
+    return walk(node);
+  }
+
+  /** The plain value of a node, aliases and merges resolved. */
+  protected plain(node: Node | null | undefined): unknown {
+    return node ? node.toJS(this.doc) : null;
   }
 
   add(line: number, text: string): void {
