@@ -21,6 +21,8 @@ export interface ExplainInput {
   host: { ephemeral: PortRange; reserved: readonly PortRange[]; unprivilegedStart: number };
   /** As root every process is visible: a socket without an owner is then not "hidden". */
   isRoot?: boolean;
+  /** A block request: how many runs of `needed` contiguous usable ports there were, and the longest free run. */
+  block?: { runs: number; longest?: PortRange };
 }
 
 const SHOWN = 5;
@@ -108,8 +110,13 @@ export function explainUnavailable(input: ExplainInput): string {
   }
   const src = describeSource(report.source);
   const { needed, usable, got } = input;
-  const head =
-    usable < needed
+  const block = input.block;
+  const longest = block?.longest === undefined ? 'no port is usable' : `the longest run of usable ports is ${formatRange(block.longest)} (${block.longest.hi - block.longest.lo + 1})`;
+  const head = block
+    ? block.runs === 0
+      ? `no ${needed} contiguous usable ports in ${src} (${report.considered} considered, ${usable} usable): ${longest}`
+      : `could not get a block of ${needed} contiguous ports in ${src}: each of the ${block.runs} run${block.runs === 1 ? '' : 's'} that looked usable lost a port (${report.considered} considered)`
+    : usable < needed
       ? `${usable === 0 ? 'no usable port' : `only ${usable} usable port${usable === 1 ? '' : 's'}`} in ${src} (${report.considered} considered), needed ${needed}`
       : `could not get ${needed} ports in ${src}: got ${got} of the ${usable} that looked usable (${report.considered} considered)`;
   const lines = [head];
@@ -130,6 +137,6 @@ export function explainUnavailable(input: ExplainInput): string {
   if (x.raced.length > 0) {
     lines.push(`  ${x.raced.length} lost to concurrent allocators: ${list(x.raced, (r) => `${r.port} (${r.reason})`)}`);
   }
-  lines.push(`  use a wider range, ask for fewer ports (--count), or free some of the ports above`);
+  lines.push(block ? `  use a wider range, ask for a smaller block (--block), or free some of the ports above` : `  use a wider range, ask for fewer ports (--count), or free some of the ports above`);
   return lines.join('\n');
 }

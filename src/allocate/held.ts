@@ -1,6 +1,8 @@
 import type net from 'node:net';
-import { closeServer, serverFd } from './hold.js';
+import { BerthError, EXIT } from '../errors.js';
+import { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
 import { removeOwnLease, type LeaseIdentity } from './lease-store.js';
+import { portTaker } from './port-taker.js';
 import type { AllocationReport, Lease, Reservation } from './types.js';
 
 /** One port of a reservation: its lease (and the file to operate on) and its hold. */
@@ -23,18 +25,57 @@ export async function giveBack(taken: readonly Taken[]): Promise<void> {
   }
 }
 
+/** How the ports were first held, so that rehold() binds them the same way. */
+export interface HoldShape {
+  block?: boolean;
+  /** IPv6 on: the hold is dual-stack [::] (hold.ts). */
+  ipv6?: boolean;
+  /** fd handoff: the service's address, with a server's backlog. */
+  holdAddress?: string;
+  procRoot?: string;
+}
+
 export class HeldReservation implements Reservation {
   readonly ports: number[];
   readonly leases: Lease[];
   readonly report: AllocationReport;
+  readonly block: boolean;
   private readonly taken: Taken[];
+  private readonly shape: HoldShape;
   private releasing: Promise<void> | undefined;
 
-  constructor(taken: Taken[], report: AllocationReport) {
+  constructor(taken: Taken[], report: AllocationReport, shape: HoldShape = {}) {
     this.taken = taken;
     this.ports = taken.map((t) => t.lease.port);
     this.leases = taken.map((t) => t.lease);
     this.report = report;
+    this.block = shape.block === true;
+    this.shape = shape;
+  }
+
+  async rehold(): Promise<void> {
+    if (this.block || this.releasing !== undefined) return;
+    const made: Taken[] = [];
+    for (const t of this.taken) {
+      if (t.server !== undefined) continue;
+      try {
+        // Like the first hold (and like a service's listen): SO_REUSEADDR, so the TIME_WAIT
+        // a restarted service's last connections leave on its port does not stand in the way.
+        t.server = await holdPort(t.lease.port, this.shape.ipv6 !== false, this.shape.holdAddress);
+        made.push(t);
+      } catch (e) {
+        await Promise.all(made.map((m) => this.unhold(m.lease.port)));
+        const port = t.lease.port;
+        const who = portTaker(port, this.shape.procRoot);
+        const code = (e as HoldError).code ?? 'UNKNOWN';
+        const at = this.shape.holdAddress === undefined ? '' : ` on ${this.shape.holdAddress}`;
+        throw new BerthError(
+          EXIT.UNAVAILABLE,
+          `cannot hold port ${port}${at} again (${code}): ${who === undefined ? 'no socket is listed on it now (taken and let go just now)' : `it is in use: ${who}`}; the lease is still yours, the port is not`,
+          { port, code },
+        );
+      }
+    }
   }
 
   holdFd(port: number): number | undefined {

@@ -2,6 +2,9 @@
 export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, ReserveOptions, Strategy } from './types.js';
 export { DEFAULT_TTL_MS, reserve } from './reserve.js';
 export { reserveSet, type SetOptions, type SetRequest } from './reserve-set.js';
+export { describeNamedSet, namedReservation, namedSetRequests, reserveNamedSet, type NamedRequestBase, type NamedReservation } from './reserve-named.js';
+export { blockPorts, blockStartsWithout, freeRuns, planBlockStarts, type BlockPlan } from './plan-block.js';
+export * from './port-set.js';
 export { busyPorts, emptyReport, planCandidates, sourceRanges, type Plan, type PlanHost, type PlanInput } from './plan.js';
 export { describeInUse, describeLeased, describeSource, explainUnavailable, type ExplainInput } from './explain.js';
 export { closeServer, holdPort, serverFd, type HoldError } from './hold.js';

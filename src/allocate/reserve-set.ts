@@ -15,6 +15,7 @@ import { addressFailure, closeServer, holdPort, type HoldError } from './hold.js
 import { newLeaseRecord } from './lease-record.js';
 import { acquireLease, commitLeases, leaseStillOurs, removeOwnLease, scanLeaseDir, type ListedLease } from './lease-store.js';
 import { busyPorts, planCandidates, sourceRanges, type Plan } from './plan.js';
+import { blockPorts, planBlockStarts, type BlockPlan } from './plan-block.js';
 import { openLeaseDir, resolveLeaseLocation, type LeaseDir, type LeaseLocation } from './state-dir.js';
 import type { AllocationReport, LeaseRecord, PortSource, Reservation, Strategy } from './types.js';
 
@@ -49,6 +50,12 @@ export interface SetRequest {
   allowPrivileged?: boolean;
   /** fd handoff: hold on this address with a server's backlog instead of the wildcard (hold.ts). */
   holdAddress?: string;
+  /**
+   * The `count` ports are one contiguous run p..p+count-1 inside the source (a port set's
+   * block): each passes the single-port checks, all are leased in the same set, and they
+   * are held only while allocating (to prove each bindable), never once reserveSet returns.
+   */
+  block?: boolean;
 }
 
 export interface SetOptions {
@@ -138,6 +145,8 @@ interface Failure {
   plan: Plan;
   got: number;
   attempt: Attempt;
+  /** A block request: its run plan (the longest free run goes into the message). */
+  block?: BlockPlan;
 }
 
 /**
@@ -199,7 +208,17 @@ function unavailable(f: Failure, count: number): BerthError {
       if (n !== undefined) l.user = n;
     }
   }
-  const message = explainUnavailable({ report, needed: count, usable: f.plan.candidates.length, got: f.got, ranges: f.plan.ranges, ephemeralInSource: f.plan.ephemeralInSource, host, isRoot: process.geteuid?.() === 0 });
+  const message = explainUnavailable({
+    report,
+    needed: count,
+    usable: f.plan.candidates.length,
+    got: f.got,
+    ranges: f.plan.ranges,
+    ephemeralInSource: f.plan.ephemeralInSource,
+    host,
+    isRoot: process.geteuid?.() === 0,
+    ...(f.block ? { block: { runs: f.block.starts.length, ...(f.block.longest ? { longest: f.block.longest } : {}) } } : {}),
+  });
   return new BerthError(EXIT.UNAVAILABLE, message, { ...(report as unknown as Record<string, unknown>), request: f.request });
 }
 
@@ -247,18 +266,14 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
           allowEphemeral: req.allowEphemeral === true,
           allowPrivileged: req.allowPrivileged === true,
           isRoot: process.geteuid?.() === 0,
-          strategy: req.strategy ?? 'lowest',
+          // A block orders its runs itself (plan-block.ts) from the ports in ascending order.
+          strategy: req.block === true ? 'lowest' : (req.strategy ?? 'lowest'),
         });
         const got: Taken[] = [];
         taken.push(got);
         reports.push(plan.report);
-        const candidates = plan.candidates.filter((p) => !mine.has(p));
-        for (const port of candidates) {
-          // Too few candidates: fail before touching anything.
-          if (got.length === req.count || candidates.length < req.count) break;
-          if (o.signal) await signalsSeen();
-          if (o.signal?.aborted) throw aborted(o.signal);
-          const t = await takePort(dir, port, plan.report, {
+        const take = (port: number, holdAddress: string | undefined) =>
+          takePort(dir!, port, plan.report, {
             netns: host.netns,
             ipv6: host.ipv6,
             pending,
@@ -266,9 +281,27 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             ...(expiresAt !== undefined ? { expiresAt } : {}),
             now,
             ...(req.name !== undefined ? { name: req.name } : {}),
-            ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}),
+            ...(holdAddress !== undefined ? { holdAddress } : {}),
             startTimeOf,
           });
+        if (req.block === true) {
+          const bp = planBlockStarts(
+            plan.candidates.filter((p) => !mine.has(p)),
+            req.count,
+            req.strategy ?? 'lowest',
+          );
+          const run = await takeBlock(bp, req.count, take, got, o.signal);
+          if (run === undefined) failure = { request: i, plan, got: 0, attempt, block: bp };
+          else for (const p of run) mine.add(p);
+          continue;
+        }
+        const candidates = plan.candidates.filter((p) => !mine.has(p));
+        for (const port of candidates) {
+          // Too few candidates: fail before touching anything.
+          if (got.length === req.count || candidates.length < req.count) break;
+          if (o.signal) await signalsSeen();
+          if (o.signal?.aborted) throw aborted(o.signal);
+          const t = await take(port, req.holdAddress);
           if (t === undefined) continue;
           got.push(t);
           mine.add(port);
@@ -279,9 +312,13 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
         if (o.signal) await signalsSeen();
         if (o.signal?.aborted) throw aborted(o.signal);
         commit(dir, set, taken.flat());
-        const reservations = taken.map((got, i) => new HeldReservation(got, reports[i]!));
+        const reservations = taken.map((got, i) => {
+          const req = requests[i]!;
+          return new HeldReservation(got, reports[i]!, { block: req.block === true, ipv6: host.ipv6, procRoot, ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}) });
+        });
         // Held until committed: the allocator never returns a port it could not hold.
-        if (o.hold === false) await Promise.all(reservations.map((r) => r.unhold()));
+        // A block is never held once leased: its program binds inside it itself.
+        await Promise.all(reservations.map((r) => (o.hold === false || r.block ? r.unhold() : undefined)));
         return reservations;
       }
     } catch (e) {
@@ -298,6 +335,45 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
     }
     await sleep(wait, o.signal);
   }
+}
+
+/**
+ * Lease and hold one whole run of a block: the first start (in the plan's order) whose
+ * every port can be had. A run that loses a port to a race or a stranger is given back at
+ * once, and every later start whose run contains a lost port is skipped. The ports of a run
+ * are taken together (one turn of the event loop for all their binds). Returns the run's
+ * ports, pushed onto `got`, or undefined when no start worked (the reasons are in the report).
+ */
+async function takeBlock(
+  bp: BlockPlan,
+  count: number,
+  take: (port: number, holdAddress: string | undefined) => Promise<Taken | undefined>,
+  got: Taken[],
+  signal: AbortSignal | undefined,
+): Promise<number[] | undefined> {
+  const lost: number[] = [];
+  for (const start of bp.starts) {
+    if (lost.some((p) => p >= start && p < start + count)) continue;
+    if (signal) await signalsSeen();
+    if (signal?.aborted) throw aborted(signal);
+    const ports = blockPorts(start, count);
+    // Blocks are never handed over as fds: they are proved bindable on the wildcard, the strictest claim.
+    const results = await Promise.allSettled(ports.map((p) => take(p, undefined)));
+    const run: Taken[] = [];
+    let error: unknown;
+    results.forEach((r, k) => {
+      if (r.status === 'rejected') error ??= r.reason;
+      else if (r.value === undefined) lost.push(ports[k]!);
+      else run.push(r.value);
+    });
+    if (error === undefined && run.length === count) {
+      got.push(...run);
+      return ports;
+    }
+    await giveBack(run);
+    if (error !== undefined) throw error;
+  }
+  return undefined;
 }
 
 interface TakeInput {

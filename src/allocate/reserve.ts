@@ -1,5 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 import { processStartTime } from '../host/proc-stat.js';
+import { MAX_BLOCK } from './port-set.js';
 import { resolveReserveOptions } from './reserve-options.js';
 import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
 import type { PortSource, Reservation, ReserveOptions } from './types.js';
@@ -29,7 +30,7 @@ function checkSource(s: PortSource): void {
 export async function reserve(options: ReserveOptions): Promise<Reservation> {
   // Without a source, the default band, like `berth port` (reserve-options.ts).
   const opts = await resolveReserveOptions(options);
-  const count = opts.count ?? 1;
+  const count = blockCount(opts) ?? opts.count ?? 1;
   if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
   checkSource(opts.source);
   if (opts.ttlMs !== undefined && !(Number.isFinite(opts.ttlMs) && opts.ttlMs > 0)) throw usage(`ttl ${opts.ttlMs}ms: expected a positive duration`);
@@ -39,6 +40,7 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
       {
         source: opts.source,
         count,
+        ...(opts.block !== undefined ? { block: true } : {}),
         strategy: opts.strategy ?? 'lowest',
         allowEphemeral: opts.allowEphemeral === true,
         allowPrivileged: opts.allowPrivileged === true,
@@ -49,6 +51,14 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
     set,
   );
   return r!;
+}
+
+/** `block` checked: a block size, which excludes count > 1; undefined without a block. */
+export function blockCount(o: Pick<ReserveOptions, 'block' | 'count'>): number | undefined {
+  if (o.block === undefined) return undefined;
+  if (!Number.isInteger(o.block) || o.block < 1 || o.block > MAX_BLOCK) throw usage(`block ${o.block}: expected a whole number of ports from 1 to ${MAX_BLOCK}`);
+  if (o.count !== undefined && o.count !== 1) throw usage(`block ${o.block} with count ${o.count}: a block is one run of contiguous ports; ask for one or the other`);
+  return o.block;
 }
 
 /** The set-wide options of reserve()-style options: owner (checked alive), ttl, hold, where the leases live. */

@@ -61,6 +61,11 @@ export interface ReserveOptions extends SourceOptions {
   /** Allow ports below ip_unprivileged_port_start (only effective for root). */
   allowPrivileged?: boolean;
   strategy?: Strategy;
+  /**
+   * `--block N`: N contiguous ports (p..p+N-1 inside the source), each checked like a single
+   * port, leased as one set and not held once leased. Excludes count > 1.
+   */
+  block?: number;
   /** Keep the listening hold sockets open (default true). `berth port` passes false. */
   hold?: boolean;
   /**
@@ -140,4 +145,13 @@ export interface Reservation {
   unhold(port?: number): Promise<void>;
   /** Close holds and remove the leases. Idempotent. */
   release(): Promise<void>;
+  /** A block of a port set: contiguous ports, leased but never held once allocated. */
+  readonly block: boolean;
+  /**
+   * Bind again the hold of every port that is not held now (same address and backlog as
+   * the first hold), e.g. between a replica's restarts; nothing for a block. Throws
+   * BerthError 69 naming the port and who has it (pid, command, socket state); the leases
+   * stay either way, and the holds this call made are closed again.
+   */
+  rehold(): Promise<void>;
 }

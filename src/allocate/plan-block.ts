@@ -1,0 +1,66 @@
+import type { PortRange } from '../host/types.js';
+import type { Strategy } from './types.js';
+
+/*
+ * Where a block of `count` contiguous ports may start, given the ports that passed every
+ * single-port check (planCandidates' candidates). Pure: the allocator tries the starts in
+ * the order given and, when a race loses it a port, skips every start whose run contains
+ * that port (blockStartsWithout). Runs are found in one pass over the sorted candidates,
+ * so planning costs O(candidates) however large the block.
+ */
+
+export interface BlockPlan {
+  /** Start ports whose whole run p..p+count-1 is free, in the order to try them. */
+  starts: number[];
+  /** The longest free run seen (for the exit-69 message when no start fits). */
+  longest: PortRange | undefined;
+}
+
+/** Maximal runs of consecutive ports in a list of ports (any order, duplicates allowed). */
+export function freeRuns(ports: readonly number[]): PortRange[] {
+  const sorted = [...new Set(ports)].sort((a, b) => a - b);
+  const runs: PortRange[] = [];
+  for (const p of sorted) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && p === last.hi + 1) last.hi = p;
+    else runs.push({ lo: p, hi: p });
+  }
+  return runs;
+}
+
+function shuffle(a: number[], rng: () => number): void {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.min(i, Math.floor(rng() * (i + 1)));
+    const t = a[i]!;
+    a[i] = a[j]!;
+    a[j] = t;
+  }
+}
+
+/**
+ * Every start of a free run of `count` ports, lowest first (strategy lowest) or in random
+ * order (strategy random: any fitting start is equally likely, so concurrent allocators
+ * rarely aim at the same run).
+ */
+export function planBlockStarts(free: readonly number[], count: number, strategy: Strategy = 'lowest', rng: () => number = Math.random): BlockPlan {
+  const starts: number[] = [];
+  let longest: PortRange | undefined;
+  for (const r of freeRuns(free)) {
+    if (longest === undefined || r.hi - r.lo > longest.hi - longest.lo) longest = r;
+    for (let p = r.lo; p + count - 1 <= r.hi; p++) starts.push(p);
+  }
+  if (strategy === 'random') shuffle(starts, rng);
+  return { starts, longest };
+}
+
+/** The starts left once `lost` ports are known to be unavailable: no run may contain one. */
+export function blockStartsWithout(starts: readonly number[], count: number, lost: ReadonlySet<number>): number[] {
+  if (lost.size === 0) return [...starts];
+  const bad = [...lost];
+  return starts.filter((s) => !bad.some((p) => p >= s && p <= s + count - 1));
+}
+
+/** The ports of the run starting at `start`. */
+export function blockPorts(start: number, count: number): number[] {
+  return Array.from({ length: count }, (_, i) => start + i);
+}
