@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -25,6 +25,7 @@ import { benchPortCli } from './port-cli.js';
 import { benchReadyLatency } from './ready-latency.js';
 import { benchSocketTable } from './socket-table.js';
 import { benchStackOverhead } from './stack-overhead.js';
+import { benchVllmStacks } from './vllm-stacks.js';
 
 interface Bench {
   key: string;
@@ -81,6 +82,7 @@ const BENCHES: Bench[] = [
   { key: 'ready', title: '5. `berth run` readiness latency', needsNetns: false, run: benchReady },
   { key: 'stack', title: '6. `berth up` start-up overhead', needsNetns: false, run: benchStack },
   { key: 'binary', title: '7. Single executable start-up and size', needsNetns: false, run: benchBinary },
+  { key: 'vllm', title: '8. Eight vLLM-like stacks on one host', needsNetns: true, run: benchVllmStacks },
 ];
 
 function sh(cmd: string, args: string[]): string | undefined {
