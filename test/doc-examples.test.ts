@@ -1,8 +1,8 @@
 /**
  * Examples that cannot rot (issue 14): every code block of README.md and docs/*.md marked
  * `runnable` (docs/examples.md) runs here from the packed package, not from the source tree:
- * `npm pack`, install the tarball into a fresh project (offline: yaml, its only dependency,
- * is packed from node_modules too), `tsc --strict` the TypeScript blocks against the
+ * `npm pack`, install the tarball into a fresh project (offline: its dependencies (yaml, mustache)
+ * are packed from node_modules too), `tsc --strict` the TypeScript blocks against the
  * shipped .d.ts, run every block in a fresh network namespace, and compare its output with
  * the `output` block that follows it, if any.
  */
@@ -100,9 +100,9 @@ test('runnable examples of README.md and docs/*.md, from the packed package', as
   const dir = mkdtempSync(join(tmpdir(), 'berth-docs-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const npmEnv = { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
-  // dist/ is built by `npm test`; pack it as it is (no prepare script) with yaml from node_modules.
+  // dist/ is built by `npm test`; pack it as it is (no prepare script) with its dependencies from node_modules.
   await ok(['npm', 'pack', '--ignore-scripts', '--silent', '--pack-destination', dir], 'npm pack', { env: npmEnv });
-  await ok(['npm', 'pack', '--silent', join(ROOT, 'node_modules/yaml'), '--pack-destination', dir], 'npm pack yaml', { env: npmEnv });
+  for (const dep of ['yaml', 'mustache']) await ok(['npm', 'pack', '--silent', join(ROOT, 'node_modules', dep), '--pack-destination', dir], `npm pack ${dep}`, { env: npmEnv });
   const tarballs = readdirSync(dir).filter((f) => f.endsWith('.tgz'));
   const proj = join(dir, 'proj');
   mkdirSync(proj);

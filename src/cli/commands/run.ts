@@ -36,8 +36,9 @@ Options:
                      listens on it (a stranger: exit 69 "stolen").
   --handoff fd       the held listening socket becomes CMD's fd 3 (blocking, as systemd
                      passes it) with LISTEN_FDS=1, LISTEN_PID=<CMD's pid>, LISTEN_FDNAMES=NAME:
-                     gunicorn --bind fd://3, uvicorn --fd 3, hypercorn --bind fd://3,
-                     Node listen({fd: 3}), Python socket.socket(fileno=3). No gap at all.
+                     gunicorn with no --bind (it reads LISTEN_FDS itself), uvicorn --fd 3,
+                     hypercorn --bind fd://3, Node listen({fd: 3}), Python
+                     socket.socket(fileno=3). No gap at all.
                      It listens on --bind only (default 127.0.0.1) with backlog somaxconn.
   --ready SPEC       after ownership, poll until ready (10ms backing off to 250ms):
                        http://HOST:{port}/PATH  a GET answers 2xx (localhost is probed as
