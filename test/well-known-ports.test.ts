@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -98,4 +98,16 @@ test('berth port from the built-in band skips listed ports; from a user band it 
   assert.match(notes[0].message, /2379 \(etcd client\), 2380 \(etcd peer\)/);
   const text = await berth(['doctor', '--layout', file], { netns, env });
   assert.match(text.stdout, /band-service-ports|2379 \(etcd client\)/);
+});
+
+test('docs/stack.md lists exactly these ports', () => {
+  const doc = readFileSync('docs/stack.md', 'utf8');
+  const table = doc.split('| ports | programs |')[1]?.split('\n\n')[0];
+  assert.ok(table, 'docs/stack.md has the well-known ports table');
+  const inDoc = new Set<number>();
+  for (const m of table.matchAll(/\b(\d{4,5})(?:-(\d{4,5}))?\b/g)) {
+    const lo = Number(m[1]);
+    for (let p = lo; p <= Number(m[2] ?? lo); p++) inDoc.add(p);
+  }
+  assert.deepEqual([...inDoc].sort((a, b) => a - b), WELL_KNOWN_PORTS.map((w) => w.port));
 });
