@@ -2,7 +2,9 @@ import { writeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { reserve } from '../../allocate/reserve.js';
 import { BerthError } from '../../errors.js';
-import type { ReserveOptions, Strategy } from '../../allocate/types.js';
+import type { Reservation, ReserveOptions, Strategy } from '../../allocate/types.js';
+import { reserveNamedSet, type NamedReservation } from '../../allocate/reserve-named.js';
+import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
 import type { HostSysctls } from '../../host/types.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
@@ -11,8 +13,9 @@ import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { parseCount, parseDurationArg } from '../values.js';
 
-const help = `Usage: berth port [SOURCE] [--count N] [--owner PID] [--ttl DUR] [--name NAME]
-                  [--format plain|env|json] [--strategy lowest|random] [--allow-ephemeral]
+const help = `Usage: berth port [SOURCE] [--count N | --block N | --ports SPEC] [--owner PID] [--ttl DUR]
+                  [--name NAME] [--format plain|env|json] [--strategy lowest|random]
+                  [--allow-ephemeral]
 
 Lease N distinct ports that nothing else on this host (network namespace) can take:
 outside the unreserved ephemeral range, with no socket in any state, not leased to anyone
@@ -22,6 +25,16 @@ ${SOURCE_HELP}
 
 Options:
   --count N          how many distinct ports (default 1)
+  --block N          N contiguous ports LO..HI, every one checked like a single port, leased
+                     as one (all or none) and not held: for a program that binds inside a
+                     range itself. Prints LO-HI; --format env: BERTH_PORT=LO,
+                     BERTH_PORT_FIRST=LO, BERTH_PORT_LAST=HI, BERTH_PORT_COUNT=N
+  --ports SPEC       a named set, all or none: NAME (one port), NAME=block:N (N contiguous
+                     ports), NAME=window (the --instance window less the set's other ports),
+                     comma-separated, e.g. http,dist=block:32. Prints "NAME PORT" or
+                     "NAME LO-HI" lines; --format env: BERTH_PORT_<NAME>=its first port, and
+                     BERTH_PORT_<NAME>_FIRST/_LAST/_COUNT for blocks. Lease names: NAME, or
+                     --name's value + "/NAME"
   --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script)
   --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h). Default without
                      --owner: 10m. With --owner, an optional extra limit.
@@ -39,11 +52,33 @@ Examples:
   berth port --layout layout.yaml --band engines --instance $SLURM_LOCALID --ttl 1h
   berth port --range 20000-20999 --count 4 --format env --name proxy
 
+  # vLLM: the API port, and a block for the internal ports it scans upward from VLLM_PORT
+  eval "$(berth port --owner $$ --ports api,internal=block:32 --format env)"
+  VLLM_PORT=$BERTH_PORT_INTERNAL vllm serve MODEL --port $BERTH_PORT_API
+
+  # SGLang: HTTP, NCCL and dist-init ports of one server
+  eval "$(berth port --owner $$ --ports http,nccl,dist --format env)"
+  python -m sglang.launch_server --model-path MODEL --port $BERTH_PORT_HTTP \\
+    --nccl-port $BERTH_PORT_NCCL --dist-init-addr 127.0.0.1:$BERTH_PORT_DIST
+
+  # Ray: the GCS port and the worker port range from one set
+  eval "$(berth port --owner $$ --ports gcs,workers=block:1000 --format env)"
+  ray start --head --port $BERTH_PORT_GCS \\
+    --min-worker-port $BERTH_PORT_WORKERS_FIRST --max-worker-port $BERTH_PORT_WORKERS_LAST
+
+  # one block per engine instance of a layout band
+  berth port --layout layout.yaml --band engines --instance $SLURM_LOCALID --block 100 --owner $$
+
 Leases are shared by every user of this host (network namespace): see 'berth leases'.
 When the ports are taken by competitors that are about to let go (another allocator still
 building its set, a hold being closed), berth retries for up to 2.5 s before giving up.
 
-Exit codes: 0 leased; 64 usage; 65 bad layout; 69 no usable port (the message says why:
+A block is leased, never held: its ports are free to bind at once (only by you: every
+other allocator on the host skips leased ports). Lease it with --owner or --ttl long
+enough for the program's life.
+
+Exit codes: 0 leased; 64 usage (e.g. --block with --count, --block 0, a bad --ports);
+65 bad layout; 69 no usable port (the message says why:
 in the ephemeral range, in use and by whom, or leased); 74 cannot write leases; 128+N
 interrupted by signal N before the ports were printed (nothing stays leased).`;
 
@@ -92,6 +127,8 @@ export const portCommand: Command = {
     const { values } = parseCommandArgs('port', argv, {
       ...sourceOptions,
       count: { type: 'string' },
+      block: { type: 'string' },
+      ports: { type: 'string' },
       owner: { type: 'string' },
       ttl: { type: 'string' },
       name: { type: 'string' },
@@ -103,15 +140,23 @@ export const portCommand: Command = {
     if (!['plain', 'env', 'json'].includes(format)) throw usage('port', `--format ${format}: expected plain, env or json`);
     const strategy = values.strategy ?? 'lowest';
     if (strategy !== 'lowest' && strategy !== 'random') throw usage('port', `--strategy ${strategy}: expected lowest or random`);
+    // --count 1 is what --block and --ports are anyway.
+    const shape = [values.count !== undefined && values.count !== '1' && `--count ${values.count}`, values.block !== undefined && '--block', values.ports !== undefined && '--ports'].filter((f) => f !== false);
+    if (shape.length > 1) throw usage('port', `${shape.join(' and ')}: give one (a count of distinct ports, one block, or a named set)`);
+    const entries = values.ports === undefined ? undefined : portsFlag(values.ports);
     const root = procRoot();
     const source = await resolveSource('port', values, lazySysctls(root));
     const opts: ReserveOptions = {
       source,
-      count: values.count === undefined ? 1 : parseCount('port', '--count', values.count),
       strategy: strategy as Strategy,
       hold: false,
       procRoot: root,
     };
+    if (entries === undefined && values.block === undefined) opts.count = values.count === undefined ? 1 : parseCount('port', '--count', values.count);
+    if (values.block !== undefined) {
+      opts.block = parseCount('port', '--block', values.block);
+      if (opts.block > MAX_BLOCK) throw usage('port', `--block ${opts.block}: a block has at most ${MAX_BLOCK} ports`);
+    }
     if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner);
     if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
     if (values.name !== undefined) opts.name = values.name;
@@ -122,16 +167,21 @@ export const portCommand: Command = {
     const onSignal = (sig: NodeJS.Signals) => stop.abort(new BerthError(128 + constants.signals[sig], `interrupted by ${sig}; nothing was leased`));
     // Handlers stay until the ports are printed: a signal after that changes nothing.
     await withSignals(onSignal, async () => {
-      const r = await reserve(opts);
-      if (stop.signal.aborted) {
-        await r.release();
-        throw stop.signal.reason;
-      }
-      if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
-      else if (format === 'env') {
-        const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
-        writeStdout(lines.join('\n') + '\n');
-      } else writeStdout(r.ports.join('\n') + '\n');
+      if (entries !== undefined) {
+        const set = await reserveNamedSet(entries, opts).catch(asUsage);
+        if (stop.signal.aborted) {
+          await set.release();
+          throw stop.signal.reason;
+        }
+        printSet(set, format, source);
+      } else if (opts.block !== undefined) {
+        const r = await reserve(opts).catch(asUsage);
+        if (stop.signal.aborted) {
+          await r.release();
+          throw stop.signal.reason;
+        }
+        printBlock(r, format, source);
+      } else await printPorts(await reserve(opts), format, source, stop.signal);
       // Printed means leased: a signal from here to exit must not turn that into 143 (Node's
       // default action once withSignals lets go), so it is taken and ignored.
       for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, () => {});
@@ -139,3 +189,50 @@ export const portCommand: Command = {
     return 0;
   },
 };
+
+/** The library's usage errors (a bad --block or --ports) with the command's help hint. */
+function asUsage(e: unknown): never {
+  if (e instanceof BerthError && e.exitCode === 64) throw usage('port', e.message);
+  throw e;
+}
+
+function portsFlag(text: string): PortEntry[] {
+  try {
+    return parsePortsFlag(text);
+  } catch (e) {
+    return asUsage(e);
+  }
+}
+
+/** `{ NAME: port | {first, last, count} }`, the shape endpoints.json gives a stack's named ports. */
+function portsObject(set: readonly AssignedPorts[]): Record<string, number | { first: number; last: number; count: number }> {
+  const o: Record<string, number | { first: number; last: number; count: number }> = {};
+  for (const a of set) o[a.name] = a.kind === 'single' ? a.ports[0]! : { first: a.ports[0]!, last: a.ports[a.ports.length - 1]!, count: a.ports.length };
+  return o;
+}
+
+function printSet(set: NamedReservation, format: string, source: unknown): void {
+  if (format === 'json') printJson({ ports: portsObject(set.assigned), set: set.assigned, leases: set.reservations.flatMap((r) => r.leases), source });
+  else if (format === 'env') writeStdout(Object.entries(portSetEnv(set.assigned)).map(([k, v]) => `${k}=${v}\n`).join(''));
+  else writeStdout(set.assigned.map((a) => `${a.name} ${describeAssigned(a)}\n`).join(''));
+}
+
+function printBlock(r: Reservation, format: string, source: unknown): void {
+  const first = r.ports[0]!;
+  const last = r.ports[r.ports.length - 1]!;
+  if (format === 'json') printJson({ ports: r.ports, first, last, count: r.ports.length, leases: r.leases, source });
+  else if (format === 'env') writeStdout(`BERTH_PORT=${first}\nBERTH_PORT_FIRST=${first}\nBERTH_PORT_LAST=${last}\nBERTH_PORT_COUNT=${r.ports.length}\n`);
+  else writeStdout(`${first}-${last}\n`);
+}
+
+async function printPorts(r: Reservation, format: string, source: unknown, signal: AbortSignal): Promise<void> {
+      if (signal.aborted) {
+        await r.release();
+        throw signal.reason;
+      }
+      if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
+      else if (format === 'env') {
+        const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
+        writeStdout(lines.join('\n') + '\n');
+      } else writeStdout(r.ports.join('\n') + '\n');
+}
