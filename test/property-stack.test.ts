@@ -129,7 +129,7 @@ test('parseStack: any text gives a stack that keeps the loader promises, or exit
         assert.ok(s.command.length > 0);
         assert.ok(s.replicas === 'gpus' || (Number.isInteger(s.replicas) && s.replicas >= 1));
         for (const d of s.dependsOn) assert.ok(names.has(d.service) && d.service !== s.name, `${s.name} depends on ${d.service}`);
-        if (s.ports.kind === 'port') assert.ok(s.ports.port >= 1 && s.ports.port <= 65535);
+        if (s.source.kind === 'port') assert.ok(s.source.port >= 1 && s.source.port <= 65535);
         if (s.readyTimeoutMs !== undefined) assert.ok(s.readyTimeoutMs >= 1 && s.readyTimeoutMs <= 2 ** 31 - 1);
         assert.ok(s.stopGraceMs >= 0 && s.stopGraceMs <= 2 ** 31 - 1);
         if (s.ready?.kind === 'tcp') assert.notEqual(s.handoff, 'fd');

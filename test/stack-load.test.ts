@@ -61,7 +61,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   "bad-keys.yaml": [
     `bad-keys.yaml:4: service "a": command must be a list (argv), e.g. [node, server.js, --port, "{port}"], found the text "node server.js"; berth runs no shell (write [sh, -c, "…"] if you need one)`,
-    `bad-keys.yaml:5: service "a": unknown key "replica" (did you mean "replicas"?); allowed keys: command, replicas, nodes, band, port, range, instance, host, env, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs`,
+    `bad-keys.yaml:5: service "a": unknown key "replica" (did you mean "replicas"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs`,
     `bad-keys.yaml:6: service "a": replicas must be a whole number ≥ 1 or "gpus", found number 0`,
     `bad-keys.yaml:7: service "a": "replicas" is given twice (first at line 6)`,
     `bad-keys.yaml:9: service "b": command must be a non-empty list (argv), e.g. [node, server.js, --port, "{port}"], found an empty list`,
@@ -73,7 +73,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-keys.yaml:18: service "d": env name "1BAD" is not a variable name (letters, digits and "_", not starting with a digit)`,
     `bad-keys.yaml:18: service "d": env EMPTY must be text, found nothing (write "" for an empty value)`,
     `bad-keys.yaml:18: service "d": env LIST must be text, found a list`,
-    `bad-keys.yaml:19: service "d": unknown key "env2" (did you mean "env"?); allowed keys: command, replicas, nodes, band, port, range, instance, host, env, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs`,
+    `bad-keys.yaml:19: service "d": unknown key "env2" (did you mean "env"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs`,
     `bad-keys.yaml:20: service "d": handoff must be "release" or "fd", found the text "socket"`,
     `bad-keys.yaml:21: service "d": ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found "http//nope"`,
     `bad-keys.yaml:22: service "d": ready_timeout must be a duration like 500ms, 10s, 5m, found the text "soon"`,
@@ -114,9 +114,9 @@ const EXPECTED: Record<string, string[]> = {
   ],
   "bad-placeholders.yaml": [
     `bad-placeholders.yaml:4: service "engine": command[2] uses {engine.port}, its own service; write {port} for this replica's port (replicas of one service cannot refer to each other)`,
-    `bad-placeholders.yaml:6: service "proxy": command[3] uses unknown placeholder {prt}; known: {port}, {replica}, {name}, {host}, {gpu}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls} (write {{ for a literal "{")`,
-    `bad-placeholders.yaml:6: service "proxy": command[4] uses unknown placeholder {engine.adress}; known: {port}, {replica}, {name}, {host}, {gpu}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls} (write {{ for a literal "{")`,
-    `bad-placeholders.yaml:6: service "proxy": command[5] uses unknown placeholder { port }; known: {port}, {replica}, {name}, {host}, {gpu}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls} (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[3] uses unknown placeholder {prt}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[4] uses unknown placeholder {engine.adress}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[5] uses unknown placeholder { port }; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
     `bad-placeholders.yaml:6: service "proxy": command[1] uses {engine.url}, but "engine" is not in its depends_on; add depends_on: { engine: ready } (or started, to need only its port)`,
     `bad-placeholders.yaml:6: service "proxy": command[2] uses {engine.port}, but "engine" is not in its depends_on; add depends_on: { engine: ready } (or started, to need only its port)`,
     `bad-placeholders.yaml:7: service "proxy": env D has a "{" with no closing "}" (write {{ for a literal "{")`,
@@ -125,7 +125,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-placeholders.yaml:7: service "proxy": env C uses {worker.port}, but "worker" has no port ("port: none")`,
     `bad-placeholders.yaml:8: service "proxy": ready uses {proxy2.url}, but there is no service "proxy2" (did you mean "proxy"?); services: engine, proxy, worker, client`,
     `bad-placeholders.yaml:12: service "worker": command[1] uses {port}, but the service has "port: none"`,
-    `bad-placeholders.yaml:13: service "worker": ready uses unknown placeholder {x}; known: {port}, {replica}, {name}, {host}, {gpu}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls} (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:13: service "worker": ready uses unknown placeholder {x}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
     `bad-placeholders.yaml:13: service "worker": ready uses {port}, but the service has "port: none"`,
     `bad-placeholders.yaml:15: service "client": command[1] uses {proxy.url}, but "proxy" is not in its depends_on; add depends_on: { proxy: ready } (or started, to need only its port)`,
   ],
@@ -161,7 +161,7 @@ test('the demo stack loads: replicas on windows, placeholders kept for start tim
   assert.deepEqual(s.services.map((x) => x.name), ['engine', 'proxy', 'client']);
   const engine = svc(s, 'engine');
   assert.equal(engine.replicas, 2);
-  assert.deepEqual(engine.ports, { kind: 'band', band: { name: 'engines', lo: 20000, hi: 20799, window: 100, line: 5 }, instance: 0 });
+  assert.deepEqual(engine.source, { kind: 'band', band: { name: 'engines', lo: 20000, hi: 20799, window: 100, line: 5 }, instance: 0 });
   assert.deepEqual(engine.ready, { kind: 'http', url: 'http://127.0.0.1:{port}/health' });
   assert.equal(engine.readyTimeoutMs, 60_000);
   assert.equal(engine.cwd, resolve('examples/demo'));
@@ -169,7 +169,7 @@ test('the demo stack loads: replicas on windows, placeholders kept for start tim
   assert.deepEqual(svc(s, 'proxy').command, ['node', 'proxy.js', '--port', '{port}', '--backends', '{engine.urls}']);
   const client = svc(s, 'client');
   assert.equal(client.job, true);
-  assert.deepEqual(client.ports, { kind: 'none' });
+  assert.deepEqual(client.source, { kind: 'none' });
   // The failing variant differs only in FAIL_REPLICA.
   const f = loadStack('examples/demo/stack-fail.yaml');
   assert.deepEqual(svc(f, 'engine').env, { MODEL: 'tiny-demo', FAIL_REPLICA: '1' });
@@ -186,7 +186,9 @@ test('valid-full.yaml: every key and its defaults', () => {
     line: 4,
     command: ['python', '-m', 'server', '--port', '{port}', '--rank', '{replica}', '--name', '{name}-{replica}', '7', 'true'],
     replicas: 2,
-    ports: { kind: 'band', band: engines, instance: 1 },
+    source: { kind: 'band', band: engines, instance: 1 },
+    ports: [{ name: 'port', kind: 'single' }],
+    portsDeclared: false,
     host: '127.0.0.1',
     env: { MODEL: 'tiny', LAYERS: '12', DEBUG: 'false', JSON: '{{"a": 1}' },
     cwd: join(ABS, 'work'),
@@ -204,7 +206,9 @@ test('valid-full.yaml: every key and its defaults', () => {
     line: 18,
     command: ['proxy', '--listen', '{host}:{port}', '--backends', '{engine.urls}', '--first', '{engine.ports}'],
     replicas: 1,
-    ports: { kind: 'band', band: { name: 'proxy', lo: 21000, hi: 21099, line: 3 }, instance: 0 },
+    source: { kind: 'band', band: { name: 'proxy', lo: 21000, hi: 21099, line: 3 }, instance: 0 },
+    ports: [{ name: 'port', kind: 'single' }],
+    portsDeclared: false,
     host: '0.0.0.0',
     env: {},
     cwd: ABS,
@@ -216,37 +220,37 @@ test('valid-full.yaml: every key and its defaults', () => {
     job: false,
     logs: 'file',
   });
-  assert.deepEqual(svc(s, 'prep').ports, { kind: 'none' });
-  assert.deepEqual(svc(s, 'fixed').ports, { kind: 'port', port: 23000 });
+  assert.deepEqual(svc(s, 'prep').source, { kind: 'none' });
+  assert.deepEqual(svc(s, 'fixed').source, { kind: 'port', port: 23000 });
   assert.deepEqual(svc(s, 'fixed').ready, { kind: 'cmd', command: 'curl -sf http://127.0.0.1:{port}/' });
   assert.deepEqual(svc(s, 'fixed').dependsOn, [{ service: 'prep', condition: 'ready', line: 30 }]);
-  assert.deepEqual(svc(s, 'ranged').ports, { kind: 'range', range: { lo: 23100, hi: 23199 } });
+  assert.deepEqual(svc(s, 'ranged').source, { kind: 'range', range: { lo: 23100, hi: 23199 } });
   assert.deepEqual(svc(s, 'ranged').dependsOn, [
     { service: 'prep', condition: 'completed', line: 36 },
     { service: 'fixed', condition: 'started', line: 36 },
   ]);
   assert.equal(svc(s, 'gpu').replicas, 'gpus');
-  assert.deepEqual(svc(s, 'client').ports, { kind: 'none' });
+  assert.deepEqual(svc(s, 'client').source, { kind: 'none' });
   assert.equal(svc(s, 'client').job, true);
 });
 
 test('which services get a port, and from where', () => {
   const d = load('defaults.yaml');
   assert.deepEqual(d.layout, undefined);
-  assert.deepEqual(svc(d, 'server').ports, { kind: 'default' });
-  assert.deepEqual(svc(d, 'worker').ports, { kind: 'default' }, 'a non-job service listens unless it says port: none');
-  assert.deepEqual(svc(d, 'job-plain').ports, { kind: 'default' });
-  assert.deepEqual(svc(d, 'client').ports, { kind: 'none' }, 'a job gets no port unless it asks');
-  assert.deepEqual(svc(load('job-port.yaml'), 'a').ports, { kind: 'default' }, 'a job using {port} gets one');
-  assert.deepEqual(svc(load('job-tcp.yaml'), 'a').ports, { kind: 'default' }, 'a job with ready: tcp gets one');
+  assert.deepEqual(svc(d, 'server').source, { kind: 'default' });
+  assert.deepEqual(svc(d, 'worker').source, { kind: 'default' }, 'a non-job service listens unless it says port: none');
+  assert.deepEqual(svc(d, 'job-plain').source, { kind: 'default' });
+  assert.deepEqual(svc(d, 'client').source, { kind: 'none' }, 'a job gets no port unless it asks');
+  assert.deepEqual(svc(load('job-port.yaml'), 'a').source, { kind: 'default' }, 'a job using {port} gets one');
+  assert.deepEqual(svc(load('job-tcp.yaml'), 'a').source, { kind: 'default' }, 'a job with ready: tcp gets one');
   // A layout with a "default" band provides it; without one the built-in band is used.
   const withDefault = load('layout-default-band.yaml');
   const band = { name: 'default', lo: 22000, hi: 22999, line: 4 };
-  assert.deepEqual(svc(withDefault, 'a').ports, { kind: 'band', band, instance: 0 });
-  assert.deepEqual(svc(withDefault, 'b').ports, { kind: 'band', band, instance: 0 });
+  assert.deepEqual(svc(withDefault, 'a').source, { kind: 'band', band, instance: 0 });
+  assert.deepEqual(svc(withDefault, 'b').source, { kind: 'band', band, instance: 0 });
   const builtin = load('builtin-default-band.yaml');
-  assert.deepEqual(svc(builtin, 'a').ports, { kind: 'default' });
-  assert.deepEqual(svc(builtin, 'b').ports, { kind: 'default' });
+  assert.deepEqual(svc(builtin, 'a').source, { kind: 'default' });
+  assert.deepEqual(svc(builtin, 'b').source, { kind: 'default' });
 });
 
 test('inline bands keep the stack file\'s line numbers; a one-line JSON stack works too', () => {

@@ -1,11 +1,12 @@
-import { formatRange } from '../host/intervals.js';
+import { formatRange, rangeSize } from '../host/intervals.js';
 import type { PortRange } from '../host/types.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
 import type { Band, Layout } from '../layout/types.js';
 import { instanceCount } from '../layout/windows.js';
 import { didYouMean } from '../util/yaml-source.js';
 import { findCycles } from './graph.js';
-import type { TemplatePart } from './placeholders.js';
+import type { Placeholder, TemplatePart } from './placeholders.js';
+import { portsNeeded } from './ports-key.js';
 import type { ServiceSpec } from './spec.js';
 
 /*
@@ -26,6 +27,10 @@ export interface Draft {
   templates: Template[];
   source?: { kind: 'band'; name: string; line: number } | { kind: 'port'; port: number; line: number } | { kind: 'range'; range: PortRange; line: number } | { kind: 'none'; line: number };
   instance?: { n: number; line: number };
+  /** Line of `ports:`, when given. */
+  portsLine?: number;
+  /** `ports:` was broken: its names are unknown, so placeholders naming them are not checked. */
+  portsBroken?: boolean;
   replicasLine: number;
   jobLine: number;
   readyLine: number;
@@ -66,6 +71,7 @@ export class CrossCheck {
 
   run(): void {
     for (const d of this.drafts) this.inferPorts(d);
+    for (const d of this.drafts) this.portSet(d);
     for (const d of this.drafts) this.dependencies(d);
     this.cycles();
     for (const d of this.drafts) this.placeholders(d);
@@ -75,13 +81,55 @@ export class CrossCheck {
 
   private inferPorts(d: Draft): void {
     if (d.source) return;
-    const usesPort = d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && x.kind === 'self' && x.field === 'port'));
-    if (d.spec.job && !usesPort && d.spec.ready?.kind !== 'tcp') {
-      d.spec.ports = { kind: 'none' };
+    const usesPort = d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && ((x.kind === 'self' && x.field === 'port') || x.kind === 'own')));
+    if (d.spec.job && !usesPort && !d.spec.portsDeclared && d.spec.ready?.kind !== 'tcp') {
+      d.spec.source = { kind: 'none' };
       return;
     }
     const band = this.layout?.bands.find((b) => b.name === DEFAULT_BAND);
-    d.spec.ports = band ? { kind: 'band', band, instance: 0 } : { kind: 'default' };
+    d.spec.source = band ? { kind: 'band', band, instance: 0 } : { kind: 'default' };
+  }
+
+  /** `ports:` against where the ports come from: sizes, windows, a fixed port. */
+  private portSet(d: Draft): void {
+    const s = d.spec;
+    const src = s.source;
+    if (src.kind === 'none') {
+      if (s.portsDeclared) this.add(d.portsLine!, `service "${s.name}": "ports:" and "port: none" contradict each other; remove one`);
+      s.ports = [];
+      return;
+    }
+    if (!s.portsDeclared || d.portsBroken) return;
+    const say = (text: string) => {
+      d.broken = true;
+      this.add(d.portsLine!, `service "${s.name}": ports: ${text}`);
+    };
+    const need = portsNeeded(s.ports);
+    const windows = s.ports.filter((e) => e.kind === 'window');
+    const desc = `${s.ports.length === 1 ? 'its port' : `its ${s.ports.length} entries`} need${s.ports.length === 1 ? 's' : ''} ${need} port${need === 1 ? '' : 's'}${windows.length > 0 ? ` (with at least 1 for "${windows[0]!.name}")` : ''}`;
+    if (windows.length > 1) return say(`${windows.map((w) => `"${w.name}"`).join(' and ')} are both { block: window }; a replica has one window`);
+    if (src.kind === 'port') {
+      if (need > 1 || windows.length > 0) say(`"port: ${src.port}" is one port, but ${desc}; use band: NAME or range: LO-HI`);
+      return;
+    }
+    const band = src.kind === 'band' ? src.band : undefined;
+    if (windows.length > 0 && band?.window === undefined) {
+      const where = band ? `band "${band.name}" has no window` : src.kind === 'range' ? 'a range is no one\'s window' : 'the built-in default band has no window';
+      return say(`"${windows[0]!.name}" is { block: window }, the replica's band window, but ${where}; use a band with "window:" or { block: N }`);
+    }
+    if (band?.window !== undefined) {
+      if (need > band.window) say(`each replica takes its ports from its window of band "${band.name}" (${band.window} ports), but ${desc}; widen the window or shrink the set`);
+      return;
+    }
+    // A band without windows or a range: every replica's set is placed anywhere in it.
+    const range = band ?? (src.kind === 'range' ? src.range : undefined);
+    if (!range) return; // the built-in band's size is known only on the host
+    const n = typeof s.replicas === 'number' ? s.replicas : 1;
+    const size = rangeSize(range);
+    if (need * n > size) {
+      const what = band ? `band "${band.name}" (${formatRange(band)})` : `range ${formatRange(range)}`;
+      say(`${n === 1 ? '' : `${n} replicas × `}${need} ports do not fit ${what}, which has ${size}; widen it or shrink the set`);
+    }
   }
 
   private dependencies(d: Draft): void {
@@ -113,7 +161,7 @@ export class CrossCheck {
 
   private placeholders(d: Draft): void {
     const label = `service "${d.spec.name}"`;
-    if (d.spec.ready?.kind === 'tcp' && d.spec.ports.kind === 'none') this.add(d.readyLine, `${label}: "ready: tcp" needs a port, but the service has "port: none"`);
+    if (d.spec.ready?.kind === 'tcp' && d.spec.source.kind === 'none') this.add(d.readyLine, `${label}: "ready: tcp" needs a port, but the service has "port: none"`);
     const deps = new Set(d.spec.dependsOn.map((x) => x.service));
     const reported = new Set<string>();
     for (const t of d.templates) {
@@ -125,8 +173,16 @@ export class CrossCheck {
           reported.add(key);
           this.add(t.line, `${label}: ${t.where} uses ${ph.text}${msg}`);
         };
+        if (ph.kind === 'own') {
+          if (d.spec.source.kind === 'none') say(', but the service has "port: none"');
+          else if (!d.portsBroken) {
+            const problem = portNameProblem(ph, d, 'its');
+            if (problem) say(problem);
+          }
+          continue;
+        }
         if (ph.kind === 'self') {
-          if (ph.field === 'port' && d.spec.ports.kind === 'none') say(', but the service has "port: none"');
+          if (ph.field === 'port' && d.spec.source.kind === 'none') say(', but the service has "port: none"');
           if (ph.field === 'gpu' && d.spec.replicas !== 'gpus') say(', but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)');
           continue;
         }
@@ -143,13 +199,21 @@ export class CrossCheck {
           say(`, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`);
           continue;
         }
-        if (target.spec.ports.kind === 'none') {
+        if (target.spec.source.kind === 'none') {
           say(`, but "${ph.service}" has no port (${target.source?.kind === 'none' ? '"port: none"' : 'a job without band, port, range or {port}'})`);
           continue;
         }
+        if (ph.port !== undefined && !target.portsBroken) {
+          const problem = portNameProblem(ph, target, `"${ph.service}"'s`);
+          if (problem) {
+            say(problem);
+            continue;
+          }
+        }
         if ((ph.field === 'port' || ph.field === 'url') && target.spec.replicas !== 1) {
           const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
-          say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s} (all of them, comma-separated)`);
+          const rest = ph.text.slice(ph.service.length + 1 + ph.field.length + 1, -1);
+          say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s${rest}} (all of them, comma-separated)`);
         }
       }
     }
@@ -160,7 +224,7 @@ export class CrossCheck {
     for (const d of this.drafts) {
       if (d.broken) continue;
       const label = `service "${d.spec.name}"`;
-      const ports = d.spec.ports;
+      const ports = d.spec.source;
       const line = d.source?.line ?? d.spec.line;
       const n = d.spec.replicas;
       if (ports.kind === 'port') {
@@ -228,3 +292,11 @@ export class CrossCheck {
   }
 }
 
+
+/** ", but … has no port NAME; …" when a placeholder names a port the set does not have. */
+function portNameProblem(ph: Placeholder, owner: Draft, whose: string): string | undefined {
+  const name = ph.kind === 'own' || ph.kind === 'service' ? ph.port : undefined;
+  if (name === undefined || owner.spec.ports.some((e) => e.name === name)) return undefined;
+  const names = owner.spec.ports.map((e) => e.name);
+  return `, but ${whose} ports are ${names.join(', ')}${didYouMean(name, names)}${owner.spec.portsDeclared ? '' : ' (without "ports:" a service has one port, named "port")'}`;
+}

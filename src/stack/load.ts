@@ -14,7 +14,9 @@ import { readInputFile } from '../util/safe-file.js';
 import { didYouMean, isNullish, kindOf, readReason, scalarText, scalarTextOrBool, toUint, YamlSource } from '../util/yaml-source.js';
 import { CrossCheck, type Draft } from './cross-check.js';
 import { checkNodes } from './nodes-check.js';
-import { describeTemplateError, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
+import { describeTemplateError, OWN_SET, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
+import { readPortsKey, type YamlReader } from './ports-key.js';
+import { IMPLICIT_SET } from '../allocate/port-set.js';
 import { shownPath } from './stack-messages.js';
 import {
   DEFAULT_HOST,
@@ -36,6 +38,7 @@ import {
  *       replicas: 2                # or "gpus": one per GPU of the Slurm job, on window = GPU index
  *       nodes: all                 # or N (Slurm): on every node of the allocation / its first N
  *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
+ *       ports: { http: 1, dist: { block: 32 } }   # named ports (ports-key.ts); default one, "port"
  *       host: 127.0.0.1
  *       env: { KEY: value }
  *       cwd: ./dir                 # relative to the stack file; default its folder
@@ -59,7 +62,7 @@ import {
 
 const TOP_KEYS = ['layout', 'bands', 'services'] as const;
 export const SERVICE_KEYS = [
-  'command', 'replicas', 'nodes', 'band', 'port', 'range', 'instance', 'host', 'env', 'cwd', 'handoff', 'ready',
+  'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'cwd', 'handoff', 'ready',
   'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
@@ -69,6 +72,12 @@ const COMMAND_EXAMPLE = '[node, server.js, --port, "{port}"]';
 
 class StackParser extends YamlSource {
   private layoutBroken = false;
+  private readonly reader: YamlReader = {
+    deref: (n, l, w) => this.deref(n, l, w),
+    lineOf: (n, f) => this.lineOf(n, f),
+    add: (l, t) => this.add(l, t),
+    keyName: (p) => this.keyName(p),
+  };
 
   constructor(
     text: string,
@@ -231,6 +240,9 @@ class StackParser extends YamlSource {
     if (!SERVICE_NAME_RE.test(name)) {
       this.add(line, `${label}: invalid name; use letters, digits, "_" and "-", starting with a letter`);
       broken = true;
+    } else if (name === OWN_SET) {
+      this.add(line, `${label}: the name "${OWN_SET}" is taken by the placeholders ({ports.NAME} is a replica's own port); rename the service`);
+      broken = true;
     }
     const first = seen.get(name);
     if (first !== undefined) {
@@ -254,7 +266,9 @@ class StackParser extends YamlSource {
       line,
       command: [],
       replicas: 1,
-      ports: { kind: 'default' },
+      source: { kind: 'default' },
+      ports: [...IMPLICIT_SET],
+      portsDeclared: false,
       host: DEFAULT_HOST,
       env: {},
       cwd: this.baseDir,
@@ -344,6 +358,14 @@ class StackParser extends YamlSource {
           const n = text === undefined ? undefined : toUint(text.trim());
           if (n === undefined || n < 1 || n > 65535) fail(`port must be a TCP port 1-65535 or "none", found ${kindOf(v)}`, true);
           else d.source = this.setSource(d, { kind: 'port', port: n, line: kLine }, label);
+          break;
+        }
+        case 'ports': {
+          d.portsLine = kLine;
+          spec.portsDeclared = true;
+          const entries = readPortsKey(v, kLine, label, this.reader);
+          if (entries) spec.ports = entries;
+          else d.portsBroken = d.broken = true;
           break;
         }
         case 'range': {
@@ -508,7 +530,7 @@ class StackParser extends YamlSource {
       d.templates.push({ where: 'ready', line, parts });
       if (errors.length > 0) return undefined;
       // Stand-ins only to check the URL's shape before any port is leased.
-      const sample = parts.map((p) => (typeof p === 'string' ? p : p.field === 'host' ? '127.0.0.1' : p.field === 'name' ? 'svc' : p.field.startsWith('url') ? 'h' : '1')).join('');
+      const sample = parts.map((p) => (typeof p === 'string' ? p : p.kind === 'own' ? '1' : p.field === 'host' ? '127.0.0.1' : p.field === 'name' ? 'svc' : p.field.startsWith('url') ? 'h' : '1')).join('');
       let url: URL | undefined;
       try {
         url = new URL(sample);
@@ -574,15 +596,15 @@ class StackParser extends YamlSource {
   private resolvePorts(d: Draft, layout: Layout | undefined, label: string): void {
     const s = d.source;
     if (!s) return; // inferred in the cross check, once templates are known
-    if (s.kind === 'none') d.spec.ports = { kind: 'none' };
-    else if (s.kind === 'port') d.spec.ports = { kind: 'port', port: s.port };
-    else if (s.kind === 'range') d.spec.ports = { kind: 'range', range: s.range };
+    if (s.kind === 'none') d.spec.source = { kind: 'none' };
+    else if (s.kind === 'port') d.spec.source = { kind: 'port', port: s.port };
+    else if (s.kind === 'range') d.spec.source = { kind: 'range', range: s.range };
     else {
       const band = layout?.bands.find((b) => b.name === s.name);
       if (!band) {
         // "default" without a layout band of that name is the built-in one, as for services without a source.
         if (s.name === DEFAULT_BAND) {
-          d.spec.ports = { kind: 'default' };
+          d.spec.source = { kind: 'default' };
           if (d.instance && d.instance.n > 0) this.add(d.instance.line, `${label}: instance ${d.instance.n} needs a band with a window; the built-in band "default" is one instance (0)`);
           return;
         }
@@ -594,7 +616,7 @@ class StackParser extends YamlSource {
         return;
       }
       const instance = d.instance?.n ?? 0;
-      d.spec.ports = { kind: 'band', band, instance };
+      d.spec.source = { kind: 'band', band, instance };
       if (band.window === undefined && instance > 0) {
         this.add(d.instance!.line, `${label}: instance ${instance} needs band "${band.name}" to have a window; a band without "window:" is one instance (0)`);
         d.broken = true;

@@ -1,11 +1,18 @@
 import { isIP } from 'node:net';
+import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../allocate/port-set.js';
 import { BerthError, EXIT } from '../errors.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
  *   {port} {replica} {name} {host}                 this replica
  *   {gpu}                                          its GPU (replicas: gpus)
- *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on
+ *   {ports.NAME} {ports.NAME.FIELD}                this replica's port NAME (its `ports:` set)
+ *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on (primary port)
+ *   {svc.port.NAME} {svc.ports.NAME}               its port NAME: replica 0's / every replica's
+ *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}
+ * FIELD is first, last, range (LO-HI) or count; without it a block gives its first port.
+ * Read by position, so nothing is ambiguous: a leading "ports" is always the own set (no
+ * service may be called "ports"), a FIELD only ever follows a port NAME.
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
@@ -15,7 +22,10 @@ export type ServiceField = 'port' | 'ports' | 'url' | 'urls';
 
 export type Placeholder =
   | { kind: 'self'; field: SelfField; text: string }
-  | { kind: 'service'; service: string; field: ServiceField; text: string };
+  /** {ports.NAME} / {ports.NAME.FIELD}: this replica's named port. */
+  | { kind: 'own'; port: string; part?: PortField; text: string }
+  /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
+  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: PortField; text: string };
 
 export type TemplatePart = string | Placeholder;
 
@@ -36,16 +46,32 @@ const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls'];
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
-export const KNOWN_PLACEHOLDERS = '{port}, {replica}, {name}, {host}, {gpu}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}';
+/** The first segment that means "this replica's own set"; no service may have this name. */
+export const OWN_SET = 'ports';
+
+export const KNOWN_PLACEHOLDERS =
+  '{port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count';
+
+function portPart(seg: string | undefined): PortField | undefined | false {
+  if (seg === undefined) return undefined;
+  return (PORT_FIELDS as readonly string[]).includes(seg) ? (seg as PortField) : false;
+}
 
 function classify(inner: string, text: string): Placeholder | undefined {
   if (SELF_FIELDS.includes(inner)) return { kind: 'self', field: inner as SelfField, text };
-  const dot = inner.lastIndexOf('.');
-  if (dot <= 0) return undefined;
-  const service = inner.slice(0, dot);
-  const field = inner.slice(dot + 1);
+  const seg = inner.split('.');
+  if (seg.length < 2 || seg.length > 4) return undefined;
+  if (seg[0] === OWN_SET) {
+    const part = portPart(seg[2]);
+    if (seg.length > 3 || !PORT_NAME_RE.test(seg[1]!) || part === false) return undefined;
+    return { kind: 'own', port: seg[1]!, ...(part !== undefined ? { part } : {}), text };
+  }
+  const [service, field, port] = seg as [string, string, string | undefined];
   if (!SERVICE_NAME_RE.test(service) || !SERVICE_FIELDS.includes(field)) return undefined;
-  return { kind: 'service', service, field: field as ServiceField, text };
+  if (port === undefined) return { kind: 'service', service, field: field as ServiceField, text };
+  const part = portPart(seg[3]);
+  if ((field !== 'port' && field !== 'ports') || !PORT_NAME_RE.test(port) || part === false) return undefined;
+  return { kind: 'service', service, field: field as ServiceField, port, ...(part !== undefined ? { part } : {}), text };
 }
 
 export function parseTemplate(template: string): ParsedTemplate {
@@ -99,7 +125,10 @@ export function describeTemplateError(e: TemplateError): string {
 
 export interface Endpoint {
   host: string;
+  /** The primary port. */
   port: number;
+  /** Every named port of the replica (its `ports:` set), when known. */
+  ports?: readonly AssignedPorts[];
 }
 
 /** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
@@ -124,6 +153,8 @@ export interface ResolveContext {
   port?: number;
   /** The replica's GPU (node-wide index) under `replicas: gpus`. */
   gpu?: number;
+  /** This replica's named ports ({ports.NAME}). */
+  ports?: readonly AssignedPorts[];
   /** Started replicas of other services, in replica order. */
   endpoints: ReadonlyMap<string, readonly Endpoint[]>;
 }
@@ -140,10 +171,24 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     }
     return ctx.name;
   }
+  if (p.kind === 'own') {
+    const a = ctx.ports?.find((x) => x.name === p.port);
+    // Load-time checks name every port a template uses: reaching here is a bug.
+    if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
+    return portValue(a, p.part);
+  }
   const eps = ctx.endpoints.get(p.service);
   if (!eps || eps.length === 0) {
     // Load-time checks make every referenced service a started dependency: reaching here is a bug.
     throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)} refers to service "${p.service}", which has no started replica with a port`);
+  }
+  if (p.port !== undefined) {
+    const named = (e: Endpoint): string => {
+      const a = e.ports?.find((x) => x.name === p.port);
+      if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no port "${p.port}"`);
+      return portValue(a, p.part);
+    };
+    return p.field === 'port' ? named(eps[0]!) : eps.map(named).join(',');
   }
   switch (p.field) {
     case 'port':

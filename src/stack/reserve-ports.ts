@@ -55,7 +55,7 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
 }
 
 function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
-  if (rep.svc.spec.ports.kind === 'default') st.host ??= readSysctls(st.procRoot);
+  if (rep.svc.spec.source.kind === 'default') st.host ??= readSysctls(st.procRoot);
   // The host is only read for the built-in band; other kinds ignore it.
   return replicaSource(st.spec, rep.svc.spec, rep.index, st.host ?? ({} as HostSysctls), rep.gpu?.gpu);
 }

@@ -14,7 +14,7 @@ import type { ServiceSpec, StackSpec } from './spec.js';
  * depends on the host, hence `host`.
  */
 export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: number, host: HostSysctls, gpu?: number): PortSource | undefined {
-  const p = service.ports;
+  const p = service.source;
   switch (p.kind) {
     case 'none':
       return undefined;

@@ -1,3 +1,4 @@
+import type { PortEntry } from '../allocate/port-set.js';
 import type { PortRange } from '../host/types.js';
 import type { Handoff, ReadySpec } from '../launch/types.js';
 import type { Band, Layout } from '../layout/types.js';
@@ -44,7 +45,16 @@ export interface ServiceSpec {
    * first N, started there by a berth agent (srun). Undefined: once, where `berth up` runs.
    */
   nodes?: 'all' | number;
-  ports: ServicePorts;
+  /** Where every port of the service comes from (band, port, range, default, or none). */
+  source: ServicePorts;
+  /**
+   * Each replica's port set, in `ports:` order; the first entry is the primary port ({port},
+   * readiness, ownership, URLs). IMPLICIT_SET (one single port named "port") when the service
+   * declares no `ports:`; empty for a service without ports (source none).
+   */
+  ports: PortEntry[];
+  /** The stack file has `ports:` for this service (BERTH_PORT_<NAME> and {ports.NAME} are its names). */
+  portsDeclared: boolean;
   /**
    * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
    * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.
