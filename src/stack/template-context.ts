@@ -1,0 +1,168 @@
+import { isIP } from 'node:net';
+import { portValue, type AssignedPorts } from '../allocate/port-set.js';
+
+/*
+ * What a config-file template sees (mustache, logic-less): plain data built from what the
+ * stack knows before a replica starts. Every port is leased up front, so the dependencies'
+ * replicas and ports are known when the file is rendered.
+ *
+ *   name, replica (= index), replicas, host, port, hostport, url      this replica
+ *   ports.NAME.{port,first,last,count,range}                           its named ports
+ *   gpu                                                                with replicas: gpus
+ *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
+ *                                                                      values, and joined lists)
+ *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last}   each of its replicas
+ *   services[] {name, replicas[], …}                                   every dependency, in order
+ *
+ * A dependency whose name is one of this replica's own fields (a service called "host") is
+ * only in `services`. Hosts of dependencies are where they are reached: a wildcard bind
+ * (0.0.0.0, ::) is reached on loopback. `first`/`last` on a replica let a loop write
+ * separators: {{#etcd.replicas}}{{name}}{{index}}={{url}}{{^last}},{{/last}}{{/etcd.replicas}}.
+ * Rank fields (jobs of many ranks) will join the own fields.
+ */
+
+/** One named port: a single has first = last = port and count 1; a block its whole span. */
+export interface TemplatePort {
+  port: number;
+  first: number;
+  last: number;
+  count: number;
+  /** "FIRST-LAST" */
+  range: string;
+}
+
+export interface TemplateReplica {
+  /** The service's name (inside a loop, {{name}} would otherwise be the outer context's). */
+  name: string;
+  index: number;
+  host: string;
+  port: number;
+  /** "HOST:PORT", IPv6 hosts bracketed. */
+  hostport: string;
+  /** "http://HOST:PORT" */
+  url: string;
+  ports: Record<string, TemplatePort>;
+  first: boolean;
+  last: boolean;
+}
+
+export interface TemplateService {
+  name: string;
+  /** Replica 0's values (the single-replica shorthands, as {svc.port} and {svc.url}). */
+  host: string;
+  port: number;
+  hostport: string;
+  url: string;
+  ports: Record<string, TemplatePort>;
+  count: number;
+  /** Every replica's, joined with ",". */
+  urls: string;
+  hostports: string;
+  replicas: TemplateReplica[];
+}
+
+export interface TemplateContext {
+  name: string;
+  replica: number;
+  replicas: number;
+  host: string;
+  port?: number;
+  hostport?: string;
+  url?: string;
+  gpu?: number;
+  ports: Record<string, TemplatePort>;
+  services: TemplateService[];
+  [dependency: string]: unknown;
+}
+
+/** A started replica of a dependency, as the stack knows it (placeholders.ts's Endpoint). */
+export interface TemplateEndpoint {
+  host: string;
+  /** The primary port. */
+  port: number;
+  ports?: readonly AssignedPorts[];
+}
+
+export interface TemplateInput {
+  /** This service's name, replica index and replica count. */
+  name: string;
+  replica: number;
+  replicas: number;
+  /** The address this replica listens on. */
+  host: string;
+  /** Its primary port (absent with `port: none`). */
+  port?: number;
+  gpu?: number;
+  /** Its named ports, in `ports:` order. */
+  ports?: readonly AssignedPorts[];
+  /** The dependencies' replicas, in replica order; map order is the order of `services`. */
+  dependencies: ReadonlyMap<string, readonly TemplateEndpoint[]>;
+}
+
+/** The fields of the context itself; a dependency with one of these names is only in `services`. */
+export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'ports', 'services'];
+
+/** Where a host is reached: a wildcard bind on loopback of its family. */
+function reached(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
+const hostPort = (host: string, port: number): string => `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+
+function templatePorts(set: readonly AssignedPorts[] | undefined): Record<string, TemplatePort> {
+  const out: Record<string, TemplatePort> = {};
+  for (const a of set ?? []) {
+    out[a.name] = {
+      port: a.ports[0]!,
+      first: a.ports[0]!,
+      last: a.ports[a.ports.length - 1]!,
+      count: a.ports.length,
+      range: portValue(a, 'range'),
+    };
+  }
+  return out;
+}
+
+function service(name: string, eps: readonly TemplateEndpoint[]): TemplateService {
+  const replicas = eps.map((e, index): TemplateReplica => {
+    const host = reached(e.host);
+    const hp = hostPort(host, e.port);
+    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports), first: index === 0, last: index === eps.length - 1 };
+  });
+  const r0 = replicas[0];
+  return {
+    name,
+    host: r0?.host ?? '',
+    port: r0?.port ?? 0,
+    hostport: r0?.hostport ?? '',
+    url: r0?.url ?? '',
+    ports: r0?.ports ?? {},
+    count: replicas.length,
+    urls: replicas.map((r) => r.url).join(','),
+    hostports: replicas.map((r) => r.hostport).join(','),
+    replicas,
+  };
+}
+
+/** The context one replica's templates are rendered with. Pure. */
+export function templateContext(input: TemplateInput): TemplateContext {
+  const services = [...input.dependencies].map(([name, eps]) => service(name, eps));
+  const ctx: TemplateContext = {
+    name: input.name,
+    replica: input.replica,
+    replicas: input.replicas,
+    host: input.host,
+    ports: templatePorts(input.ports),
+    services,
+  };
+  if (input.port !== undefined) {
+    ctx.port = input.port;
+    ctx.hostport = hostPort(reached(input.host), input.port);
+    ctx.url = `http://${ctx.hostport}`;
+  }
+  if (input.gpu !== undefined) ctx.gpu = input.gpu;
+  for (const s of services) if (!OWN_FIELDS.includes(s.name)) ctx[s.name] = s;
+  return ctx;
+}
