@@ -55,6 +55,7 @@ function bundle(s: LaunchState, phase: LaunchPhase, err: BerthError, details?: R
     reason: s.reason ?? err.message,
     exitCode: err.exitCode,
     port: port ?? null,
+    ports: s.set?.assigned ?? null,
     portless: s.portless,
     handoff: s.handoff,
     ready: s.spec ? redactReadySpec(formatReadySpec(s.spec)) : null,
@@ -64,9 +65,11 @@ function bundle(s: LaunchState, phase: LaunchPhase, err: BerthError, details?: R
     allocation: s.reservation?.report ?? (details && 'excluded' in details ? details : null),
     errorDetails: details ?? null,
     lease: s.reservation?.leases[0] ?? null,
+    ...(s.set ? { leases: s.set.reservations.flatMap((r) => r.leases) } : {}),
     host: snapshotHost(s.procRoot, port),
     ownership: s.lastOwnership ? { state: s.lastOwnership.state, ownerPids: s.ownerPids } : null,
     probe: { attempts: s.probe.attempts, last: s.probe.last ?? null },
+    unexpectedListeners: s.findings,
     child: s.child
       ? {
           pid: s.child.pid ?? null,

@@ -36,6 +36,9 @@ export function launch(options: LaunchOptions): LaunchHandle {
     get port() {
       return s.port;
     },
+    get ports() {
+      return s.set?.assigned;
+    },
     get pid() {
       return s.child?.pid;
     },

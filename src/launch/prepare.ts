@@ -1,8 +1,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { IMPLICIT_SET, portSetProblem } from '../allocate/port-set.js';
 import { hasSourceOptions } from '../allocate/source-options.js';
 import { BerthError, EXIT } from '../errors.js';
 import { OutputTee } from './output.js';
+import { portPlaceholderProblem } from './port-vars.js';
 import { preflight } from './preflight.js';
 import { onDeadline } from './ready.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
@@ -18,6 +20,7 @@ export function prepare(s: LaunchState): void {
   checkReadyWithHandoff(s.spec, s.handoff);
   // Without a source or reservation, reserve() takes the default band, as `berth run` does.
   if (s.portless) checkPortless(s);
+  else checkPortSet(s);
   preflight(o); // cwd, program, argv size, bind, timers: before anything is leased
   const base = o.env ?? process.env;
   if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
@@ -46,13 +49,41 @@ export function prepare(s: LaunchState): void {
 function checkPortless(s: LaunchState): void {
   const o = s.o;
   const no = (what: string) => new BerthError(EXIT.USAGE, `${s.name}: a portless launch ${what}`);
-  if (o.reservation || hasSourceOptions(o)) throw no('takes no port source or reservation');
+  if (o.reservation || o.portSet || o.ports || hasSourceOptions(o)) throw no('takes no port source, ports or reservation');
   if (s.handoff === 'fd') throw no('has no socket to hand over (handoff fd)');
   if (s.spec?.kind === 'tcp') throw no('cannot use --ready tcp: there is no port to connect to; use cmd:COMMAND');
   if (s.subst) {
     const uses = (t: string) => t.includes('{port}');
     if (o.command.some(uses)) throw no('has no {port} to fill into the command');
     if (s.spec && uses(s.spec.kind === 'http' ? s.spec.url : s.spec.command)) throw no(`has no {port} to fill into the ready probe ${formatReadySpec(s.spec)}`);
+  }
+}
+
+/** A named set (ports/portSet) that cannot work, and `{ports.…}` that names no port of it: 64 before anything is leased. */
+function checkPortSet(s: LaunchState): void {
+  const o = s.o;
+  const no = (what: string) => new BerthError(EXIT.USAGE, `${s.name}: ${what}`);
+  if (o.ports && o.portSet) throw no('give ports (to be reserved) or portSet (reserved), not both');
+  if ((o.ports || o.portSet) && o.reservation) throw no('give a reservation or a port set, not both');
+  let names: string[];
+  if (o.ports) {
+    const problem = portSetProblem(o.ports);
+    if (problem !== undefined) throw no(`--ports ${problem}`);
+    if (o.ports[0]!.kind !== 'single') throw no(`--ports: the first port "${o.ports[0]!.name}" is the primary ({port}, ownership, readiness) and must be a single port; put blocks after it, e.g. --ports http,${o.ports[0]!.name}=block:N`);
+    names = o.ports.map((e) => e.name);
+  } else if (o.portSet) {
+    const first = o.portSet.assigned[0];
+    if (first?.kind !== 'single') throw no(`the port set's first entry${first ? ` "${first.name}"` : ''} is the primary and must be a single port`);
+    names = o.portSet.assigned.map((a) => a.name);
+  } else {
+    names = IMPLICIT_SET.map((e) => e.name);
+  }
+  if (!s.subst) return;
+  const texts: [string, string][] = o.command.map((t) => ['the command', t]);
+  if (s.spec && s.spec.kind !== 'tcp') texts.push(['the ready probe', s.spec.kind === 'http' ? s.spec.url : s.spec.command]);
+  for (const [where, text] of texts) {
+    const problem = portPlaceholderProblem(text, names);
+    if (problem !== undefined) throw no(`${where}: ${problem}`);
   }
 }
 

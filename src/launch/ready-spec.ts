@@ -1,9 +1,10 @@
 import { BerthError, EXIT } from '../errors.js';
+import { standInPorts } from './port-vars.js';
 import type { Handoff, ReadySpec } from './types.js';
 
 /**
  * `--ready` text → spec. `http://HOST:{port}/PATH` (2xx is ready), `tcp`, `cmd:COMMAND`.
- * The URL is checked with `{port}` stood in by a number, so a typo fails before any port
+ * The URL is checked with `{port}` (and `{ports.NAME}`) stood in by a number, so a typo fails before any port
  * is leased.
  */
 export function parseReadySpec(text: string): ReadySpec {
@@ -18,7 +19,7 @@ export function parseReadySpec(text: string): ReadySpec {
     if (/^https:/i.test(t)) throw new BerthError(EXIT.USAGE, `--ready ${t}: https probes are not supported; probe the plain-http health endpoint, or use --ready "cmd:curl -sfk ${t}"`);
     let url: URL;
     try {
-      url = new URL(substitutePort(t, 1));
+      url = new URL(standInPorts(substitutePort(t, 1)));
     } catch {
       throw new BerthError(EXIT.USAGE, `--ready ${JSON.stringify(t)}: not a valid URL (expected http://HOST:{port}/PATH)`);
     }

@@ -2,11 +2,14 @@ import { BerthError, EXIT } from '../errors.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { chooseProbeHost, isLoopbackName, stripBrackets } from './probe-host.js';
 import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
+import { listensElsewhere } from './audit.js';
+import { portVars } from './port-vars.js';
 import { formatReadySpec, substitutePort } from './ready-spec.js';
 import { substitute } from './spawn-plan.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
-import { followDaemon } from './supervise.js';
+import { followDaemon, startAudit } from './supervise.js';
+import { readListenSnapshot, treeListeners } from './tree-listeners.js';
 import type { ReadyInfo } from './types.js';
 
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
@@ -19,6 +22,13 @@ function reachHost(s: LaunchState, requested: string | undefined): string {
   return chooseProbeHost(requested ?? s.o.bind, s.listening, s.handoff === 'fd');
 }
 
+/** `{port}` and `{ports.NAME…}` of a ready spec's text filled in (when the launch substitutes). */
+function fillPorts(s: LaunchState, text: string): string {
+  if (!s.subst) return text;
+  const withPort = s.port !== undefined ? substitutePort(text, s.port) : text;
+  return substitute(withPort, portVars(s.assigned()));
+}
+
 /** Phase 4 (with --ready): probe until the service answers. false: the launch ended or the deadline passed. */
 export async function probeUntilReady(s: LaunchState): Promise<boolean> {
   s.phase = 'probe';
@@ -29,7 +39,7 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
   if (spec.kind === 'http') {
     let url: URL;
     try {
-      url = new URL(s.subst && port !== undefined ? substitutePort(spec.url, port) : spec.url);
+      url = new URL(fillPorts(s, spec.url));
     } catch {
       throw new BerthError(EXIT.USAGE, `${s.name}: the ready probe ${JSON.stringify(spec.url)} is not a valid URL (expected http://HOST:PORT/PATH)`);
     }
@@ -43,7 +53,7 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
     attempt = (t) => probeTcp(host, port!, t);
   } else {
     host = reachHost(s, undefined);
-    const command = s.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name }) : spec.command;
+    const command = s.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name, ...portVars(s.assigned()) }) : spec.command;
     attempt = (t) => probeCmd(command, s.env!, s.o.cwd, t);
   }
   let interval = PROBE_FIRST_MS;
@@ -74,6 +84,7 @@ export function becomeReady(s: LaunchState): void {
   s.mark('readyMs');
   const waitedMs = Math.round((s.timings.readyMs ?? 0) - (s.timings.spawnedMs ?? 0));
   const info: ReadyInfo = { name: s.name, host, port, pid, readyAt: iso(), waitedMs };
+  if (s.set) info.ports = s.set.assigned;
   if (s.o.readyFile !== undefined) {
     try {
       writeFileAtomic(s.o.readyFile, JSON.stringify(info, null, 2) + '\n', 0o644);
@@ -87,6 +98,8 @@ export function becomeReady(s: LaunchState): void {
   s.phase = 'ready';
   s.emit({ type: 'ready', info, t: iso() });
   s.whenReady.resolve(info);
+  // After the ready callbacks (`berth run` prints its ready line first, then any finding).
+  setImmediate(() => startAudit(s));
   // The child may have exited 0 already, leaving a daemon: supervise the tree.
   if (!childAlive) void followDaemon(s);
 }
@@ -96,9 +109,20 @@ export function onDeadline(s: LaunchState, timeoutMs: number): void {
   if (s.settled) return;
   const where =
     s.phase === 'ownership'
-      ? `the service did not listen on port ${s.port}`
+      ? `the service did not listen on port ${s.port}${elsewhere(s)}`
       : s.phase === 'probe'
-        ? `the probe ${s.subst && s.port !== undefined ? substitutePort(formatReadySpec(s.spec!), s.port) : formatReadySpec(s.spec!)} did not succeed (last: ${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
+        ? `the probe ${fillPorts(s, formatReadySpec(s.spec!))} did not succeed (last: ${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
         : `berth was still in phase ${s.phase}`;
   fail(s, EXIT.TEMPFAIL, `${s.name}: not ready after ${(timeoutMs / 1000).toFixed(1)}s (--ready-timeout): ${where}`);
+}
+
+/** "; it listens on 8000 instead (…)" when the tree listens on other ports, else "". */
+function elsewhere(s: LaunchState): string {
+  if (!s.tree || s.port === undefined) return '';
+  try {
+    const text = listensElsewhere(treeListeners(s.procRoot, s.tree, readListenSnapshot(s.procRoot).listening), s.port);
+    return text === undefined ? '' : `; ${text}`;
+  } catch {
+    return ''; // the plain message is still true
+  }
 }

@@ -1,25 +1,34 @@
+import { reserveNamedSet } from '../allocate/reserve-named.js';
 import { reserve as reservePorts } from '../allocate/reserve.js';
 import { pickSourceOptions } from '../allocate/source-options.js';
 import type { ReserveOptions } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
 import { iso, type LaunchState } from './state.js';
 
-/** Phase 1: the caller's reservation, or lease and hold a port of the launch's source. */
+/**
+ * Phase 1: the caller's reservation or port set, or lease and hold the port (the named set,
+ * all or none) from the launch's source. The primary port is the set's first entry.
+ */
 export async function reserve(s: LaunchState): Promise<void> {
   s.phase = 'reserve';
-  if (s.o.reservation) {
-    s.reservation = s.o.reservation;
+  const o = s.o;
+  if (o.portSet) {
+    s.set = o.portSet;
+  } else if (o.reservation) {
+    s.reservation = o.reservation;
   } else {
-    const ro: ReserveOptions = { ...pickSourceOptions(s.o), ownerPid: process.pid, name: s.name, procRoot: s.procRoot };
-    if (s.o.allowEphemeral) ro.allowEphemeral = true;
-    if (s.o.stateDir !== undefined) ro.stateDir = s.o.stateDir;
-    // The hold becomes the service's socket: on the asked address, as {host} defaults.
-    if (s.handoff === 'fd') ro.holdAddress = s.o.bind ?? '127.0.0.1';
-    s.reservation = await reservePorts(ro);
+    const ro: ReserveOptions = { ...pickSourceOptions(o), ownerPid: process.pid, name: s.name, procRoot: s.procRoot };
+    if (o.allowEphemeral) ro.allowEphemeral = true;
+    if (o.stateDir !== undefined) ro.stateDir = o.stateDir;
+    // The holds become the service's sockets: on the asked address, as {host} defaults.
+    if (s.handoff === 'fd') ro.holdAddress = o.bind ?? '127.0.0.1';
+    if (o.ports) s.set = await reserveNamedSet(o.ports, ro);
+    else s.reservation = await reservePorts(ro);
   }
-  const port = s.reservation.ports[0];
+  if (s.set) s.reservation = s.set.reservations[0];
+  const port = s.reservation?.ports[0];
   if (port === undefined) throw new BerthError(EXIT.SOFTWARE, 'the reservation holds no port');
   s.port = port;
   s.mark('reservedMs');
-  s.emit({ type: 'reserved', port, t: iso() });
+  s.emit({ type: 'reserved', port, ...(s.set ? { ports: s.set.assigned } : {}), t: iso() });
 }

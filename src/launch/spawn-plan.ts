@@ -6,18 +6,23 @@ import type { Handoff } from './types.js';
  * What exactly is exec'd: the user's argv (no shell), with `{port}`/`{host}` filled in, and
  * for fd handoff a tiny exec shim in front. The shim exists because Node can neither clear
  * O_NONBLOCK on the socket it hands over nor know the child's pid before exec: perl (in
- * Debian's essential perl-base) opens fd 3, makes it blocking as systemd hands sockets
- * over, keeps it inheritable, sets LISTEN_PID to its own pid and execs the command, which
- * keeps that pid.
+ * Debian's essential perl-base) opens fds 3 … 2+LISTEN_FDS, makes each blocking as systemd
+ * hands sockets over, keeps them inheritable, sets LISTEN_PID to its own pid and execs the
+ * command, which keeps that pid.
  */
 
 export const PERL_SHIM = [
   'use Fcntl;',
-  'open(my $s, "+<&=", 3) or die "berth fd shim: fd 3: $!\\n";',
+  // The handles stay in @h until exec: a handle destroyed at the end of the loop would close its fd.
+  'my @h;',
+  'for my $n (3 .. 2 + ($ENV{LISTEN_FDS} || 1)) {',
+  'open(my $s, "+<&=", $n) or die "berth fd shim: fd $n: $!\\n";',
   'my $fl = fcntl($s, F_GETFL, 0) or die "berth fd shim: F_GETFL: $!\\n";',
   'fcntl($s, F_SETFL, $fl & ~O_NONBLOCK) or die "berth fd shim: F_SETFL: $!\\n";',
   // perl marks descriptors above $^F close-on-exec when it opens them; undo that.
   'fcntl($s, F_SETFD, 0) or die "berth fd shim: F_SETFD: $!\\n";',
+  'push @h, $s;',
+  '}',
   '$ENV{LISTEN_PID} = $$;',
   'exec { $ARGV[0] } @ARGV;',
   'print STDERR "berth: cannot execute $ARGV[0]: $!\\n"; exit 127;',
@@ -73,6 +78,10 @@ export interface ChildEnvInput {
   runId: string;
   handoff: Handoff;
   bind?: string;
+  /** fd handoff of a named set: the names of fds 3, 4, … (LISTEN_FDS is their count). Default: one fd named `name`. */
+  fdNames?: readonly string[];
+  /** BERTH_PORT_<NAME> and friends of a named set (portSetEnv). */
+  portEnv?: Record<string, string>;
 }
 
 export function childEnv(i: ChildEnvInput): NodeJS.ProcessEnv {
@@ -89,9 +98,11 @@ export function childEnv(i: ChildEnvInput): NodeJS.ProcessEnv {
   // Marks the whole process tree (survives setsid and double fork): see process-tree.ts.
   env.BERTH_RUN_ID = i.runId;
   if (i.bind !== undefined) env.BERTH_HOST = i.bind;
+  if (i.portEnv) Object.assign(env, i.portEnv);
   if (i.handoff === 'fd') {
-    env.LISTEN_FDS = '1';
-    env.LISTEN_FDNAMES = fdName(i.name);
+    const names = i.fdNames ?? [i.name];
+    env.LISTEN_FDS = String(names.length);
+    env.LISTEN_FDNAMES = names.map(fdName).join(':');
   }
   return env;
 }
@@ -112,6 +123,6 @@ export function execPlan(command: readonly string[], handoff: Handoff, perl: str
     file: '/bin/sh',
     args: ['-c', SH_SHIM, ...command],
     command: [...command],
-    warning: 'perl not found: fd 3 is handed over in non-blocking mode (servers that expect a blocking socket may spin or fail on accept)',
+    warning: 'perl not found: the handed sockets (fd 3, …) stay in non-blocking mode (servers that expect a blocking socket may spin or fail on accept)',
   };
 }

@@ -1,6 +1,8 @@
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
+import { portSetEnv, singles } from '../allocate/port-set.js';
 import { BerthError, EXIT } from '../errors.js';
 import { listPids } from '../host/pids.js';
+import { portVars } from './port-vars.js';
 import { ProcessTree } from './process-tree.js';
 import { childEnv, execPlan, findPerl, substitute } from './spawn-plan.js';
 import { DEFAULT_STOP_GRACE_MS, iso, type LaunchState } from './state.js';
@@ -9,35 +11,52 @@ import { onChildExit } from './supervise.js';
 import { guardRun } from './watchdog.js';
 
 /**
- * Phase 2: hand the port over (close the hold, or pass it as fd 3) and start the service in
- * a session of its own, registered with the watchdog. false: the spawn failed ('error'
- * reports it) or a stop came first.
+ * Phase 2: hand the ports over (close the holds, or pass each single port as fd 3, 4, …)
+ * and start the service in a session of its own, registered with the watchdog. false: the
+ * spawn failed ('error' reports it) or a stop came first.
  */
 export async function spawn(s: LaunchState): Promise<boolean> {
   s.phase = 'spawn';
   const o = s.o;
   const port = s.port;
   const base = o.env ?? process.env;
-  const vars: Record<string, string> = { host: o.bind ?? '127.0.0.1', name: s.name };
+  const vars: Record<string, string> = { host: o.bind ?? '127.0.0.1', name: s.name, ...portVars(s.assigned()) };
   if (port !== undefined) vars.port = String(port);
   const command = s.subst ? o.command.map((a) => substitute(a, vars)) : [...o.command];
-  const env = childEnv({ base, ...(port !== undefined ? { port } : {}), envName: o.envName ?? 'PORT', name: s.name, runId: s.runId, handoff: s.handoff, ...(o.bind !== undefined ? { bind: o.bind } : {}) });
+  // With a set, every single port is its own fd, in set order; blocks are the program's to bind.
+  const handed = s.set ? singles(s.set.assigned) : undefined;
+  const env = childEnv({
+    base,
+    ...(port !== undefined ? { port } : {}),
+    envName: o.envName ?? 'PORT',
+    name: s.name,
+    runId: s.runId,
+    handoff: s.handoff,
+    ...(o.bind !== undefined ? { bind: o.bind } : {}),
+    ...(s.set ? { portEnv: portSetEnv(s.set.assigned) } : {}),
+    ...(handed ? { fdNames: handed.map((a) => a.name) } : {}),
+  });
   s.env = env;
   const plan = execPlan(command, s.handoff, s.handoff === 'fd' ? findPerl(base) : undefined);
   s.plan = plan;
   if (plan.warning) s.warn(plan.warning);
   // Listed before the release window opens: everything here predates the child.
   const existing = listPids(s.procRoot);
-  let fd: number | undefined;
+  const fds: number[] = [];
   if (port === undefined) {
     // portless: nothing is held, nothing to hand over
   } else if (s.handoff === 'fd') {
-    fd = s.reservation!.holdFd(port);
-    if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for port ${port} (the reservation was made without a hold, or already handed over)`);
+    const held = handed ? handed.map((a) => ({ r: s.set!.byName(a.name)!, port: a.ports[0]!, name: a.name })) : [{ r: s.reservation!, port, name: s.name }];
+    for (const h of held) {
+      const fd = h.r.holdFd(h.port);
+      if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for port ${h.port}${handed ? ` ("${h.name}")` : ''} (the reservation was made without a hold, or already handed over)`);
+      fds.push(fd);
+    }
   } else {
-    // Release handoff: close the hold immediately before the spawn. The lease stays, so no
-    // cooperating allocator takes the port; ownership is verified before any probe.
-    await s.reservation!.unhold(port);
+    // Release handoff: close the holds immediately before the spawn. The leases stay, so no
+    // cooperating allocator takes the ports; ownership is verified before any probe.
+    if (s.set) await Promise.all(s.set.reservations.map((r) => r.unhold()));
+    else await s.reservation!.unhold(port);
     if (s.stopReq) {
       await finish(s);
       return false;
@@ -54,12 +73,15 @@ export async function spawn(s: LaunchState): Promise<boolean> {
       // setsid(): its own session and process group, so signals reach the whole group and
       // a terminal's Ctrl-C reaches berth, which decides what to forward.
       detached: true,
-      stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe', ...(fd !== undefined ? [fd] : [])],
+      stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe', ...fds],
     });
   } finally {
-    // fd handoff: berth's copy closes in the same tick, so berth never accepts a connection
-    // meant for the service (the child's dup keeps the socket and its backlog alive).
-    if (fd !== undefined) void s.reservation!.unhold(port!);
+    // fd handoff: berth's copies close in the same tick, so berth never accepts a connection
+    // meant for the service (the child's dups keep the sockets and their backlogs alive).
+    if (fds.length > 0) {
+      if (s.set) for (const r of s.set.reservations) void r.unhold();
+      else void s.reservation!.unhold(port!);
+    }
   }
   s.child = child;
   s.out!.attach(child.stdout);

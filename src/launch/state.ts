@@ -1,6 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
+import type { AssignedPorts } from '../allocate/port-set.js';
+import type { NamedReservation } from '../allocate/reserve-named.js';
 import type { Reservation } from '../allocate/types.js';
 import { BerthError } from '../errors.js';
 import type { SocketRow } from '../host/types.js';
@@ -13,7 +15,7 @@ import type { ProcessTree } from './process-tree.js';
 import type { RunDir } from './run-dir.js';
 import type { ExecPlan } from './spawn-plan.js';
 import type { RunGuard } from './watchdog.js';
-import type { ExitInfo, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
+import type { AuditFinding, ExitInfo, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
 
 /*
  * Everything one launch knows, shared by its phases (prepare, reserve, spawn, ownership,
@@ -58,8 +60,18 @@ export class LaunchState {
   phase: LaunchPhase = 'reserve';
   spec: ReadySpec | undefined;
   runDir: RunDir | undefined;
+  /** The primary port's reservation (the set's first entry when there is a set). */
   reservation: Reservation | undefined;
   port: number | undefined;
+  /** The named set (LaunchOptions.ports/portSet), undefined for a one-port launch. */
+  set: NamedReservation | undefined;
+  /** Listeners outside the set reported so far (each port once), and the ports they are on. */
+  readonly findings: AuditFinding[] = [];
+  readonly audited = new Set<number>();
+  /** Handed single ports (fd handoff) the tree was seen without: warned once each. */
+  readonly lostHanded = new Set<number>();
+  /** Ends the periodic audit (supervise.ts). */
+  stopAudit: (() => void) | undefined;
   plan: ExecPlan | undefined;
   env: NodeJS.ProcessEnv | undefined;
   child: ChildProcess | undefined;
@@ -104,6 +116,12 @@ export class LaunchState {
     this.name = o.name ?? (o.command[0] !== undefined ? basename(o.command[0]) : 'service');
     // Callers that only await `exited` must not crash on an unhandled rejection.
     this.whenReady.promise.catch(() => {});
+  }
+
+  /** The ports as assigned: the named set, or the one port as the implicit set {port}. */
+  assigned(): AssignedPorts[] {
+    if (this.set) return this.set.assigned;
+    return this.port === undefined ? [] : [{ name: 'port', kind: 'single', ports: [this.port] }];
   }
 
   emit(e: LaunchEvent): void {

@@ -111,11 +111,13 @@ export async function finish(s: LaunchState): Promise<void> {
   s.err?.closeLog();
   clearTimeout(s.killTimer);
   clearTimeout(s.kickTimer);
+  s.stopAudit?.();
   try {
-    // The lease lives until the service has ended (a caller's reservation is consumed too).
-    await s.reservation?.release();
+    // The leases live until the service has ended (a caller's reservation is consumed too,
+    // unless the caller keeps it for a restart: keepReservation).
+    if (!s.o.keepReservation) await (s.set ?? s.reservation)?.release();
   } catch (e) {
-    s.warn(`could not release the lease of port ${s.port}: ${(e as Error).message}`);
+    s.warn(`could not release the lease${s.set ? 's of ports' : ' of port'} ${s.set ? s.set.assigned.map((a) => a.ports.join(',')).join(',') : s.port}: ${(e as Error).message}`);
   }
   const code = s.childExit?.code ?? null;
   const signal = s.childExit?.signal ?? null;

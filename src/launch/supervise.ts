@@ -1,7 +1,10 @@
+import { singles } from '../allocate/port-set.js';
 import { EXIT } from '../errors.js';
+import { auditListeners } from './audit.js';
 import { reportStolen } from './ownership-phase.js';
-import type { LaunchState } from './state.js';
+import { iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
+import { readListenSnapshot, treeListeners, watchListeners, type ListenSnapshot } from './tree-listeners.js';
 import { descendantsAlive } from './tree-control.js';
 
 /** How often a daemonized tree (child exited 0, descendants live) is checked. */
@@ -27,6 +30,52 @@ export function onChildExit(s: LaunchState): void {
     return;
   }
   void finish(s);
+}
+
+/**
+ * The listener audit, from ready until the end: what the tree listens on outside its set,
+ * now and then on the shared rhythm of watchListeners (one table read per tick for every
+ * launch of this process; each launch reads only its own members' fds).
+ */
+export function startAudit(s: LaunchState): void {
+  if (s.portless || !s.tree || s.finishing) return;
+  try {
+    audit(s, readListenSnapshot(s.procRoot));
+  } catch {
+    // an unreadable table now: the periodic look may do
+  }
+  s.stopAudit = watchListeners(s.procRoot, (snap) => audit(s, snap));
+}
+
+function audit(s: LaunchState, snap: ListenSnapshot): void {
+  if (s.finishing || !s.tree) return;
+  const listeners = treeListeners(s.procRoot, s.tree, snap.listening);
+  if (s.handoff === 'fd' && s.set) {
+    // Each handed socket must stay the service's: one it closed serves nobody (said once).
+    const heard = new Set(listeners.map((l) => l.port));
+    singles(s.set.assigned).forEach((a, i) => {
+      const p = a.ports[0]!;
+      if (heard.has(p) || s.lostHanded.has(p)) return;
+      s.lostHanded.add(p);
+      s.warn(`${s.name}: the service no longer listens on "${a.name}" (port ${p}, fd ${3 + i}): it closed the socket berth handed over`);
+    });
+  }
+  const found = auditListeners({
+    name: s.name,
+    set: s.assigned(),
+    listeners,
+    ephemeral: snap.ephemeral,
+    reported: s.audited,
+    // A stack's set is declared in its file, `berth run`'s with --ports.
+    blockHint: s.o.portSet ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N',
+  });
+  if (found.length === 0) return;
+  for (const f of found) {
+    s.audited.add(f.port);
+    s.findings.push(f);
+  }
+  s.emit({ type: 'audit', listeners: found, t: iso() });
+  for (const f of found) s.warn(f.message);
 }
 
 /** After the child returned 0 leaving descendants: the service ends when the last of them does. */

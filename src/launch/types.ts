@@ -1,3 +1,5 @@
+import type { AssignedPorts, PortEntry } from '../allocate/port-set.js';
+import type { NamedReservation } from '../allocate/reserve-named.js';
 import type { SourceOptions } from '../allocate/source-options.js';
 import type { PortSource, Reservation } from '../allocate/types.js';
 import type { Duration } from '../util/option-names.js';
@@ -36,6 +38,24 @@ export interface LaunchOptions extends SourceOptions {
   source?: PortSource | 'resv';
   /** A reservation made by the caller (e.g. a stack that allocates up front); its first port is used. */
   reservation?: Reservation;
+  /**
+   * A named port set (`berth run --ports http,dist=block:32`), leased from the launch's
+   * source all or none (reserveNamedSet). The first entry must be a single port: the
+   * primary ({port}, PORT, ownership, readiness). Every port reaches the service as
+   * BERTH_PORT_<NAME> (a block also _FIRST/_LAST/_COUNT) and as `{ports.NAME}` /
+   * `{ports.NAME.first|last|range|count}` in command and ready; with fd handoff every single
+   * port is its own fd (3, 4, … in set order; LISTEN_FDS=N, LISTEN_FDNAMES=name1:name2),
+   * blocks never. Not with `reservation`, `portSet` or `portless`.
+   */
+  ports?: PortEntry[];
+  /** A set the caller reserved (e.g. a stack replica's), used like `ports`; its first entry must be a single port. */
+  portSet?: NamedReservation;
+  /**
+   * The caller keeps the leases: launch closes the holds of the single ports at the handoff
+   * as usual but never releases `reservation`/`portSet` when it ends (a stack re-holds them
+   * for a restart and releases them at teardown).
+   */
+  keepReservation?: boolean;
   /**
    * A service without a port (a client, a worker): nothing is reserved and there is no
    * ownership phase; it is ready once spawned, or once `ready` succeeds (`cmd:`, or `http`
@@ -109,6 +129,22 @@ export interface ReadyInfo {
   readyAt: string;
   /** From spawn to ready. */
   waitedMs: number;
+  /** The named port set, when the launch has one (LaunchOptions.ports/portSet). */
+  ports?: AssignedPorts[];
+}
+
+/** A LISTEN socket of the service's process tree on a port outside its set (the listener audit). */
+export interface AuditFinding {
+  port: number;
+  /** Local address it listens on ("0.0.0.0", "::", "127.0.0.1"). */
+  address: string;
+  /** The tree member holding it, and its command line. */
+  pid?: number;
+  command?: string;
+  /** Inside the host's unreserved ephemeral range: any outgoing connection may take the port first. */
+  ephemeral: boolean;
+  /** One line saying what, where, and what to do (also the `warning` event's message). */
+  message: string;
 }
 
 export interface ExitInfo {
@@ -135,6 +171,8 @@ export interface LaunchHandle {
   readonly exited: Promise<ExitInfo>;
   /** The chosen port, once reserved (never, for a portless launch). */
   readonly port: number | undefined;
+  /** The named port set, once reserved (only with LaunchOptions.ports/portSet). */
+  readonly ports: AssignedPorts[] | undefined;
   /** The child's pid, once spawned. */
   readonly pid: number | undefined;
   readonly phase: LaunchPhase;
@@ -147,11 +185,13 @@ export interface LaunchHandle {
 }
 
 export type LaunchEvent =
-  | { type: 'reserved'; port: number; t: string }
+  | { type: 'reserved'; port: number; ports?: AssignedPorts[]; t: string }
   | { type: 'spawned'; pid: number; port: number; handoff: Handoff; t: string }
   | { type: 'owned'; pid: number; port: number; owners: number[]; t: string }
   | { type: 'ready'; info: ReadyInfo; t: string }
   | { type: 'stopping'; signal: NodeJS.Signals; t: string }
   | { type: 'failed'; phase: LaunchPhase; exitCode: number; message: string; bundle?: string; t: string }
   | { type: 'exited'; code: number | null; signal: NodeJS.Signals | null; exitCode: number; t: string }
-  | { type: 'warning'; message: string; t: string };
+  | { type: 'warning'; message: string; t: string }
+  /** Listeners of the tree outside its set, first seen now (each port is reported once per launch). */
+  | { type: 'audit'; listeners: AuditFinding[]; t: string };

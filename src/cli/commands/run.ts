@@ -1,3 +1,4 @@
+import { describeAssigned, parsePortsFlag } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
 import { hostPort } from '../../launch/probe-host.js';
 import { launch, signalNumber } from '../../launch/launch.js';
@@ -10,7 +11,7 @@ import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { DEADLINE, GRACE } from '../../util/duration.js';
 import { parseDurationArg } from '../values.js';
 
-const help = `Usage: berth run [SOURCE] [--bind HOST] [--env NAME] [--handoff release|fd]
+const help = `Usage: berth run [SOURCE] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
                  [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
                  [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--json] -- CMD ARG…
 
@@ -27,6 +28,20 @@ CMD is run directly (no shell). In its arguments {port} becomes the port and {ho
 --bind address (default 127.0.0.1); PORT (or --env NAME), BERTH_PORT, BERTH_NAME and
 BERTH_RUN_ID are set (BERTH_RUN_ID marks the whole process tree, daemons included).
 
+--ports SPEC leases a named set instead of one port, all or none, from the same SOURCE:
+NAME (one port), NAME=block:N (N contiguous ports, leased for CMD's life and never held:
+CMD binds inside them itself), NAME=window (the --instance window less the other ports),
+comma-separated, e.g. --ports http,dist=block:32. The first must be one port: it is the
+primary ({port}, PORT, ownership, --ready). In CMD and --ready, {ports.NAME} is the port
+(a block's first), {ports.NAME.first|last|range|count} a block's parts (range: LO-HI);
+BERTH_PORT_<NAME> is set for each (and _FIRST, _LAST, _COUNT for a block).
+
+Once ready, and every few seconds after, berth compares what CMD's tree listens on with
+its ports (all of them; without --ports, the one port). A listener outside them is
+reported once per port (a warning line; with --json also an "audit" object): inside the
+unreserved ephemeral range any outgoing connection may take that port, outside it
+another allocator may hand it out.
+
 ${SOURCE_HELP}
   --allow-ephemeral            allow ports inside the unreserved ephemeral range
 
@@ -40,6 +55,8 @@ Options:
                      hypercorn --bind fd://3, Node listen({fd: 3}), Python
                      socket.socket(fileno=3). No gap at all.
                      It listens on --bind only (default 127.0.0.1) with backlog somaxconn.
+                     With --ports, every single port is its own fd: 3, 4, … in --ports
+                     order, LISTEN_FDS=N, LISTEN_FDNAMES=NAME1:NAME2 (blocks are never fds).
   --ready SPEC       after ownership, poll until ready (10ms backing off to 250ms):
                        http://HOST:{port}/PATH  a GET answers 2xx (localhost is probed as
                                                 127.0.0.1 or ::1, whichever CMD listens on)
@@ -64,6 +81,7 @@ Options:
   --json             berth's own lines on stderr (ready, warnings) as JSON objects
 
 When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
+(with --ports, the set follows: (http 20000, dist 20001-20032)).
 
 Examples:
   berth run --handoff fd --ready http://127.0.0.1:{port}/ -- \\
@@ -73,10 +91,27 @@ Examples:
       --ready-file engine0.json -- vllm serve my-model --port {port}
   berth run --port 8000 --ready "cmd:grpc_health_probe -addr 127.0.0.1:{port}" -- ./server
 
+  # vLLM: the API port, and a block for the internal ports it scans upward from VLLM_PORT
+  berth run --ports http,dist=block:32 --ready http://127.0.0.1:{ports.http}/health -- \
+      env VLLM_PORT={ports.dist} vllm serve MODEL --port {ports.http}
+
+  # SGLang: HTTP, NCCL and dist-init ports of one server
+  berth run --ports http,nccl,dist --ready http://127.0.0.1:{ports.http}/health -- \
+      python -m sglang.launch_server --model-path MODEL --port {ports.http} \
+      --nccl-port {ports.nccl} --dist-init-addr 127.0.0.1:{ports.dist}
+
+  # Ray head: the GCS port, the dashboard, and the worker port range from one set
+  berth run --ports gcs,dashboard,workers=block:1000 -- ray start --head --block \
+      --port {ports.gcs} --dashboard-port {ports.dashboard} \
+      --min-worker-port {ports.workers.first} --max-worker-port {ports.workers.last}
+
+  # two named sockets handed over as fds 3 and 4 (LISTEN_FDS=2, LISTEN_FDNAMES=http:grpc)
+  berth run --handoff fd --ports http,grpc --ready http://127.0.0.1:{ports.http}/ -- ./server
+
 Exit codes: CMD's own status once it was ready (128+N for signal N); 128+N when berth got
 signal N before CMD was ready; 64 usage (also: CMD cannot be started, a --diag-dir that
-already holds a run); 65 invalid layout file; 69 no usable
-port (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
+already holds a run, a bad --ports or a {ports.NAME} that names no port of it); 65 invalid
+layout file; 69 no usable port or set (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
 74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
 and 75 the message names the diagnostics folder.`;
 
@@ -102,6 +137,7 @@ export const runCommand: Command = {
         'ready-file': { type: 'string' },
         'diag-dir': { type: 'string' },
         name: { type: 'string' },
+        ports: { type: 'string' },
         'stop-grace': { type: 'string' },
         json: { type: 'boolean' },
       },
@@ -132,6 +168,7 @@ export const runCommand: Command = {
     if (values.bind !== undefined) opts.bind = values.bind;
     if (values.env !== undefined) opts.envName = values.env;
     if (values.name !== undefined) opts.name = values.name;
+    if (values.ports !== undefined) opts.ports = parsePortsFlag(values.ports);
     if (values['ready-timeout'] !== undefined) opts.readyTimeoutMs = parseDurationArg('run', '--ready-timeout', values['ready-timeout'], DEADLINE);
     if (values['stop-grace'] !== undefined) opts.stopGraceMs = parseDurationArg('run', '--stop-grace', values['stop-grace'], GRACE);
     if (values['ready-file'] !== undefined) opts.readyFile = values['ready-file'];
@@ -140,6 +177,8 @@ export const runCommand: Command = {
     const say = (text: string, obj: Record<string, unknown>) => process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
     opts.onEvent = (e) => {
       if (e.type === 'warning') say(`warning: ${e.message}`, { event: 'warning', message: e.message });
+      // The audit's findings came as warning lines already; JSON readers also get them whole.
+      else if (e.type === 'audit' && json) say('', { event: 'audit', listeners: e.listeners });
     };
 
     const handle = launch(opts);
@@ -157,7 +196,8 @@ export const runCommand: Command = {
     handle.ready.then(
       (r) => {
         isReady = true;
-        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s`, { event: 'ready', ...r });
+        const set = r.ports ? ` (${r.ports.map((a) => `${a.name} ${describeAssigned(a)}`).join(', ')})` : '';
+        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s${set}`, { event: 'ready', ...r });
       },
       () => {},
     );

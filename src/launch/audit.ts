@@ -1,0 +1,89 @@
+import { describeAssigned, type AssignedPorts } from '../allocate/port-set.js';
+import { formatRange } from '../host/intervals.js';
+import type { PortRange } from '../host/types.js';
+import type { AuditFinding } from './types.js';
+
+/*
+ * The listener audit, pure: which LISTEN sockets of the service's process tree are outside
+ * its port set, and what to say about each. A port outside the set is leased by nobody, so
+ * another allocator may hand it out; inside the unreserved ephemeral range it is worse: the
+ * kernel gives it to any outgoing connection, so the service loses it at its next restart.
+ * The I/O (tree members' fds, the socket table) is in tree-listeners.ts; the rhythm in
+ * supervise.ts.
+ */
+
+/** A LISTEN socket held by a member of the service's tree. */
+export interface TreeListener {
+  port: number;
+  address: string;
+  pid?: number;
+  command?: string;
+}
+
+export interface AuditInput {
+  /** The service, as messages name it. */
+  name: string;
+  set: readonly AssignedPorts[];
+  listeners: readonly TreeListener[];
+  /** The host's unreserved ephemeral range (ip_local_port_range less ip_local_reserved_ports). */
+  ephemeral: readonly PortRange[];
+  /** Ports reported before: each is reported once. */
+  reported: ReadonlySet<number>;
+  /** How to add a block in the caller's terms, e.g. "--ports …=block:N". */
+  blockHint?: string;
+}
+
+/** Every port of the set: singles and every port of every block. */
+export function setPorts(set: readonly AssignedPorts[]): Set<number> {
+  const all = new Set<number>();
+  for (const a of set) for (const p of a.ports) all.add(p);
+  return all;
+}
+
+/** "http 20000, dist 20001-20032". */
+export function describeSet(set: readonly AssignedPorts[]): string {
+  return set.map((a) => `${a.name} ${describeAssigned(a)}`).join(', ');
+}
+
+function rangeOf(port: number, ranges: readonly PortRange[]): PortRange | undefined {
+  return ranges.find((r) => port >= r.lo && port <= r.hi);
+}
+
+/** The listeners outside the set not reported before, one finding per port (lowest first). */
+export function auditListeners(i: AuditInput): AuditFinding[] {
+  const inSet = setPorts(i.set);
+  const byPort = new Map<number, TreeListener>();
+  for (const l of i.listeners) {
+    if (inSet.has(l.port) || i.reported.has(l.port)) continue;
+    // v4 and v6 sockets on one port are one finding; keep the one with a known holder.
+    const had = byPort.get(l.port);
+    if (had === undefined || (had.pid === undefined && l.pid !== undefined)) byPort.set(l.port, l);
+  }
+  const hint = i.blockHint ?? '--ports …=block:N';
+  const findings: AuditFinding[] = [];
+  for (const port of [...byPort.keys()].sort((a, b) => a - b)) {
+    const l = byPort.get(port)!;
+    const eph = rangeOf(port, i.ephemeral);
+    const head = `${i.name} listens on ${port} outside its ports (${describeSet(i.set)})`;
+    const message =
+      eph !== undefined
+        ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: put it in a block (${hint}) or set the program's flag for that port`
+        : `${head}; nothing leases ${port} for it, so another allocator may hand it out: put it in the set (${hint}) or set the program's flag for that port`;
+    const f: AuditFinding = { port, address: l.address, ephemeral: eph !== undefined, message };
+    if (l.pid !== undefined) f.pid = l.pid;
+    if (l.command !== undefined) f.command = l.command;
+    findings.push(f);
+  }
+  return findings;
+}
+
+/**
+ * The deadline's "it listens on 8000 instead" part: the tree's listeners other than the
+ * port it was given, or undefined when it listens nowhere else.
+ */
+export function listensElsewhere(listeners: readonly TreeListener[], port: number): string | undefined {
+  const other = [...new Set(listeners.map((l) => l.port).filter((p) => p !== port))].sort((a, b) => a - b);
+  if (other.length === 0) return undefined;
+  const list = other.length === 1 ? String(other[0]) : `${other.slice(0, -1).join(', ')} and ${other[other.length - 1]}`;
+  return `it listens on ${list} instead (is the port passed to it? {port} in its command, or $PORT)`;
+}

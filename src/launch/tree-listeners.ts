@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { unreservedEphemeral } from '../host/intervals.js';
+import { parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { readHostMap } from '../host/read-host.js';
+import type { PortRange, SocketRow } from '../host/types.js';
+import type { TreeListener } from './audit.js';
+import type { ProcessTree } from './process-tree.js';
+
+/*
+ * What the service's process tree listens on. One read of the socket tables (LISTEN rows
+ * only are kept) serves every launch of this process per tick (watchListeners); each launch
+ * then reads only its own tree members' fd links to find which of those sockets are its.
+ */
+
+export interface ListenSnapshot {
+  listening: SocketRow[];
+  /** ip_local_port_range less ip_local_reserved_ports, read with the tables. */
+  ephemeral: PortRange[];
+}
+
+export function readListenSnapshot(procRoot: string): ListenSnapshot {
+  const map = readHostMap({ procRoot });
+  return { listening: map.sockets.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(map.ephemeral, map.reserved) };
+}
+
+function commandOf(procRoot: string, pid: number): string | undefined {
+  try {
+    const argv = parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'latin1'));
+    const text = argv.join(' ');
+    return text === '' ? undefined : text.length > 200 ? `${text.slice(0, 197)}...` : text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The LISTEN sockets of `listening` held by a live member of the tree. */
+export function treeListeners(procRoot: string, tree: ProcessTree, listening: readonly SocketRow[]): TreeListener[] {
+  if (listening.length === 0) return [];
+  tree.scan();
+  const wanted = new Set(listening.map((r) => r.inode));
+  const holder = new Map<number, number>();
+  for (const m of tree.alive()) for (const inode of socketsHeldBy(procRoot, m.pid, wanted)) if (!holder.has(inode)) holder.set(inode, m.pid);
+  const out: TreeListener[] = [];
+  const commands = new Map<number, string | undefined>();
+  for (const r of listening) {
+    const pid = holder.get(r.inode);
+    if (pid === undefined) continue;
+    if (!commands.has(pid)) commands.set(pid, commandOf(procRoot, pid));
+    const l: TreeListener = { port: r.localPort, address: r.localAddress, pid };
+    const command = commands.get(pid);
+    if (command !== undefined) l.command = command;
+    out.push(l);
+  }
+  return out;
+}
+
+/** Audit rhythm: every few seconds; one table read per tick for every launch of this process. */
+export const AUDIT_INTERVAL_MS = 3_000;
+
+interface Watch {
+  subs: Set<(snap: ListenSnapshot) => void>;
+  timer: NodeJS.Timeout;
+}
+const watches = new Map<string, Watch>();
+
+/** Call `fn` with a fresh snapshot every AUDIT_INTERVAL_MS until the returned function is called. */
+export function watchListeners(procRoot: string, fn: (snap: ListenSnapshot) => void): () => void {
+  let w = watches.get(procRoot);
+  if (!w) {
+    const subs = new Set<(snap: ListenSnapshot) => void>();
+    const timer = setInterval(() => {
+      let snap: ListenSnapshot;
+      try {
+        snap = readListenSnapshot(procRoot);
+      } catch {
+        return; // an unreadable table this tick: the next one may do
+      }
+      for (const sub of [...subs]) sub(snap);
+    }, AUDIT_INTERVAL_MS);
+    // The service keeps the process alive, never the audit.
+    timer.unref();
+    watches.set(procRoot, (w = { subs, timer }));
+  }
+  const watch = w;
+  watch.subs.add(fn);
+  return () => {
+    watch.subs.delete(fn);
+    if (watch.subs.size === 0) {
+      clearInterval(watch.timer);
+      watches.delete(procRoot);
+    }
+  };
+}
