@@ -21,6 +21,8 @@ export interface ExplainInput {
   host: { ephemeral: PortRange; reserved: readonly PortRange[]; unprivilegedStart: number };
   /** As root every process is visible: a socket without an owner is then not "hidden". */
   isRoot?: boolean;
+  /** Usable ports of the source that the set's other requests took (not counted in `usable`). */
+  ownInSet?: readonly number[];
   /** A block request: how many runs of `needed` contiguous usable ports there were, and the longest free run. */
   block?: { runs: number; longest?: PortRange };
 }
@@ -120,6 +122,8 @@ export function explainUnavailable(input: ExplainInput): string {
       ? `${usable === 0 ? 'no usable port' : `only ${usable} usable port${usable === 1 ? '' : 's'}`} in ${src} (${report.considered} considered), needed ${needed}`
       : `could not get ${needed} ports in ${src}: got ${got} of the ${usable} that looked usable (${report.considered} considered)`;
   const lines = [head];
+  const own = input.ownInSet ?? [];
+  if (own.length > 0) lines.push(`  ${own.length} taken by this set's other ports: ${list(own, String)}`);
   if (x.ephemeral > 0) {
     lines.push(
       `  ${x.ephemeral} inside ${eph} and not reserved (${input.ephemeralInSource.map(formatRange).join(',')}): ` +

@@ -147,6 +147,8 @@ interface Failure {
   attempt: Attempt;
   /** A block request: its run plan (the longest free run goes into the message). */
   block?: BlockPlan;
+  /** Usable ports the set's earlier requests took. */
+  own?: number[];
 }
 
 /**
@@ -211,12 +213,13 @@ function unavailable(f: Failure, count: number): BerthError {
   const message = explainUnavailable({
     report,
     needed: count,
-    usable: f.plan.candidates.length,
+    usable: f.plan.candidates.length - (f.own?.length ?? 0),
     got: f.got,
     ranges: f.plan.ranges,
     ephemeralInSource: f.plan.ephemeralInSource,
     host,
     isRoot: process.geteuid?.() === 0,
+    ...(f.own !== undefined && f.own.length > 0 ? { ownInSet: f.own } : {}),
     ...(f.block ? { block: { runs: f.block.starts.length, ...(f.block.longest ? { longest: f.block.longest } : {}) } } : {}),
   });
   return new BerthError(EXIT.UNAVAILABLE, message, { ...(report as unknown as Record<string, unknown>), request: f.request });
@@ -291,7 +294,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             req.strategy ?? 'lowest',
           );
           const run = await takeBlock(bp, req.count, take, got, o.signal);
-          if (run === undefined) failure = { request: i, plan, got: 0, attempt, block: bp };
+          if (run === undefined) failure = { request: i, plan, got: 0, attempt, block: bp, own: plan.candidates.filter((p) => mine.has(p)) };
           else for (const p of run) mine.add(p);
           continue;
         }
@@ -306,7 +309,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
           got.push(t);
           mine.add(port);
         }
-        if (got.length < req.count) failure = { request: i, plan, got: got.length, attempt };
+        if (got.length < req.count) failure = { request: i, plan, got: got.length, attempt, own: plan.candidates.filter((p) => mine.has(p) && !got.some((t) => t.lease.port === p)) };
       }
       if (failure === undefined) {
         if (o.signal) await signalsSeen();
