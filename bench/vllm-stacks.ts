@@ -88,7 +88,7 @@ export async function benchVllmStacks(ctx: BenchContext): Promise<Section> {
       SCHEMES.map(({ scheme, label }) => [label, ...cells(rows.get(scheme)!)]),
     ),
     '',
-    `${runs} run${runs === 1 ? '' : 's'} per scheme, interleaved, each in a fresh network namespace (Linux default ephemeral range): ${STACKS} \`berth up\` processes started at once, one stack file and run directory each, one shared lease domain; each stack runs ${ENGINES} engines of test/fixtures/services/vllm-like.py that take ${INTERNAL} internal ports by vLLM's scan upward from VLLM_PORT (bind without SO_REUSEADDR, close, bind for real 0.3 s later) plus the API port from \`--port\`. "Time to all ready" runs from the start of the ${STACKS} processes until the last stack's engines all answered /health (its job ran), over the runs where every stack got there. Measured by bench/vllm-stacks.ts.`,
+    `${runs} run${runs === 1 ? '' : 's'} per scheme, interleaved, each in a fresh network namespace (Linux default ephemeral range): ${STACKS} \`berth up\` processes started at once, one stack file and run directory each, one shared lease domain; each stack runs ${ENGINES} engines of test/fixtures/services/vllm-like.py that take ${INTERNAL} internal ports by vLLM's scan upward from VLLM_PORT (bind without SO_REUSEADDR, close, bind for real 0.3 s later) plus the API port from \`--port\`. "Time to all ready" runs from the start of the ${STACKS} processes until the last stack's engines all answered /health (its job ran; every stack then waits for the others, so all run at once), over the runs where every stack got there. Measured by bench/vllm-stacks.ts.`,
   ].join('\n');
   const b = rows.get('blocks')!;
   const s = rows.get('stride-100')!;
