@@ -7,9 +7,10 @@ import type { StackRun } from './stack-run.js';
 import { beginTeardown } from './teardown.js';
 
 /*
- * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings)
- * and how its exit ends it: the job ends the stack, a one-shot service completes, anything
- * else after it was ready is a failure (restart.ts decides whether it comes back).
+ * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings,
+ * listeners outside its ports) and how its exit ends it: the job ends the stack, a one-shot
+ * service completes, anything else after it was ready is a failure (restart.ts decides
+ * whether it comes back).
  * Events of an earlier attempt are ignored.
  */
 
@@ -43,6 +44,12 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
     }
     case 'warning':
       st.warn(e.message);
+      break;
+    case 'audit':
+      // The same messages came as 'warning' events (stderr, once each): here they become the
+      // replica's record, in events.jsonl with detail and in endpoints.json.
+      rep.unexpected.push(...e.listeners);
+      st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: e.listeners.map((l) => l.message).join('; ') });
       break;
     case 'reserved':
     case 'stopping':

@@ -1,5 +1,6 @@
-import type { PortSource, Reservation } from '../allocate/types.js';
-import type { LaunchHandle } from '../launch/types.js';
+import type { NamedReservation } from '../allocate/reserve-named.js';
+import type { PortSource } from '../allocate/types.js';
+import type { AuditFinding, LaunchHandle } from '../launch/types.js';
 import type { GpuReplica } from '../slurm/replicas.js';
 import { OutputFanout, type ChunkConsumer } from './replica-output.js';
 import type { ReplicaState, ServiceSpec } from './spec.js';
@@ -15,9 +16,15 @@ export interface Replica {
   /** "engine/1" */
   label: string;
   source: PortSource | undefined;
+  /** The primary port (the set's first entry). */
   port: number | undefined;
-  /** Held until handed to launch() (which consumes it). */
-  reservation: Reservation | undefined;
+  /**
+   * Its port set, leased from the start of the stack to its teardown: launch() hands the
+   * singles over and keeps the leases (keepReservation); a restart re-holds them.
+   */
+  set: NamedReservation | undefined;
+  /** Listeners of its process tree outside its set (launch's audit), each port once. */
+  unexpected: AuditFinding[];
   /** The address the replica was reached on once ready (else its spec host). */
   host: string;
   state: ReplicaState;
@@ -76,7 +83,8 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
       label,
       source: undefined,
       port: undefined,
-      reservation: undefined,
+      set: undefined,
+      unexpected: [],
       host: spec.host,
       state: 'pending',
       code: undefined,

@@ -1,5 +1,6 @@
+import { namedReservation, namedSetRequests } from '../allocate/reserve-named.js';
 import { setOptions } from '../allocate/reserve.js';
-import { reserveSet } from '../allocate/reserve-set.js';
+import { reserveSet, type SetRequest } from '../allocate/reserve-set.js';
 import type { PortSource, Reservation, ReserveOptions } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
 import { readSysctls } from '../host/sysctl.js';
@@ -7,49 +8,63 @@ import type { HostSysctls } from '../host/types.js';
 import { firstLine, type Replica } from './replica.js';
 import { replicaSource } from './sources.js';
 import type { StackRun } from './stack-run.js';
-import { releaseReservation } from './teardown.js';
+import { releasePorts } from './teardown.js';
 
 /*
- * Every port of the stack first, as one set (allocate/reserve-set.ts): a stack that cannot
- * have every port starts nothing, and stacks competing for the same ports never each hold half.
+ * Every port of the stack first, as one set (allocate/reserve-set.ts): each replica's whole
+ * port set (its singles, held until the handoff, and its blocks, leased and never held), so a
+ * stack that cannot have every port starts nothing, and stacks competing for the same ports
+ * never each hold half. A replica keeps its leases for its whole life, across restarts
+ * (restart.ts); teardown.ts gives them back.
  * Returns false when the stack is not to go on (no ports, or stopped meanwhile).
  */
 export async function reserveStackPorts(st: StackRun): Promise<boolean> {
   const reps = st.replicas;
   const wanting: Replica[] = [];
+  /** Which replica and entry each request is, to name them when one cannot be met. */
+  const owners: { rep: Replica; entry: string }[] = [];
   let reservations: Reservation[] = [];
   let failing: Replica | undefined;
   try {
+    const requests: SetRequest[] = [];
     for (const rep of reps) {
       failing = rep;
       rep.source = sourceOf(st, rep);
-      if (rep.source) wanting.push(rep);
+      if (!rep.source) continue;
+      wanting.push(rep);
+      const ro = reserveOptions(st, rep, rep.source);
+      const base = { source: rep.source, name: ro.name!, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) };
+      // Without `ports:` the one port keeps its lease name "<stack>:<service>/<replica>".
+      const own = rep.svc.spec.portsDeclared ? namedSetRequests(rep.svc.spec.ports, base) : [{ ...base, count: 1 }];
+      own.forEach((r, i) => owners.push({ rep, entry: rep.svc.spec.ports[i]!.name }));
+      requests.push(...own);
     }
     failing = undefined;
-    if (wanting.length > 0) {
-      const requests = wanting.map((rep) => {
-        const ro = reserveOptions(st, rep, rep.source!);
-        return { source: rep.source!, count: 1, name: ro.name!, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) };
-      });
-      reservations = await reserveSet(requests, setOptions(reserveOptions(st, wanting[0]!, wanting[0]!.source!)));
-    }
+    if (requests.length > 0) reservations = await reserveSet(requests, setOptions(reserveOptions(st, wanting[0]!, wanting[0]!.source!)));
   } catch (e) {
     const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
     const at = err.details?.request;
-    const rep = failing ?? (typeof at === 'number' ? wanting[at] : undefined) ?? wanting[0] ?? reps[0]!;
-    st.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
-    st.failStack(rep, err.exitCode, `no port: ${err.message}`);
+    const owner = typeof at === 'number' ? owners[at] : undefined;
+    const rep = failing ?? owner?.rep ?? wanting[0] ?? reps[0]!;
+    const what = owner && owner.rep.svc.spec.portsDeclared ? `port "${owner.entry}": ` : '';
+    st.update(rep, { state: 'failed', code: err.exitCode, detail: `${what}${firstLine(err.message)}` });
+    st.failStack(rep, err.exitCode, `no port: ${what}${err.message}`);
     return false;
   }
-  wanting.forEach((rep, i) => (rep.reservation = reservations[i]));
+  let next = 0;
+  for (const rep of wanting) {
+    const n = rep.svc.spec.ports.length;
+    rep.set = namedReservation(rep.svc.spec.ports, reservations.slice(next, next + n));
+    next += n;
+  }
   if (st.ending) {
     // stop() came while reserving, after the teardown gave back what it knew of
-    for (const rep of wanting) await releaseReservation(st, rep);
+    for (const rep of wanting) await releasePorts(st, rep);
     return false;
   }
   for (const rep of reps) {
-    if (rep.reservation) rep.port = rep.reservation.ports[0];
-    st.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}) });
+    if (rep.set) rep.port = rep.set.assigned[0]!.ports[0];
+    st.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}), ...(rep.set ? { ports: rep.set.assigned } : {}) });
   }
   return true;
 }
@@ -60,7 +75,7 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
   return replicaSource(st.spec, rep.svc.spec, rep.index, st.host ?? ({} as HostSysctls), rep.gpu?.gpu);
 }
 
-export function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
+function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
   const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
   if (st.o.stateDir !== undefined) ro.stateDir = st.o.stateDir;
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.

@@ -1,16 +1,14 @@
-import { reserve } from '../allocate/reserve.js';
-import type { Reservation } from '../allocate/types.js';
 import { BerthError, EXIT } from '../errors.js';
 import { endReplica, firstLine, type Replica } from './replica.js';
-import { reserveOptions } from './reserve-ports.js';
 import type { StackRun } from './stack-run.js';
 import { startAttempt } from './start-attempt.js';
-import { beginTeardown, releaseReservation } from './teardown.js';
+import { beginTeardown } from './teardown.js';
 
 /*
  * `restart: on-failure`: a replica that failed with a restartable class (a port lost, a
- * crash, a slow start) comes back after a growing pause, up to restart_limit times; else
- * its failure fails the stack.
+ * crash, a slow start) comes back after a growing pause, up to restart_limit times, on the
+ * same ports (its leases are kept, its singles held again in the pause); else its failure
+ * fails the stack.
  */
 
 /** Exit classes worth another attempt (a port lost, a crash, a slow start); usage and I/O errors repeat. */
@@ -50,46 +48,32 @@ export function restart(st: StackRun, rep: Replica, reason: string): void {
   rep.attempt++;
   st.update(rep, { state: 'pending', detail: `restart ${rep.restarts} of ${limit} in ${delay}ms: ${reason}` });
   void (async () => {
-    // The old attempt releases its lease when it has fully ended.
+    // The old attempt has let go of its sockets once it has fully ended.
     await old?.exited;
-    await st.sleep(delay);
     if (st.ending) return endAbandoned(rep);
-    const before = rep.port;
     try {
-      rep.reservation = await reserveAgain(st, rep);
+      // Its single ports held again at once, so nothing takes them during the pause.
+      await rehold(rep);
     } catch (e) {
       const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
-      st.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
-      replicaFailed(st, rep, err.exitCode, `restart: no port: ${firstLine(err.message)}`, undefined);
+      const why = `restart: cannot come back on its ports: ${firstLine(err.message)}`;
+      st.update(rep, { state: 'failed', code: err.exitCode, detail: why });
+      replicaFailed(st, rep, err.exitCode, why, undefined);
       if (rep.final) endReplica(rep);
       return;
     }
-    if (st.ending) {
-      await releaseReservation(st, rep);
-      return endAbandoned(rep);
-    }
-    if (rep.reservation) {
-      rep.port = rep.reservation.ports[0];
-      if (before !== undefined && rep.port !== before) {
-        st.warn(`${rep.label} restarted on port ${rep.port} (port ${before} was no longer free); services started before with its old address keep it`);
-      }
-      st.update(rep, { state: 'pending', port: rep.port! });
-    }
+    await st.sleep(delay);
+    if (st.ending) return endAbandoned(rep);
     startAttempt(st, rep);
   })().catch((e) => st.internalError(e));
 }
 
-/** Same port as before when it is still free (dependents know it), else any of its source. */
-async function reserveAgain(st: StackRun, rep: Replica): Promise<Reservation | undefined> {
-  if (!rep.source) return undefined;
-  if (rep.port !== undefined) {
-    try {
-      return await reserve(reserveOptions(st, rep, { kind: 'port', port: rep.port }));
-    } catch {
-      // taken meanwhile: any port of the source
-    }
-  }
-  return reserve(reserveOptions(st, rep, rep.source));
+/**
+ * A restart keeps its leases and its ports: dependents were given its address and still
+ * use it. Throws BerthError 69 naming whoever took a port meanwhile (never moves silently).
+ */
+async function rehold(rep: Replica): Promise<void> {
+  for (const r of rep.set?.reservations ?? []) if (!r.block) await r.rehold();
 }
 
 /** A replica waiting for its restart when the stack ended. */

@@ -2,6 +2,8 @@ import { closeSync, constants, openSync, readdirSync, renameSync, unlinkSync, wr
 import { dirname, join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { redactText } from '../launch/redact.js';
+import type { AssignedPorts } from '../allocate/port-set.js';
+import type { AuditFinding } from '../launch/types.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
 import { openForAppend } from '../util/safe-file.js';
 import { endpointUrl } from './placeholders.js';
@@ -44,6 +46,17 @@ export interface EndpointRecord {
   /** When it entered this state (ISO 8601 UTC). */
   since: string;
 }
+  /** Its named ports: a single as its port, a block as {first, last, count}. */
+  ports?: Record<string, number | { first: number; last: number; count: number }>;
+  /** Listeners of its process tree outside its ports (the listener audit), when any. */
+  unexpectedListeners?: AuditFinding[];
+}
+
+/** endpoints.json's `ports` of a replica. */
+export function portsRecord(set: readonly AssignedPorts[]): NonNullable<EndpointRecord['ports']> {
+  const out: NonNullable<EndpointRecord['ports']> = {};
+  for (const a of set) out[a.name] = a.kind === 'single' ? a.ports[0]! : { first: a.ports[0]!, last: a.ports[a.ports.length - 1]!, count: a.ports.length };
+  return out;
 
 export interface EndpointsDocument {
   /** The stack file as given. */
@@ -66,6 +79,10 @@ export interface ReplicaUpdate {
   pid?: number;
   port?: number;
   code?: number | null;
+  /** The replica's port set (sticks once given). */
+  ports?: readonly AssignedPorts[];
+  /** Every listener outside its set found so far (replaces the list). */
+  unexpectedListeners?: AuditFinding[];
   signal?: string;
   detail?: string;
   t?: Date;
@@ -105,6 +122,8 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.port !== undefined) rec.port = u.port;
   if (u.pid !== undefined) rec.pid = u.pid;
   rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port }) : null;
+  if (u.ports !== undefined) rec.ports = portsRecord(u.ports);
+  if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
   if (rec.state !== u.state) rec.since = t;
   rec.state = u.state;
   const ev: StackEvent = { t, service: u.service, replica: u.replica, state: u.state };

@@ -6,11 +6,10 @@ import { endAbandoned } from './restart.js';
 import { firstLine, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
-import { releaseReservation } from './teardown.js';
 
 /*
  * One attempt of one replica: placeholders filled from the dependencies' endpoints as they
- * are now, then one launch() on the replica's reserved port (or portless). Its events and
+ * are now, then one launch() on the replica's reserved ports (or portless). Its events and
  * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored.
  */
 
@@ -26,11 +25,12 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     }
     endpoints.set(
       d.service,
-      dep.replicas.filter((r) => r.port !== undefined).map((r) => ({ host: r.host, port: r.port! })),
+      dep.replicas.filter((r) => r.port !== undefined).map((r) => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) })),
     );
   }
   const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints };
   if (rep.port !== undefined) ctx.port = rep.port;
+  if (rep.set) ctx.ports = rep.set.assigned;
   if (rep.gpu) ctx.gpu = rep.gpu.gpu;
   return ctx;
 }
@@ -66,7 +66,6 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
     st.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
     rep.final = true;
-    void releaseReservation(st, rep);
     rep.markEnded();
     st.failStack(rep, err.exitCode, err.message);
     return;
@@ -96,11 +95,15 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     onEvent,
     procRoot: st.procRoot,
   };
-  if (rep.reservation) {
-    lo.reservation = rep.reservation;
+  if (rep.set) {
+    // launch() hands the singles over (closing their holds) but the leases stay the
+    // stack's: a restart comes back on the same ports, teardown gives them back.
+    // Without `ports:` it is the one-port launch it always was (no BERTH_PORT_PORT, one fd).
+    if (s.portsDeclared) lo.portSet = rep.set;
+    else lo.reservation = rep.set.reservations[0]!;
+    lo.keepReservation = true;
     lo.bind = s.host;
     lo.handoff = s.handoff;
-    rep.reservation = undefined; // launch() consumes it
   } else {
     // No port (typically the job, a client): spawned is started, or the probe says ready.
     lo.portless = true;

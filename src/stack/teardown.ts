@@ -10,8 +10,8 @@ import type { StackResult } from './stack-types.js';
 
 /*
  * The end of a stack: dependents first, latest started first, TERM then KILL after each
- * service's stop_grace (or KILL at once when forced); leases of replicas that never started
- * are given back; then the run directory is made final and `done` resolves.
+ * service's stop_grace (or KILL at once when forced); then every replica's leases are given
+ * back, the run directory is made final and `done` resolves.
  */
 
 const STARTED_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'owned', 'ready']);
@@ -62,12 +62,10 @@ async function tearDown(st: StackRun): Promise<void> {
     const reps = wave.flatMap((name) => st.byName.get(name)?.replicas ?? []);
     await Promise.all(reps.map((rep) => stopReplica(st, rep, why)));
   }
-  // Never started (or waiting for a restart): give their ports back.
-  for (const rep of st.replicas) {
-    await releaseReservation(st, rep);
-    if (!rep.runner && !rep.final) endAbandoned(rep);
-  }
+  for (const rep of st.replicas) if (!rep.runner && !rep.final) endAbandoned(rep);
   await Promise.all(st.replicas.filter((r) => r.runner || r.final).map((r) => r.ended));
+  // Nothing runs any more (a replica waiting for its restart has ended): every lease back.
+  for (const rep of st.replicas) await releasePorts(st, rep);
 }
 
 async function stopReplica(st: StackRun, rep: Replica, why: string): Promise<void> {
@@ -87,14 +85,15 @@ async function stopReplica(st: StackRun, rep: Replica, why: string): Promise<voi
   await rep.ended;
 }
 
-export async function releaseReservation(st: StackRun, rep: Replica): Promise<void> {
-  const r = rep.reservation;
-  rep.reservation = undefined;
-  if (!r) return;
+/** The replica's leases back (its holds closed): only once nothing of it runs any more. */
+export async function releasePorts(st: StackRun, rep: Replica): Promise<void> {
+  const set = rep.set;
+  rep.set = undefined;
+  if (!set) return;
   try {
-    await r.release();
+    await set.release();
   } catch (e) {
-    st.warn(`could not release the lease of port ${r.ports[0]} (${rep.label}): ${(e as Error).message}`);
+    st.warn(`could not release the leases of ${rep.label} (port ${rep.port}): ${(e as Error).message}`);
   }
 }
 
