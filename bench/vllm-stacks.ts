@@ -4,7 +4,7 @@
  *   berth       named ports `http: 1, dist: { block: 16 }`, VLLM_PORT={ports.dist}
  *   stride-100  what users ship today: VLLM_PORT = 20000 + 100 * engine, same base in every stack
  *   port+1      today's single berth port, VLLM_PORT = port + 1
- * Counted: engines that answered /health, engines that died with EADDRINUSE, internal ports two engines chose, stacks that
+ * Counted: engines that answered /health, engines that died with EADDRINUSE, ports (internal or API) two engines chose, stacks that
  * failed, and the time from the 8 `berth up` starts until every stack's engines were ready.
  * The engines are test/fixtures/services/vllm-like.py (vLLM's scan, probe then bind later);
  * the driver is test/fixtures/services/vllm-stacks.ts.
@@ -84,7 +84,7 @@ export async function benchVllmStacks(ctx: BenchContext): Promise<Section> {
         ];
   const body = [
     table(
-      ['VLLM_PORT scheme', 'engines ready', 'engines failed (EADDRINUSE)', 'internal ports chosen twice', 'stacks failed', 'runs with every stack ready', 'time to all ready (median)'],
+      ['VLLM_PORT scheme', 'engines ready', 'engines failed (EADDRINUSE)', 'ports two engines chose', 'stacks failed', 'runs with every stack ready', 'time to all ready (median)'],
       SCHEMES.map(({ scheme, label }) => [label, ...cells(rows.get(scheme)!)]),
     ),
     '',
