@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -25,7 +25,10 @@ import { benchPortCli } from './port-cli.js';
 import { benchReadyLatency } from './ready-latency.js';
 import { benchSocketTable } from './socket-table.js';
 import { benchStackOverhead } from './stack-overhead.js';
+import { benchScale, benchScaleAlloc, benchScaleLoad } from './scale-up.js';
+import { benchMultinode } from './multinode-emulation.js';
 import { benchVllmStacks } from './vllm-stacks.js';
+import { benchSetAlloc } from './set-alloc.js';
 
 interface Bench {
   key: string;
@@ -83,6 +86,11 @@ const BENCHES: Bench[] = [
   { key: 'stack', title: '6. `berth up` start-up overhead', needsNetns: false, run: benchStack },
   { key: 'binary', title: '7. Single executable start-up and size', needsNetns: false, run: benchBinary },
   { key: 'vllm', title: '8. Eight vLLM-like stacks on one host', needsNetns: true, run: benchVllmStacks },
+  { key: 'scale', title: '9. `berth up` at scale, beside the floor', needsNetns: true, run: benchScale },
+  { key: 'scale-load', title: '10. `berth up` on a loaded host', needsNetns: true, run: benchScaleLoad },
+  { key: 'scale-alloc', title: "11. A whole stack's ports in one pass", needsNetns: true, run: benchScaleAlloc },
+  { key: 'multinode', title: '12. Multi-node rendezvous, emulated', needsNetns: true, run: benchMultinode },
+  { key: 'set-alloc', title: '13. A port set with a 100-port block', needsNetns: true, run: benchSetAlloc },
 ];
 
 function sh(cmd: string, args: string[]): string | undefined {

@@ -3,7 +3,7 @@
  * up), so benchmarks see only their own sockets and never touch the host's ports.
  */
 import { spawn } from 'node:child_process';
-import { netnsArgv, netnsUnavailable } from '../../test/helpers/netns.js';
+import { netnsArgv, netnsUnavailable, type NetnsSysctls } from '../../test/helpers/netns.js';
 
 export { netnsUnavailable };
 
@@ -12,6 +12,8 @@ export interface NetnsRunOptions {
   maxFiles?: boolean;
   timeoutMs?: number;
   env?: NodeJS.ProcessEnv;
+  /** Port sysctls of the namespace (ephemeral range, reserved ports). */
+  sysctls?: NetnsSysctls;
 }
 
 /**
@@ -20,7 +22,7 @@ export interface NetnsRunOptions {
  */
 export function runChildInNetns<T>(script: string, config: unknown, opts: NetnsRunOptions = {}): Promise<T> {
   const prefix = opts.maxFiles ? ['sh', '-c', 'ulimit -n "$(ulimit -Hn)" && exec "$@"', 'bench'] : [];
-  const argv = [...netnsArgv(), ...prefix, process.execPath, script, JSON.stringify(config)];
+  const argv = [...netnsArgv(opts.sysctls ?? {}), ...prefix, process.execPath, script, JSON.stringify(config)];
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'inherit'] });
     let stdout = '';
