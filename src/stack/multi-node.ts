@@ -208,6 +208,12 @@ export interface MultiNodeOptions extends RunStackOptions {
   berth?: string[];
   /** Progress lines ("agents started on n[1-3]", "node n2 ready"). */
   onMessage?: (text: string) => void;
+  /**
+   * How often the node files are read while the nodes start (default 100 ms; twice that once
+   * they are ready). Each look reads every node's file: on a shared filesystem that is one
+   * open and read per node per look (docs/scale.md).
+   */
+  pollMs?: number;
 }
 
 /** The run directory, made before any agent starts: a used one would have them run for nothing. */
@@ -341,7 +347,7 @@ class MultiNodeStack {
       }
       if (this.nodeFailure || this.stopping) break;
       if (this.plan.agentNodes.every((n) => files.get(n)?.state === 'ready')) break;
-      await this.sleep(POLL_MS);
+      await this.sleep(this.o.pollMs ?? POLL_MS);
     }
     if (this.nodeFailure) {
       await this.stopAgents();
@@ -356,7 +362,7 @@ class MultiNodeStack {
     }
     const external = externalEndpoints(this.plan, files, addresses);
     if (this.plan.local.services.length === 0) return this.runWithoutLocal(external);
-    const { stackFile: _f, berth: _b, onMessage: _m, ...ro } = this.o;
+    const { stackFile: _f, berth: _b, onMessage: _m, pollMs: _p, ...ro } = this.o;
     this.local = runStack(this.plan.local, {
       ...ro,
       runDir: this.runDir,
@@ -379,7 +385,7 @@ class MultiNodeStack {
         void this.local.stop();
         break;
       }
-      await this.sleep(POLL_MS * 2);
+      await this.sleep((this.o.pollMs ?? POLL_MS) * 2);
     }
     const localResult = await this.local.done;
     await this.stopAgents();
@@ -403,7 +409,7 @@ class MultiNodeStack {
     while (!this.stopping) {
       this.readNodes();
       if (this.nodeFailure) break;
-      await this.sleep(POLL_MS * 2);
+      await this.sleep((this.o.pollMs ?? POLL_MS) * 2);
     }
     await this.stopAgents();
     return this.nodeFailure ? this.nodeFailureResult() : this.stoppedResult();

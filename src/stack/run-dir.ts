@@ -11,8 +11,9 @@ import type { ReplicaState } from './spec.js';
 
 /*
  * The run directory of one `berth up`:
- *   endpoints.json   every replica's host, port, url, pid, state; replaced atomically on every
- *                    change, so a reader outside the stack never sees half a file
+ *   endpoints.json   every replica's host, port, url, pid, state; replaced atomically (a reader
+ *                    outside the stack never sees half a file) soon after every change: see
+ *                    RunDir.update for how changes are batched
  *   events.jsonl     every state change, one JSON object a line, appended (O_APPEND: whole lines)
  *   logs/<service>-<replica>.out|.err
  *   diagnostics/<service>-<replica>/   bundles of failed launches
@@ -45,7 +46,6 @@ export interface EndpointRecord {
   state: ReplicaState;
   /** When it entered this state (ISO 8601 UTC). */
   since: string;
-}
   /** Its named ports: a single as its port, a block as {first, last, count}. */
   ports?: Record<string, number | { first: number; last: number; count: number }>;
   /** Listeners of its process tree outside its ports (the listener audit), when any. */
@@ -57,6 +57,7 @@ export function portsRecord(set: readonly AssignedPorts[]): NonNullable<Endpoint
   const out: NonNullable<EndpointRecord['ports']> = {};
   for (const a of set) out[a.name] = a.kind === 'single' ? a.ports[0]! : { first: a.ports[0]!, last: a.ports[a.ports.length - 1]!, count: a.ports.length };
   return out;
+}
 
 export interface EndpointsDocument {
   /** The stack file as given. */
@@ -78,11 +79,11 @@ export interface ReplicaUpdate {
   host?: string;
   pid?: number;
   port?: number;
-  code?: number | null;
   /** The replica's port set (sticks once given). */
   ports?: readonly AssignedPorts[];
   /** Every listener outside its set found so far (replaces the list). */
   unexpectedListeners?: AuditFinding[];
+  code?: number | null;
   signal?: string;
   detail?: string;
   t?: Date;
@@ -121,9 +122,9 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.host !== undefined) rec.host = u.host;
   if (u.port !== undefined) rec.port = u.port;
   if (u.pid !== undefined) rec.pid = u.pid;
-  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port }) : null;
   if (u.ports !== undefined) rec.ports = portsRecord(u.ports);
   if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
+  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port }) : null;
   if (rec.state !== u.state) rec.since = t;
   rec.state = u.state;
   const ev: StackEvent = { t, service: u.service, replica: u.replica, state: u.state };
@@ -172,6 +173,25 @@ export interface RunDirOptions {
   now?: Date;
 }
 
+/*
+ * endpoints.json is O(replicas) and changes O(replicas) times while a stack starts, so writing
+ * it on every change is quadratic: at 128 replicas that was a quarter of berth's time (the
+ * rename over the old file makes ext4 start writing the new one back, auto_da_alloc). Changes
+ * are therefore batched: the first change after a quiet spell is written at the end of the
+ * current turn (every change made in that turn shares the write); while changes keep coming,
+ * the next write waits FLUSH_GAP_FACTOR times as long as the last write took (between
+ * FLUSH_GAP_MIN_MS and FLUSH_GAP_MAX_MS), so writing takes at most about a tenth of the time
+ * and the file lags the stack by at most that gap. events.jsonl still gets every change at
+ * once. endpointsDocument(), flush() and close() write a pending change before they return,
+ * so the document berth prints when the stack is ready is also what the file holds.
+ * events.jsonl lines are appended at the end of the turn that made them (one write for all
+ * the changes of a turn: a stack's replicas change state in bursts), always before the
+ * endpoints.json that includes them.
+ */
+const FLUSH_GAP_FACTOR = 10;
+const FLUSH_GAP_MIN_MS = 10;
+const FLUSH_GAP_MAX_MS = 250;
+
 export class RunDir {
   readonly logsDir: string;
   readonly endpointsFile: string;
@@ -179,6 +199,20 @@ export class RunDir {
   private readonly tmpFile: string;
   private readonly table: EndpointRecord[] = [];
   private eventsFd: number | undefined;
+  /** Changes not written to endpoints.json yet: the time of the latest (its `updated`). */
+  private pending: string | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushImmediate: NodeJS.Immediate | undefined;
+  /** When the last write of endpoints.json ended, and how long it took (performance.now() ms). */
+  private lastWriteEnd = -Infinity;
+  private lastWriteMs = 0;
+  /** A batched write that failed: thrown by the next update(), which stops the stack. */
+  private writeFailure: BerthError | undefined;
+  /** Writes of endpoints.json so far (for benchmarks and tests). */
+  endpointsWrites = 0;
+  /** events.jsonl lines of this turn, not written yet. */
+  private eventLines: string[] = [];
+  private eventsImmediate: NodeJS.Immediate | undefined;
 
   constructor(
     /** Absolute path. */
@@ -207,36 +241,125 @@ export class RunDir {
     return this.table.map((r) => ({ ...r }));
   }
 
-  /** Records a state change: appends it to events.jsonl, then replaces endpoints.json. */
+  /**
+   * Records a state change: appends it to events.jsonl now, and replaces endpoints.json soon
+   * (batched, see above). Throws BerthError(74) when either write failed, this one or an
+   * earlier batched one.
+   */
   update(u: ReplicaUpdate): StackEvent {
+    if (this.writeFailure) throw this.writeFailure;
     const ev = applyUpdate(this.table, u);
     this.appendEvent(ev);
-    this.writeEndpoints(ev.t);
+    this.pending = ev.t;
+    this.scheduleFlush();
     return ev;
   }
 
-  endpointsDocument(updated: string = new Date().toISOString()): EndpointsDocument {
+  /** The current document; a change not yet in endpoints.json is written first. */
+  endpointsDocument(updated?: string): EndpointsDocument {
+    if (this.pending !== undefined) {
+      try {
+        this.flush();
+      } catch {
+        // kept in writeFailure: the next update() reports it
+      }
+    }
+    return this.document(updated ?? new Date().toISOString());
+  }
+
+  private document(updated: string): EndpointsDocument {
     return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas() };
   }
 
+  /** Writes pending changes now (nothing when events.jsonl and endpoints.json are current). */
+  flush(): void {
+    this.flushEvents();
+    if (this.pending !== undefined) this.writeEndpoints(this.pending);
+  }
+
+  /** Replaces endpoints.json with the current table now (a pending batched write is folded in). */
   writeEndpoints(updated?: string): void {
+    this.flushEvents();
+    this.cancelFlush();
+    this.pending = undefined;
+    const t0 = performance.now();
     try {
-      replaceFile(this.endpointsFile, JSON.stringify(this.endpointsDocument(updated), null, 2) + '\n', this.tmpFile);
+      replaceFile(this.endpointsFile, JSON.stringify(this.document(updated ?? new Date().toISOString()), null, 2) + '\n', this.tmpFile);
     } catch (e) {
-      throw writeError(this.endpointsFile, e);
+      this.writeFailure = writeError(this.endpointsFile, e);
+      throw this.writeFailure;
+    } finally {
+      this.lastWriteEnd = performance.now();
+      this.lastWriteMs = this.lastWriteEnd - t0;
+      this.endpointsWrites++;
     }
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.flushImmediate) return;
+    const gap = Math.min(FLUSH_GAP_MAX_MS, Math.max(FLUSH_GAP_MIN_MS, this.lastWriteMs * FLUSH_GAP_FACTOR));
+    const wait = this.lastWriteEnd + gap - performance.now();
+    const write = () => {
+      this.flushTimer = undefined;
+      this.flushImmediate = undefined;
+      try {
+        this.flush();
+      } catch {
+        // kept in writeFailure: the next update() reports it
+      }
+    };
+    if (wait <= 0) this.flushImmediate = setImmediate(write);
+    else this.flushTimer = setTimeout(write, wait);
+  }
+
+  private cancelFlush(): void {
+    clearTimeout(this.flushTimer);
+    if (this.flushImmediate) clearImmediate(this.flushImmediate);
+    this.flushTimer = undefined;
+    this.flushImmediate = undefined;
   }
 
   private appendEvent(ev: StackEvent): void {
     try {
+      // Opened now: a run directory that cannot take events fails the first change, not later.
       this.eventsFd ??= openForAppend(this.eventsFile);
-      writeSync(this.eventsFd, formatEvent(ev));
     } catch (e) {
       throw writeError(this.eventsFile, e);
     }
+    this.eventLines.push(formatEvent(ev));
+    this.eventsImmediate ??= setImmediate(() => {
+      this.eventsImmediate = undefined;
+      try {
+        this.flushEvents();
+      } catch {
+        // kept in writeFailure: the next update() reports it
+      }
+    });
   }
 
+  private flushEvents(): void {
+    if (this.eventsImmediate) clearImmediate(this.eventsImmediate);
+    this.eventsImmediate = undefined;
+    if (this.eventLines.length === 0 || this.eventsFd === undefined) return;
+    const buf = Buffer.from(this.eventLines.join(''));
+    this.eventLines = [];
+    try {
+      // O_APPEND: each write lands whole at the end; a short write continues where it stopped.
+      for (let off = 0; off < buf.length; ) off += writeSync(this.eventsFd, buf, off);
+    } catch (e) {
+      this.writeFailure = writeError(this.eventsFile, e);
+      throw this.writeFailure;
+    }
+  }
+
+  /** Writes a pending change of endpoints.json (best effort: a failure was reported by update()) and closes events.jsonl. */
   close(): void {
+    try {
+      this.flush();
+    } catch {
+      // reported through update() or writeEndpoints()
+    }
+    this.cancelFlush();
     if (this.eventsFd !== undefined) closeSync(this.eventsFd);
     this.eventsFd = undefined;
   }
