@@ -76,7 +76,7 @@ for (let rep = 0; rep <= cfg.reps; rep++) {
   planBlockStarts(plan.candidates, cfg.block);
   if (rep > 0) ms.plan!.push(nowMs() - t);
 }
-for (const s of held) s.close();
 const busyInTable = readHostMap({ localPorts: [source.range] }).sockets.length;
+for (const s of held) s.close();
 process.stdout.write(`${JSON.stringify({ ms, releaseMs, where, busyInTable })}\n`);
 process.exit(0);

@@ -18,7 +18,7 @@ const BLOCK = 100;
 /**
  * Half of 20000-21999 busy: every even port of 20000-21599 (800 listeners, so the odd
  * ports between them are free singles but no run of 100) and all of 21700-21899 (200).
- * The block's only fits are 21600-21699 and 21900-21999: the planner must pass 800
+ * The block fits only inside 21599-21699 and 21900-21999: the planner must pass 800
  * fragmented candidates to find the first.
  */
 function busyPorts(): number[] {
@@ -69,7 +69,7 @@ export async function benchSetAlloc(ctx: BenchContext): Promise<Section> {
     table(['allocation', 'reserveSet() ms (median)', 'release() ms (median)', 'ports'], rows),
     '',
     `Band ${LO}-${HI} in a fresh network namespace with ${busy.length} of its ${HI - LO + 1} ports busy (${res.busyInTable} listeners in the table): every even port of ${LO}-21599, so the odd ports between are free but no two are adjacent, and all of 21700-21899. ` +
-      `A ${BLOCK}-port block fits only at 21600-21699 and 21900-21999. Median of ${reps} repetitions after one warm-up, the loops interleaved; lease directory private, on ${ctx.tmp.startsWith('/tmp') ? '/tmp' : ctx.tmp}. Measured by bench/set-alloc.ts.`,
+      `A ${BLOCK}-port block fits only inside 21599-21699 and 21900-21999. Median of ${reps} repetitions after one warm-up, the loops interleaved; lease directory private, on ${ctx.tmp.startsWith('/tmp') ? '/tmp' : ctx.tmp}. Measured by bench/set-alloc.ts.`,
     '',
     `Planning is not where the time goes: one read of the socket table, one scan of the lease directory and one pass over the candidates serve the whole set. ` +
       `Each port of the block still gets its own lease file (temporary file, link(), re-read once the port is bound, rewritten at commit) and a hold that proves it bindable, so the block costs about what ${BLOCK} separate ports cost, ${fmt(perPort, 3)} ms per port here: the per-port floor of the lease directory (section 1, "floor per port").`,
