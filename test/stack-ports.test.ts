@@ -30,6 +30,13 @@ const names = process.env.LISTEN_FDNAMES.split(':');
 console.log(JSON.stringify({ fds: process.env.LISTEN_FDS, names: process.env.LISTEN_FDNAMES, pid: process.env.LISTEN_PID === String(process.pid) }));
 names.forEach((name, i) => http.createServer((q, s) => s.end(name + '\\n')).listen({ fd: 3 + i }));
 `;
+// Listens on its port and on one more the kernel picks (in the ephemeral range), like
+// redis --cluster-enabled's bus port.
+const TWO_LISTENERS = `
+import http from 'node:http';
+http.createServer((q, s) => s.end('ok\\n')).listen(Number(process.argv[2]), '127.0.0.1');
+const extra = http.createServer(() => {}).listen(0, '127.0.0.1', () => console.log('extra ' + extra.address().port));
+`;
 // The job: GET each URL it is given, print the answers, exit 0.
 const FETCH_ALL = `
 const out = [];
@@ -149,6 +156,41 @@ services:
     const ports = doc.replicas.find((x) => x.service === 'api')!.ports!;
     assert.match(r.stdout, new RegExp(`http://127.0.0.1:${ports.http}/ -> http\\n`));
     assert.match(r.stdout, new RegExp(`http://127.0.0.1:${ports.admin}/ -> admin`));
+  });
+
+  test('the listener audit: a port outside the set is in endpoints.json and events.jsonl, and said once', async (t) => {
+    if (!requireNetns(t)) return;
+    const b = box('');
+    t.after(() => b.cleanup());
+    writeFileSync(join(b.dir, 'two.mjs'), TWO_LISTENERS);
+    writeFileSync(
+      b.stack,
+      `
+services:
+  cache:
+    range: 23000-23099
+    ports: { client: 1 }
+    command: [${JSON.stringify(NODE)}, two.mjs, "{ports.client}"]
+    ready: http://127.0.0.1:{ports.client}/
+  job:
+    job: true
+    depends_on: [cache]
+    command: ${svc('--exit-after', '3000')}
+`,
+    );
+    const r = await up(b).result;
+    assert.equal(r.code, 0, r.stderr);
+    const extra = Number(/extra (\d+)/.exec(readFileSync(join(b.runDir, 'logs', 'cache-0.out'), 'utf8'))![1]);
+    const doc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')) as {
+      replicas: { service: string; unexpectedListeners?: { port: number; ephemeral: boolean; message: string }[] }[];
+    };
+    const found = doc.replicas.find((x) => x.service === 'cache')!.unexpectedListeners ?? [];
+    assert.deepEqual(found.map((f) => [f.port, f.ephemeral]), [[extra, true]], JSON.stringify(doc));
+    assert.equal(doc.replicas.find((x) => x.service === 'job')!.unexpectedListeners, undefined);
+    const ev = events(b).find((e) => e.service === 'cache' && e.detail?.includes(String(extra)));
+    assert.ok(ev, 'events.jsonl has the finding with detail');
+    const said = r.stderr.split('\n').filter((l) => l.includes(`${extra}`) && l.includes('warning'));
+    assert.equal(said.length, 1, `said once on stderr:\n${r.stderr}`);
   });
 
   test('a bad ports: is refused before anything starts: exit 65, file:line', async (t) => {
