@@ -2,16 +2,16 @@
  * Restarts keep their ports (issue 10, item 4): an engine replica SIGKILLed while a proxy
  * that was given {engine.urls} sends it traffic comes back on the same port (its leases
  * kept, its single port held again during the pause), and the proxy gets answers from the
- * new process at the old address. Today's failure mode was the replica moving to another
- * port, leaving the proxy with a dead address. Runs in a network namespace of its own.
+ * new process at the old address (the old failure: the replica moved to another port and
+ * the proxy kept a dead address). A restart whose port someone took meanwhile fails with 69
+ * naming the taker instead of moving. Each stack runs in a network namespace of its own.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { requireNetns } from './helpers/netns.js';
-import { box, events, NODE } from './fixtures/up/harness.js';
-import { up } from './fixtures/up/harness.js';
+import { box, events, NODE, up } from './fixtures/up/harness.js';
 
 // An engine: answers "engine PID PORT" on every path (/health too).
 const ENGINE = `
@@ -55,6 +55,58 @@ let after = 0, afterFailed = 0;
 for (let i = 0; i < 20; i++) { if (await get()) after++; else afterFailed++; }
 console.log(JSON.stringify({ engines: Object.fromEntries(seen), victim, port, back, failedDuringRestart: failed, after, afterFailed }));
 `;
+
+// An engine that, on GET /close, stops listening, then exits 1 a second later.
+const CLOSING_ENGINE = `
+import http from 'node:http';
+const port = Number(process.argv[2]);
+const server = http.createServer((q, s) => {
+  s.end('engine ' + process.pid + '\\n');
+  if (q.url === '/close') { server.close(); server.closeAllConnections(); setTimeout(() => process.exit(1), 1000); }
+}).listen(port, '127.0.0.1');
+`;
+// A squatter: asks the engine to close, then takes its port the moment it is free, and keeps it.
+const SQUATTER = `
+import net from 'node:net';
+const port = Number(process.argv[2]);
+await fetch('http://127.0.0.1:' + port + '/close').catch(() => {});
+const take = () => net.createServer().on('error', () => setTimeout(take, 5)).listen(port, '127.0.0.1', () => console.log('squatter took ' + port));
+take();
+setInterval(() => {}, 1 << 30);
+`;
+
+test('a restart whose port was taken fails with 69 naming the taker (it never moves)', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box('');
+  t.after(() => b.cleanup());
+  for (const [f, text] of [['engine.mjs', CLOSING_ENGINE], ['squatter.mjs', SQUATTER]] as const) writeFileSync(join(b.dir, f), text);
+  const node = JSON.stringify(NODE);
+  writeFileSync(
+    b.stack,
+    `
+services:
+  engine:
+    range: 20000-20099
+    ports: { http: 1 }
+    command: [${node}, engine.mjs, "{ports.http}"]
+    ready: http://127.0.0.1:{ports.http}/health
+    restart: on-failure
+    restart_limit: 1
+  squatter:
+    job: true
+    depends_on: [engine]
+    command: [${node}, squatter.mjs, "{engine.port.http}"]
+`,
+  );
+  const r = await up(b, [], { timeoutMs: 60_000 }).result;
+  assert.equal(r.code, 69, r.stderr);
+  const port = Number(/squatter took (\d+)/.exec(r.stdout)?.[1]);
+  assert.ok(port >= 20000 && port <= 20099, r.stdout);
+  assert.match(r.stderr, new RegExp(`engine/0 failed: restart: cannot come back on its ports: cannot hold port ${port} again \\(EADDRINUSE\\): it is in use: .*squatter`));
+  const evs = events(b).filter((e) => e.service === 'engine');
+  assert.deepEqual([...new Set(evs.map((e) => e.port))], [port], 'every event of the engine names its one port');
+  assert.equal(evs.filter((e) => e.state === 'starting').length, 1, 'no second start elsewhere');
+});
 
 test('a SIGKILLed engine restarts on the same port and its proxy keeps getting answers', async (t) => {
   if (!requireNetns(t)) return;
