@@ -62,6 +62,8 @@ test('berth: ports { http: 1, dist: { block: 16 } } — no EADDRINUSE, internal 
     assert.equal(e.internal.length, 4);
     for (const p of e.internal) assert.ok(p >= e.block.first && p <= e.block.last, `stack-${e.stack}/engine-${e.replica}: internal port ${p} outside its block ${e.block.first}-${e.block.last}`);
     assert.ok(e.api !== undefined && (e.api < e.block.first || e.api > e.block.last), 'the http port is not inside the block');
+    // Everything the engine listens on is in its set: the audit has nothing to report.
+    assert.equal(e.unexpected, undefined, `stack-${e.stack}/engine-${e.replica}: unexpected listeners ${e.unexpected?.join(',')}`);
   }
   const blocks = r.engines.map((e) => e.block!).sort((a, b) => a.first - b.first);
   for (let i = 1; i < blocks.length; i++) assert.ok(blocks[i]!.first > blocks[i - 1]!.last, `blocks overlap: ${JSON.stringify(blocks[i - 1])} and ${JSON.stringify(blocks[i])}`);
