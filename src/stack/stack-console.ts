@@ -52,7 +52,10 @@ export class StackConsole {
   /** Text to a stream, above the live table when that stream shares the terminal. */
   private write(to: NodeJS.WritableStream, text: string): void {
     if (this.view && this.live && isTTY(to)) this.view.print(text, to as unknown as StatusStream);
-    else to.write(text);
+    else {
+      this.view?.flush(); // the status lines of this turn came first
+      to.write(text);
+    }
   }
 
   /** The job's stdout or stderr, unchanged (whole lines at a time above a live table). */
@@ -64,7 +67,12 @@ export class StackConsole {
       this.flushers.push(() => lines.flush());
       return lines;
     }
-    return { push: (chunk) => void to.write(chunk) };
+    return {
+      push: (chunk) => {
+        this.view?.flush(); // the status lines of this turn came first
+        to.write(chunk);
+      },
+    };
   }
 
   /** `--follow` / `logs: attach`: whole lines prefixed "service/replica | ", on stderr. */

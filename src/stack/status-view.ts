@@ -114,11 +114,22 @@ export function wantColor(live: boolean, env: NodeJS.ProcessEnv = process.env): 
   return live && (env.NO_COLOR === undefined || env.NO_COLOR === '') && env.TERM !== 'dumb';
 }
 
+/** A live table is redrawn at most this often while states change (and once more after the last change). */
+const REDRAW_GAP_MS = 50;
+
 export class StatusView {
   readonly live: boolean;
   readonly color: boolean;
   private readonly rows: StatusRow[] = [];
+  /** "service/replica" → its row: a big stack's every event must not search the table. */
+  private readonly byKey = new Map<string, StatusRow>();
   private drawn = 0;
+  /** Plain lines of this turn, written together at its end (see update). */
+  private lines: string[] = [];
+  private linesImmediate: NodeJS.Immediate | undefined;
+  /** Live: when the table was last drawn (this.now() ms), and a redraw waiting for its turn. */
+  private lastDraw = -Infinity;
+  private redrawTimer: NodeJS.Timeout | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly now: () => number;
@@ -137,20 +148,51 @@ export class StatusView {
     }
   }
 
-  /** A state change: a plain line, or the table redrawn. */
+  /**
+   * A state change: a plain line, or the table redrawn. A big stack changes hundreds of
+   * states within a second, so neither is done per event: plain lines are written together
+   * at the end of the turn (one write to the pipe or file instead of one per line; on a busy
+   * host every write that wakes a reader can cost the writer its time slice), and the table
+   * is redrawn at most every REDRAW_GAP_MS (each frame is the whole table: per event that was
+   * quadratic in the replicas). print(), flush() and close() write what is pending first.
+   */
   update(e: StackEvent): void {
     if (this.closed) return;
-    let row = this.rows.find((r) => r.service === e.service && r.replica === e.replica);
+    const key = `${e.service}/${e.replica}`;
+    let row = this.byKey.get(key);
     if (!row) {
       row = { service: e.service, replica: e.replica, state: e.state, since: Date.parse(e.t) };
       this.rows.push(row);
+      this.byKey.set(key, row);
     }
     if (row.state !== e.state) row.since = Date.parse(e.t);
     row.state = e.state;
     if (e.port !== undefined) row.port = e.port;
     if (e.pid !== undefined) row.pid = e.pid;
-    if (this.live) this.redraw();
-    else this.out.write(formatEventLine(e) + '\n');
+    if (this.live) this.redrawSoon();
+    else {
+      this.lines.push(formatEventLine(e) + '\n');
+      this.linesImmediate ??= setImmediate(() => this.flush());
+    }
+  }
+
+  /** Plain lines not written yet go out now (before anything else is written to the stream). */
+  flush(): void {
+    if (this.linesImmediate) clearImmediate(this.linesImmediate);
+    this.linesImmediate = undefined;
+    if (this.lines.length === 0) return;
+    const text = this.lines.join('');
+    this.lines = [];
+    this.out.write(text);
+  }
+
+  private redrawSoon(): void {
+    const wait = this.lastDraw + REDRAW_GAP_MS - this.now();
+    if (wait <= 0) return this.redraw();
+    this.redrawTimer ??= setTimeout(() => {
+      this.redrawTimer = undefined;
+      this.redraw();
+    }, wait);
   }
 
   /**
@@ -160,6 +202,7 @@ export class StatusView {
   print(text: string, to: StatusStream = this.out): void {
     if (text === '') return;
     const t = text.endsWith('\n') ? text : text + '\n';
+    this.flush();
     if (!this.live || this.closed) {
       to.write(t);
       return;
@@ -177,6 +220,9 @@ export class StatusView {
 
   private redraw(): void {
     if (!this.live || this.closed || this.rows.length === 0) return;
+    clearTimeout(this.redrawTimer);
+    this.redrawTimer = undefined;
+    this.lastDraw = this.now();
     const lines = renderTable(this.rows, this.now(), { color: this.color, ...(this.out.columns ? { width: this.out.columns } : {}) });
     this.out.write(eraseFrame(this.drawn) + lines.join('\n') + '\n');
     this.drawn = lines.length;
@@ -185,6 +231,7 @@ export class StatusView {
   /** Final frame stays on screen; nothing is drawn after this. */
   close(): void {
     if (this.closed) return;
+    this.flush();
     this.redraw();
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
