@@ -66,8 +66,8 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
     listeners,
     ephemeral: snap.ephemeral,
     reported: s.audited,
-    // A stack's set is declared in its file, `berth run`'s with --ports.
-    blockHint: s.o.portSet ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N',
+    // A stack (it keeps its leases) declares its set in its file, `berth run` with --ports.
+    blockHint: s.o.portSet || s.o.keepReservation ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N',
   });
   if (found.length === 0) return;
   for (const f of found) {
