@@ -95,6 +95,21 @@ describe('berth port --block / --ports', () => {
     assert.match(tooBig!.err, /the longest run of usable ports is 20001-20009 \(9\)\n  1 taken by this set's other ports: 20000\n/);
   });
 
+  test('berth leases shows a block as one row', async (t) => {
+    if (!requireNetns(t)) return;
+    const [, , leases] = await inOneNetns([
+      ['port', '--range', '20000-20099', '--ports', 'http,dist=block:32', '--ttl', '1m', '--name', 'eng'],
+      ['port', '--range', '20000-20099', '--block', '5', '--ttl', '1m'],
+      ['leases'],
+    ]);
+    assert.equal(leases!.code, 0, leases!.err);
+    const lines = leases!.out.trim().split('\n');
+    assert.match(lines[1]!, /^20000 +live +\S+ +expires in \d+s +eng\/http$/);
+    assert.match(lines[2]!, /^20001-20032 +live +\S+ +expires in \d+s +eng\/dist \(32 ports\)$/);
+    assert.match(lines[3]!, /^20033-20037 +live +\S+ +expires in \d+s +\(5 ports\)$/);
+    assert.equal(lines.length, 4);
+  });
+
   test('usage errors exit 64 and say why', async () => {
     const cases: [string[], RegExp][] = [
       [['--block', '8', '--count', '2'], /--count 2 and --block: give one/],

@@ -59,3 +59,48 @@ export function leaseNotes(scan: ReturnType<typeof scanLeases>): string[] {
   }
   return notes;
 }
+
+/** One row of the `berth leases` table: a lease, or a run of leases made together. */
+export interface LeaseRow {
+  /** "20100" or "20100-20131". */
+  ports: string;
+  /** The first lease of the run (the others differ only in port). */
+  lease: ListedLease;
+  count: number;
+}
+
+/** Leases of one allocation share all of this; a block's ports differ only in port. */
+function sameAllocation(a: ListedLease, b: ListedLease): boolean {
+  return (
+    a.state === b.state &&
+    a.uid === b.uid &&
+    a.pid === b.pid &&
+    a.pidStart === b.pidStart &&
+    a.expiresAt === b.expiresAt &&
+    a.name === b.name &&
+    a.createdAt === b.createdAt &&
+    a.createdBy === b.createdBy &&
+    a.slurmJobId === b.slurmJobId &&
+    a.slurmStepId === b.slurmStepId &&
+    a.pending?.set === b.pending?.set
+  );
+}
+
+/**
+ * Consecutive ports leased together (a block, or a --count run that came out contiguous)
+ * as one row: a 1000-port Ray worker block is one line, not a thousand. `leases` is sorted
+ * by port (scanLeases).
+ */
+export function leaseRows(leases: readonly ListedLease[]): LeaseRow[] {
+  const rows: LeaseRow[] = [];
+  let last: ListedLease | undefined;
+  for (const l of leases) {
+    const row = rows[rows.length - 1];
+    if (row !== undefined && last !== undefined && l.port === last.port + 1 && sameAllocation(row.lease, l)) {
+      row.count++;
+      row.ports = `${row.lease.port}-${l.port}`;
+    } else rows.push({ ports: String(l.port), lease: l, count: 1 });
+    last = l;
+  }
+  return rows;
+}

@@ -1,7 +1,7 @@
 import { parseCommandArgs, printJson, type Command } from '../command.js';
 import { scanLeases } from '../../allocate/leases.js';
 import { procRoot } from '../env.js';
-import { leaseNotes, leaseOwnerText } from '../leases-view.js';
+import { leaseNotes, leaseOwnerText, leaseRows } from '../leases-view.js';
 import { cleanText } from '../../util/clean-text.js';
 import { userName } from '../../util/user-name.js';
 
@@ -44,7 +44,7 @@ export const leasesCommand: Command = {
     } else if (leases.length === 0) {
       process.stdout.write(`no leases (${scan.dir.path})\n`);
     } else {
-      const rows = leases.map((l) => [String(l.port), l.state, cleanText(userName(l.uid) ?? String(l.uid)), leaseOwnerText(l), cleanText(l.name ?? '')]);
+      const rows = leaseRows(leases).map(({ ports, lease: l, count }) => [ports, l.state, cleanText(userName(l.uid) ?? String(l.uid)), leaseOwnerText(l), `${cleanText(l.name ?? '')}${count > 1 ? `${l.name ? ' ' : ''}(${count} ports)` : ''}`]);
       const head = ['PORT', 'STATE', 'USER', 'OWNER', 'NAME'];
       const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
