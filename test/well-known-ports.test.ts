@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -87,6 +87,7 @@ test('berth port from the built-in band skips listed ports; from a user band it 
   const four = await berth(['port', '--count', '4'], { netns, env: { BERTH_STATE_DIR: tempStateDir() } });
   assert.equal(four.code, 69, four.stdout + four.stderr);
   const dir = mkdtempSync(join(tmpdir(), 'berth-wk-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'l.yaml');
   writeFileSync(file, 'bands:\n  docker: { range: 2375-2381 }\n');
   const all = await berth(['port', '--layout', file, '--band', 'docker', '--count', '7', '--ttl', '1m'], { netns, env: { BERTH_STATE_DIR: tempStateDir() } });
@@ -110,4 +111,29 @@ test('docs/stack.md lists exactly these ports', () => {
     for (let p = lo; p <= Number(m[2] ?? lo); p++) inDoc.add(p);
   }
   assert.deepEqual([...inDoc].sort((a, b) => a - b), WELL_KNOWN_PORTS.map((w) => w.port));
+});
+
+test('berth up: a service on the built-in band gets a set that skips listed ports (netns, real CLI)', { timeout: 120_000 }, async (t) => {
+  if (!requireNetns(t)) return;
+  const dir = mkdtempSync(join(tmpdir(), 'berth-wk-up-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'stack.yaml');
+  writeFileSync(
+    file,
+    `services:
+  svc:
+    ports: { a: 1, b: 1, c: 1 }
+    command: [/usr/bin/python3, -c, "import socket,sys,time; s=[socket.create_server(('127.0.0.1', int(p))) for p in sys.argv[1:]]; time.sleep(60)", "{ports.a}", "{ports.b}", "{ports.c}"]
+    ready: tcp
+  done:
+    depends_on: { svc: ready }
+    job: true
+    command: ["true"]
+`,
+  );
+  // As above: the built-in band is 2375-2381, whose free ports are 2377, 2378 and 2381.
+  const r = await berth(['up', file, '--run-dir', join(dir, 'run')], { netns: { ephemeral: '1024 65535', reserved: '2375-2381' }, env: { BERTH_STATE_DIR: join(dir, 'state') }, timeoutMs: 100_000 });
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(readFileSync(join(dir, 'run', 'endpoints.json'), 'utf8')) as { replicas: { service: string; ports?: Record<string, number> }[] };
+  assert.deepEqual(doc.replicas.find((x) => x.service === 'svc')?.ports, { a: 2377, b: 2378, c: 2381 });
 });
