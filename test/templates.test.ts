@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
 import { templateContext, type TemplateInput } from '../src/stack/template-context.js';
-import { renderedName, renderTemplateFile, renderTemplateText, templateProblems } from '../src/stack/templates.js';
+import { renderedName, renderTemplateFile, renderTemplateText, templateProblems, templateTagNames } from '../src/stack/templates.js';
 import { dataErrors } from './helpers/refusal.js';
 
 // Config-file templates: the context a replica sees, and mustache rendering of real config shapes.
@@ -180,4 +180,15 @@ test('renderedName drops .mustache / .tmpl only', () => {
   assert.equal(renderedName('haproxy.cfg.tmpl'), 'haproxy.cfg');
   assert.equal(renderedName('prometheus.yml'), 'prometheus.yml');
   assert.equal(renderedName('.mustache'), '.mustache');
+});
+
+test('templateTagNames: every tag\'s first name segment with its line, for the load-time dependency check', () => {
+  assert.deepEqual(templateTagNames(NGINX), [
+    { name: 'engine', line: 5 },
+    { name: 'hostport', line: 6 },
+    { name: 'host', line: 10 },
+    { name: 'port', line: 10 },
+    { name: 'engine', line: 12 },
+  ]);
+  assert.deepEqual(templateTagNames('{{#a}}'), []);
 });

@@ -144,6 +144,30 @@ export function templateProblems(text: string, context: object, file: string, op
   return problems.sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.text}`);
 }
 
+/**
+ * The first segment of every tag's name, sections' bodies included ("engine" for
+ * {{#engine.replicas}}, "hostport" inside it), with its line: the stack's load-time check can
+ * require every service named there to be a dependency, as it does for {svc.url}.
+ * A syntax error gives []: templateProblems reports it.
+ */
+export function templateTagNames(text: string, opts: RenderOptions = {}): { name: string; line: number }[] {
+  let spans: Span[];
+  try {
+    spans = Mustache.parse(text, opts.tags) as unknown as Span[];
+  } catch {
+    return [];
+  }
+  const out: { name: string; line: number }[] = [];
+  const walk = (list: readonly Span[]) => {
+    for (const [type, name, start, , children] of list) {
+      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineAt(text, start) });
+      if ((type === '#' || type === '^') && Array.isArray(children)) walk(children);
+    }
+  };
+  walk(spans);
+  return out;
+}
+
 /** Renders template text; throws BerthError(DATAERR) listing every problem as "FILE:LINE: …". */
 export function renderTemplateText(text: string, context: object, file: string, opts: RenderOptions = {}): string {
   const problems = templateProblems(text, context, file, opts);
