@@ -42,7 +42,7 @@ function summary(r: StacksResult): string {
 test('control: single port, VLLM_PORT = port + 1 — 8 stacks of 2 engines collide', { timeout: 300_000 }, async (t) => {
   if (!requireNetns(t)) return;
   const r = await runStacks('port-plus-1');
-  t.diagnostic(`port+1: ${r.failed} engines failed with EADDRINUSE, ${r.overlaps.length} internal ports chosen twice`);
+  t.diagnostic(`port+1: ${r.failed} engines failed with EADDRINUSE, ${r.overlaps.length} ports chosen by two engines`);
   assert.ok(r.failed + r.overlaps.length > 0, `expected at least one EADDRINUSE or overlap:\n${summary(r)}`);
   assert.ok(r.stacks.some((s) => s.code !== 0), 'at least one stack fails');
 });
