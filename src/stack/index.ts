@@ -14,6 +14,7 @@ export {
   describeTemplateError,
   endpointUrl,
   KNOWN_PLACEHOLDERS,
+  OWN_SET,
   parseTemplate,
   placeholdersOf,
   reachableHost,
@@ -23,11 +24,12 @@ export {
 export type { Endpoint, ParsedTemplate, Placeholder, ResolveContext, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
 export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './graph.js';
 export type { Blocked, ConditionStatus, GraphNode, ReplicaStatus, StatusMap } from './graph.js';
-export { applyUpdate, checkRunDir, createRunDir, defaultRunDir, formatEvent, RunDir, runStamp } from './run-dir.js';
+export { applyUpdate, checkRunDir, createRunDir, defaultRunDir, formatEvent, portsRecord, RunDir, runStamp } from './run-dir.js';
 export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, RunDirOptions, StackEvent } from './run-dir.js';
 export { eraseFrame, formatAge, formatClock, formatEventLine, renderTable, StatusView, wantColor } from './status-view.js';
 export type { RenderOptions, StatusRow, StatusStream, StatusViewOptions } from './status-view.js';
 export { replicaSource } from './sources.js';
+export { portsNeeded, readPortsKey } from './ports-key.js';
 export { runStack } from './orchestrate.js';
 export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './orchestrate.js';
 export type { StatusMode } from './stack-console.js';

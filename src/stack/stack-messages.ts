@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename, isAbsolute, relative } from 'node:path';
 import type { StackResult } from './orchestrate.js';
-import type { EndpointsDocument } from './run-dir.js';
+import type { EndpointRecord, EndpointsDocument } from './run-dir.js';
 
 /*
  * What `berth up` says at its two big moments: the stack is ready (where every replica is),
@@ -44,7 +44,7 @@ const cut = (s: string, max = 300) => (s.length > max ? s.slice(0, max - 1) + 'â
 
 /**
  * "stack ready after 1.52s (endpoints: â€¦/endpoints.json)" and one line per replica with its
- * url and pid. Replicas of `skip` services (the job) are left out.
+ * url, pid and other named ports. Replicas of `skip` services (the job) are left out.
  */
 export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: number; skip?: ReadonlySet<string>; cwd?: string } = {}): string {
   const reps = doc.replicas.filter((r) => !opts.skip?.has(r.service));
@@ -54,8 +54,14 @@ export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: numbe
   const width = Math.max(0, ...names.map((x) => x.length));
   const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : '(no port)'));
   const uwidth = Math.max(0, ...urls.map((x) => x.length));
-  const lines = reps.map((r, i) => `  ${names[i]!.padEnd(width)}  ${urls[i]!.padEnd(uwidth)}${r.pid === null ? '' : `  pid ${r.pid}`}`);
+  const lines = reps.map((r, i) => `  ${names[i]!.padEnd(width)}  ${urls[i]!.padEnd(uwidth)}${r.pid === null ? '' : `  pid ${r.pid}`}${otherPorts(r)}`);
   return [head, ...lines].join('\n');
+}
+
+/** "  grpc 20001  dist 20002-20033": a replica's named ports beyond the primary (in its url). */
+function otherPorts(r: EndpointRecord): string {
+  const named = Object.entries(r.ports ?? {}).slice(1);
+  return named.map(([name, v]) => `  ${name} ${typeof v === 'number' ? v : `${v.first}-${v.last}`}`).join('');
 }
 
 /**
