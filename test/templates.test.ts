@@ -124,6 +124,7 @@ test('unknown tags are refused with file, line and tag, all at once (mustache al
   assert.match(errors[0]!, /^nginx\.conf:3: unknown template tag \{\{hostprt\}\} \(did you mean "hostport"\?\); names inside this section: name, index, host, port, hostport, url, ports, first, last$/);
   assert.match(errors[1]!, /^nginx\.conf:6: unknown template tag \{\{prot\}\} \(did you mean "port"\?\); names at the top level: name, replica, replicas, host, ports, services, port, hostport, url, engine$/);
   assert.match(errors[2]!, /^nginx\.conf:7: unknown template tag \{\{#nope\}\}/);
+  assert.match(templateProblems('{{#engine.replicas}}{{#last}}{{hots}}{{/last}}{{/engine.replicas}}', templateContext(proxyInput()), 't')[0]!, /^t:1: unknown template tag \{\{hots\}\} \(did you mean "host"\?\); names inside this section: name, index, host,/);
   // Names outside the section resolve inside it, as mustache looks them up.
   assert.deepEqual(templateProblems('{{#engine.replicas}}{{replicas}} {{engine.count}}{{/engine.replicas}}', templateContext(proxyInput()), 't'), []);
 });

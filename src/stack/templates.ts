@@ -91,8 +91,11 @@ function checkSpans(spans: readonly Span[], stack: unknown[], text: string, prob
     const found = lookup(stack, name);
     if (!found.hit) {
       const hint = didYouMean(name, knownNames(stack), { anyLength: true });
-      const here = knownNames(stack.slice(-1)).filter((k) => !k.includes('.'));
-      const where = stack.length > 1 ? 'inside this section' : 'at the top level';
+      // The innermost view with names ({{#last}} pushes a boolean).
+      let at = stack.length - 1;
+      while (at > 0 && !(isObject(stack[at]) && !Array.isArray(stack[at]))) at--;
+      const here = knownNames(stack.slice(at, at + 1)).filter((k) => !k.includes('.'));
+      const where = at > 0 ? 'inside this section' : 'at the top level';
       problems.push({ line, text: `unknown template tag {{${type === 'name' ? '' : type}${name}}}${hint}; names ${where}: ${here.join(', ')}` });
     }
     if ((type === '#' || type === '^') && children) {
