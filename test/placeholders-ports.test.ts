@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { BerthError, EXIT } from '../src/errors.js';
-import { parseTemplate, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
+import { parseTemplate, portsRecord, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
+import { assignedOfRecord } from '../src/stack/run-dir.js';
 
 /* The named-port placeholders of a stack: grammar (pure parsing) and values. */
 
@@ -56,4 +57,11 @@ test('values: a dependency\'s named ports, replica 0 and joined', () => {
 test('a port the set lacks at start time is a bug (70): load-time checks catch it first', () => {
   assert.throws(() => resolveTemplate('{ports.grpc}', ctx), (e: BerthError) => e.exitCode === EXIT.SOFTWARE && /has no port "grpc"/.test(e.message));
   assert.throws(() => resolveTemplate('{etcd.port.http}', ctx), (e: BerthError) => e.exitCode === EXIT.SOFTWARE && /"etcd" has no port "http"/.test(e.message));
+});
+
+test('endpoints.json ports and back (how other nodes learn a replica\'s set)', () => {
+  const s = set(20000, 20001, 8);
+  const rec = portsRecord(s);
+  assert.deepEqual(rec, { http: 20000, dist: { first: 20001, last: 20008, count: 8 } });
+  assert.deepEqual(assignedOfRecord(rec), s);
 });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import type { AssignedPorts } from '../allocate/port-set.js';
 import { compressHostlist } from './hostlist.js';
 
 /*
@@ -18,6 +19,8 @@ export interface NodeEndpoint {
   /** The address the service listens on (0.0.0.0 / :: for every address). */
   host: string;
   port: number;
+  /** Its named ports (a stack's `ports:`), for `{svc.port.NAME}` on other nodes. */
+  ports?: AssignedPorts[];
 }
 
 /** The node file an agent keeps in the run directory. */

@@ -13,7 +13,7 @@ import { deferred } from '../util/deferred.js';
 import { selfArgv } from '../util/self.js';
 import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from './orchestrate.js';
 import { endpointUrl, reachableHost, type Endpoint } from './placeholders.js';
-import { makeRunDir, PREVIOUS_RUN, type EndpointsDocument } from './run-dir.js';
+import { assignedOfRecord, makeRunDir, PREVIOUS_RUN, type EndpointsDocument } from './run-dir.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /*
@@ -98,7 +98,7 @@ export function externalEndpoints(plan: NodePlan, files: ReadonlyMap<string, Nod
     for (const [name, eps] of Object.entries(f.services)) {
       const list = out.get(name);
       if (!list) continue;
-      for (const e of eps) list.push({ host: reachAt(e, node, addresses), port: e.port });
+      for (const e of eps) list.push({ host: reachAt(e, node, addresses), port: e.port, ...(e.ports ? { ports: e.ports } : {}) });
     }
   }
   return out;
@@ -150,7 +150,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
       const eps: Record<string, NodeEndpoint[]> = {};
       for (const r of doc.replicas) {
         if (r.port === null) continue;
-        (eps[r.service] ??= []).push({ replica: r.replica, host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1', port: r.port });
+        (eps[r.service] ??= []).push({ replica: r.replica, host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1', port: r.port, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) });
       }
       publish({ state: 'ready', services: eps });
     },

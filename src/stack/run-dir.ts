@@ -52,6 +52,13 @@ export interface EndpointRecord {
   unexpectedListeners?: AuditFinding[];
 }
 
+/** The set back from endpoints.json's `ports` (a node file carries it to other nodes). */
+export function assignedOfRecord(rec: NonNullable<EndpointRecord['ports']>): AssignedPorts[] {
+  return Object.entries(rec).map(([name, v]) =>
+    typeof v === 'number' ? { name, kind: 'single', ports: [v] } : { name, kind: 'block', ports: Array.from({ length: v.count }, (_, i) => v.first + i) },
+  );
+}
+
 /** endpoints.json's `ports` of a replica. */
 export function portsRecord(set: readonly AssignedPorts[]): NonNullable<EndpointRecord['ports']> {
   const out: NonNullable<EndpointRecord['ports']> = {};
