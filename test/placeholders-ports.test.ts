@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import fc from 'fast-check';
+import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { BerthError, EXIT } from '../src/errors.js';
 import { parseTemplate, portsRecord, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
@@ -64,4 +66,30 @@ test('endpoints.json ports and back (how other nodes learn a replica\'s set)', (
   const rec = portsRecord(s);
   assert.deepEqual(rec, { http: 20000, dist: { first: 20001, last: 20008, count: 8 } });
   assert.deepEqual(assignedOfRecord(rec), s);
+});
+
+const TOKENS = ['{', '}', '{{', '{port}', '{ports.http}', '{ports.dist}', '{ports.dist.range}', '{ports.dist.count}', '{ports.http.last}', '{ports.nope}', '{ports}', '{ports.}', '{ports.http.first.last}', '{engine.port.dist}', '{engine.ports.http}', '{engine.ports.dist.range}', '{engine.port.x.y}', '{etcd.port.peer.first}', '{etcd.ports.nope}', '{engine.url.http}', '.', 'first', ':'];
+
+test('property: any mix parses without throwing and gives its text back; resolves or says 65/70', () => {
+  holds(
+    fc.oneof(anyText(60), tokenSoup(TOKENS, 16)),
+    (t) => {
+      const r = outcome(() => parseTemplate(t));
+      assert.ok(r.ok);
+      const { parts, errors } = r.value;
+      if (errors.length === 0) {
+        assert.equal(parts.map((p) => (typeof p === 'string' ? p.split('{').join('{{') : p.text)).join(''), t);
+      }
+      // 65: malformed (the loader refuses it first); 70: a port no set has (also refused at load).
+      const v = outcome(() => resolveTemplate(t, ctx), new Set([65, 70]));
+      if (!v.ok) {
+        if (v.error.exitCode === 65) assert.ok(errors.length > 0, v.error.message);
+        else assert.match(v.error.message, /has no port "(nope|x)"/);
+        return;
+      }
+      const literals = parts.filter((p): p is string => typeof p === 'string').join('');
+      for (const m of v.value.matchAll(/\{ports\.[a-z]+[^}]*\}/g)) assert.ok(literals.includes(m[0]), `${JSON.stringify(t)} → ${v.value}`);
+    },
+    { seed: 1010, numRuns: 500 },
+  );
 });
