@@ -151,3 +151,21 @@ ${countLeases}
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack traces for usage errors');
   assert.equal(v.get('LEASES'), '0');
 });
+
+test('fd handoff of named ports: a handed socket the service closes is warned about once, naming the port and fd', async (t) => {
+  if (!requireNetns(t)) return;
+  const box = sandbox();
+  t.after(() => box.cleanup());
+  const r = await netnsSh({}, box, `
+${berthSh} run --range ${RANGE} --handoff fd --ports http,grpc --name api -- ${q(realPython())} -S ${q(join(SERVICES, 'multi-fd-server.py'))} 0 grpc & B=$!
+sleep 5
+kill -TERM $B
+wait $B
+echo "RC=$?"
+`, 60_000);
+  const v = kv(r.stdout);
+  assert.match(r.stderr, /berth: warning: api: the service no longer listens on "grpc" \(port 20001, fd 4\): it closed the socket berth handed over/);
+  assert.equal(r.stderr.match(/no longer listens/g)?.length, 1, 'once');
+  assert.doesNotMatch(r.stderr, /"http"/);
+  assert.equal(v.get('RC'), '143');
+});

@@ -1,6 +1,6 @@
 import { singles } from '../allocate/port-set.js';
 import { EXIT } from '../errors.js';
-import { auditListeners } from './audit.js';
+import { auditListeners, setPorts } from './audit.js';
 import { reportStolen } from './ownership-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
@@ -49,7 +49,12 @@ export function startAudit(s: LaunchState): void {
 
 function audit(s: LaunchState, snap: ListenSnapshot): void {
   if (s.finishing || !s.tree) return;
-  const listeners = treeListeners(s.procRoot, s.tree, snap.listening);
+  // Only sockets that could be news are looked up in the tree's fds: ports outside the set
+  // not reported yet, and (fd handoff) the handed ports; with none, no fd is read at all.
+  const inSet = setPorts(s.assigned());
+  const handed = s.handoff === 'fd' && s.set ? new Set(singles(s.set.assigned).map((a) => a.ports[0]!)) : new Set<number>();
+  const candidates = snap.listening.filter((r) => (!inSet.has(r.localPort) && !s.audited.has(r.localPort)) || (handed.has(r.localPort) && !s.lostHanded.has(r.localPort)));
+  const listeners = treeListeners(s.procRoot, s.tree, candidates);
   if (s.handoff === 'fd' && s.set) {
     // Each handed socket must stay the service's: one it closed serves nobody (said once).
     const heard = new Set(listeners.map((l) => l.port));
