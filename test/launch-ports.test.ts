@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { childEnv } from '../src/launch/spawn-plan.js';
 import { requireNetns, tsNode } from './helpers/netns.js';
 import { netnsSh, q, sandbox, SERVICES } from './fixtures/services/launch-harness.js';
 
@@ -37,4 +38,19 @@ test('launch(): ports reserved by launch, and a caller\'s portSet kept across tw
   assert.equal(o.kept.leasesAfterFirst, 5, 'keepReservation: the leases outlive the launch');
   assert.equal(o.kept.leasesAfterSecond, 5);
   assert.equal(o.kept.leasesAfterRelease, 0);
+});
+
+test('child environment of a set: LISTEN_FDS/LISTEN_FDNAMES from the handed singles, BERTH_PORT_<NAME>; no inherited LISTEN_*', () => {
+  const base = { LISTEN_FDS: '9', LISTEN_FDNAMES: 'x', LISTEN_PID: '1', PATH: '/bin' };
+  const env = childEnv({ base, port: 20000, envName: 'PORT', name: 'api', runId: 'r', handoff: 'fd', fdNames: ['http', 'grpc'], portEnv: { BERTH_PORT_HTTP: '20000', BERTH_PORT_GRPC: '20001' } });
+  assert.equal(env.LISTEN_FDS, '2');
+  assert.equal(env.LISTEN_FDNAMES, 'http:grpc');
+  assert.equal(env.LISTEN_PID, undefined, 'the shim sets it to the service\'s own pid');
+  assert.equal(env.BERTH_PORT_GRPC, '20001');
+  assert.equal(env.PORT, '20000');
+  const one = childEnv({ base, port: 20000, envName: 'PORT', name: 'web:1', runId: 'r', handoff: 'fd' });
+  assert.equal(one.LISTEN_FDS, '1');
+  assert.equal(one.LISTEN_FDNAMES, 'web_1', 'one port: the fd is named for the service');
+  const rel = childEnv({ base, port: 20000, envName: 'PORT', name: 'api', runId: 'r', handoff: 'release', fdNames: ['http', 'grpc'] });
+  assert.equal(rel.LISTEN_FDS, undefined);
 });
