@@ -51,29 +51,35 @@ export function restart(st: StackRun, rep: Replica, reason: string): void {
     // The old attempt has let go of its sockets once it has fully ended.
     await old?.exited;
     if (st.ending) return endAbandoned(rep);
-    try {
-      // Its single ports held again at once, so nothing takes them during the pause.
-      await rehold(rep);
-    } catch (e) {
-      const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
-      const why = `restart: cannot come back on its ports: ${firstLine(err.message)}`;
-      st.update(rep, { state: 'failed', code: err.exitCode, detail: why });
-      replicaFailed(st, rep, err.exitCode, why, undefined);
+    // Its single ports held again at once, so nothing takes them during the pause; one that
+    // someone holds now gets the pause to be let go (a client's brief bind), then it counts.
+    let taken = await rehold(rep);
+    await st.sleep(delay);
+    if (st.ending) return endAbandoned(rep);
+    if (taken) taken = await rehold(rep);
+    if (taken) {
+      const why = `restart: cannot come back on its ports: ${firstLine(taken.message)}`;
+      st.update(rep, { state: 'failed', code: taken.exitCode, detail: why });
+      replicaFailed(st, rep, taken.exitCode, why, undefined);
       if (rep.final) endReplica(rep);
       return;
     }
-    await st.sleep(delay);
-    if (st.ending) return endAbandoned(rep);
     startAttempt(st, rep);
   })().catch((e) => st.internalError(e));
 }
 
 /**
  * A restart keeps its leases and its ports: dependents were given its address and still
- * use it. Throws BerthError 69 naming whoever took a port meanwhile (never moves silently).
+ * use it. The error (69, naming whoever took a port meanwhile) when one cannot be held
+ * again: the replica fails rather than moving silently.
  */
-async function rehold(rep: Replica): Promise<void> {
-  for (const r of rep.set?.reservations ?? []) if (!r.block) await r.rehold();
+async function rehold(rep: Replica): Promise<BerthError | undefined> {
+  try {
+    for (const r of rep.set?.reservations ?? []) if (!r.block) await r.rehold();
+    return undefined;
+  } catch (e) {
+    return e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
+  }
 }
 
 /** A replica waiting for its restart when the stack ended. */
