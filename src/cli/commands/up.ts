@@ -25,7 +25,7 @@ replica with its url. The job's stdout and stderr pass through unchanged; other 
 write only to their log files unless --follow or "logs: attach".
 
 Run directory (default ./berth-runs/<UTC timestamp>, private):
-  endpoints.json          every replica's host, port, url, pid, state; replaced atomically
+  endpoints.json          every replica's host, port, url, pid, state, ports; replaced atomically
                           on every change (BERTH_RUN_DIR tells the services where it is)
   events.jsonl            every state change: t, service, replica, state, pid, port, code, detail
   logs/SERVICE-R.out|err  complete output of replica R (all restarts, flushed at exit)
@@ -53,6 +53,14 @@ Options:
 
 Each service's environment also has BERTH_SERVICE, BERTH_REPLICA and BERTH_RUN_DIR (and,
 with a port, PORT, BERTH_PORT, BERTH_HOST as in 'berth run').
+
+Several ports per replica ("ports:" in the stack file, docs/stack.md): named single ports
+and blocks of contiguous ports, e.g. ports: { http: 1, dist: { block: 32 } } with
+command: [vllm, serve, M, --port, "{ports.http}"] and env: { VLLM_PORT: "{ports.dist}" }.
+A block is leased to its replica for its whole life but never held (the program binds in
+it); every port also arrives as BERTH_PORT_<NAME>; {engine.ports.http} gives every
+replica's. A restarted replica comes back on the same ports, or fails with 69 naming who
+took one. Listeners outside a replica's ports are warned about once (endpoints.json too).
 
 Under Slurm (docs/slurm.md): "replicas: gpus" starts one replica per GPU of the job, the one
 on GPU g in window g of its band, with {gpu} and CUDA_VISIBLE_DEVICES set. Services with
