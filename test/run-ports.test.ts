@@ -139,15 +139,17 @@ ${berthSh} run --range ${RANGE} --ports http,dist=block:4 -- sh -c 'echo {ports.
 ${berthSh} run --range ${RANGE} --ports dist=block:4,http -- true; echo "FIRST=$?"
 ${berthSh} run --range ${RANGE} --ports http,http -- true; echo "TWICE=$?"
 ${berthSh} run --range ${RANGE} --ports http --ready 'http://127.0.0.1:{ports.nope}/' -- true; echo "READY=$?"
+${berthSh} run --port 20000 --ports http,dist=block:4 -- true; echo "ONEPORT=$?"
 ${countLeases}
 `);
   const v = kv(r.stdout);
-  for (const k of ['UNKNOWN', 'FIELD', 'FIRST', 'TWICE', 'READY']) assert.equal(v.get(k), '64', `${k}: ${r.stderr}`);
+  for (const k of ['UNKNOWN', 'FIELD', 'FIRST', 'TWICE', 'READY', 'ONEPORT']) assert.equal(v.get(k), '64', `${k}: ${r.stderr}`);
   assert.match(r.stderr, /\{ports\.grpc\} names no port of the set \(its ports: http\)/);
   assert.match(r.stderr, /\{ports\.dist\.middle\}: after the port's name only \.first, \.last, \.range, \.count may follow/);
   assert.match(r.stderr, /the first port "dist" is the primary .* must be a single port/);
   assert.match(r.stderr, /appears twice/);
   assert.match(r.stderr, /the ready probe: \{ports\.nope\} names no port/);
+  assert.match(r.stderr, /--port 20000 is one port, but --ports http,dist needs 2 entries of their own: give --range LO-HI/);
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack traces for usage errors');
   assert.equal(v.get('LEASES'), '0');
 });

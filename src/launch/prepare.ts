@@ -71,6 +71,10 @@ function checkPortSet(s: LaunchState): void {
     if (problem !== undefined) throw no(`--ports ${problem}`);
     if (o.ports[0]!.kind !== 'single') throw no(`--ports: the first port "${o.ports[0]!.name}" is the primary ({port}, ownership, readiness) and must be a single port; put blocks after it, e.g. --ports http,${o.ports[0]!.name}=block:N`);
     names = o.ports.map((e) => e.name);
+    const one = o.port ?? (typeof o.source === 'object' && o.source.kind === 'port' ? o.source.port : undefined);
+    if (one !== undefined && o.ports.length > 1) {
+      throw no(`--port ${one} is one port, but --ports ${o.ports.map((e) => e.name).join(',')} needs ${o.ports.length} entries of their own: give --range LO-HI or a --layout band instead`);
+    }
   } else if (o.portSet) {
     const first = o.portSet.assigned[0];
     if (first?.kind !== 'single') throw no(`the port set's first entry${first ? ` "${first.name}"` : ''} is the primary and must be a single port`);
