@@ -48,7 +48,8 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
     case 'audit':
       // The same messages came as 'warning' events (stderr, once each): here they become the
       // replica's record, in events.jsonl with detail and in endpoints.json.
-      rep.unexpected.push(...e.listeners);
+      // Each port once per replica, though every attempt (a restart) reports its own.
+      for (const l of e.listeners) if (!rep.unexpected.some((u) => u.port === l.port)) rep.unexpected.push(l);
       st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: e.listeners.map((l) => l.message).join('; ') });
       break;
     case 'reserved':
