@@ -57,7 +57,7 @@ describe('blocks in a network namespace', () => {
     assert.match(m.message!, /ask for a smaller block \(--block\)/);
   });
 
-  test('leased, not held: the ports are bindable once reserve returns, and the leases are committed', (t) => {
+  test('leased, not held: the ports are bindable once reserve returns, and the leases are committed by a kept marker', (t) => {
     if (!ns(t)) return;
     assert.deepEqual(out.blockFlags, [true, true, true, true, true]);
     assert.deepEqual(out.heldAfter, [false, false, false, false, false]);
@@ -67,8 +67,12 @@ describe('blocks in a network namespace', () => {
       leases.map((l) => l.port),
       range(19980, 19984),
     );
-    for (const l of leases) assert.equal(l.pending, undefined, 'committed');
+    for (const l of leases) assert.ok(l.pending, 'a block file keeps its set token (not rewritten)');
+    assert.deepEqual(out.stateB5, ['live', 'live', 'live', 'live', 'live'], 'committed by the marker while the allocator lives');
+    assert.equal(out.markersWhileLeased, 5, 'one kept marker per block allocation');
+    assert.equal(out.returnedLeasePending, false, 'the Lease objects returned are the owner’s');
     assert.deepEqual(out.leasesAfterRelease, [19995], 'release removes every lease of the blocks');
+    assert.deepEqual(out.dotFilesAfterRelease, [], 'and their markers');
   });
 
   test('a single and a block are one set: all or none', (t) => {
@@ -84,7 +88,8 @@ describe('blocks in a network namespace', () => {
     assert.deepEqual(all.single, { block: false, held: true, bind: 'EADDRINUSE' });
     assert.deepEqual(all.block, { block: true, held: false, bind: 'ok' });
     assert.deepEqual(all.leases, range(21000, 21010));
-    assert.deepEqual(all.pending, []);
+    assert.deepEqual(all.pending, range(21001, 21010), 'only the block keeps its set token');
+    assert.deepEqual((all as unknown as { states: string[] }).states, ['live']);
     assert.equal(o('insideLeasedBlock').exitCode, 69, 'a port inside a leased block is not handed out');
     assert.match(o('insideLeasedBlock').message!, /21005 leased/);
   });

@@ -1,7 +1,7 @@
 import type net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
 import { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
-import { removeOwnLease, type LeaseIdentity } from './lease-store.js';
+import { removeOwnLease, removeSetMarker, type LeaseIdentity } from './lease-store.js';
 import { portTaker } from './port-taker.js';
 import type { AllocationReport, Lease, Reservation } from './types.js';
 
@@ -25,6 +25,20 @@ export async function giveBack(taken: readonly Taken[]): Promise<void> {
   }
 }
 
+/** The kept marker of a set with blocks (lease-store.ts, "Sets"): removed with its last block. */
+export class SetMarker {
+  constructor(
+    private readonly dir: string,
+    private readonly set: string,
+    private blocks: number,
+  ) {}
+
+  /** One block of the set is released. */
+  blockReleased(): void {
+    if (--this.blocks === 0) removeSetMarker(this.dir, this.set);
+  }
+}
+
 /** How the ports were first held, so that rehold() binds them the same way. */
 export interface HoldShape {
   block?: boolean;
@@ -33,6 +47,8 @@ export interface HoldShape {
   /** fd handoff: the service's address, with a server's backlog. */
   holdAddress?: string;
   procRoot?: string;
+  /** A block's set marker, to let go of once the block's leases are gone. */
+  marker?: SetMarker;
 }
 
 export class HeldReservation implements Reservation {
@@ -100,6 +116,7 @@ export class HeldReservation implements Reservation {
     this.releasing ??= (async () => {
       await this.unhold();
       await giveBack(this.taken);
+      this.shape.marker?.blockReleased();
     })();
     return this.releasing;
   }

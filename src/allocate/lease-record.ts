@@ -83,14 +83,17 @@ export function parseLeaseRecord(text: string, expectedPort?: number): LeaseReco
 /**
  * A pending lease belongs to its allocator until the set is committed. The allocator is
  * asked first, the marker second: an allocator that commits and then dies has made its
- * marker before dying, so a reader that finds it dead also finds the marker.
+ * marker before dying, so a reader that finds it dead also finds the marker. A marker
+ * found while the allocator lives commits the lease too: the leases of a block stay
+ * `pending` with their set's marker kept for their life (lease-store.ts, "Sets").
  */
 export function leaseState(record: LeaseRecord | undefined, now: number, startTimeOf: StartTimeOf, committed: SetCommitted = () => false): LeaseState {
   if (record === undefined) return 'garbage';
   if (record.expiresAt !== undefined && now >= record.expiresAt) return 'expired';
   if (record.pending !== undefined) {
-    if (startTimeOf(record.pending.pid) === record.pending.pidStart) return 'pending';
-    if (!committed(record.pending.set)) return 'abandoned';
+    if (startTimeOf(record.pending.pid) === record.pending.pidStart) {
+      if (!committed(record.pending.set)) return 'pending';
+    } else if (!committed(record.pending.set)) return 'abandoned';
   }
   if (record.pid !== undefined) {
     const start = startTimeOf(record.pid);

@@ -71,6 +71,12 @@ import type { Lease, LeaseRecord } from './types.js';
  * holder could bind), then the marker is removed. An allocator killed at any point leaves
  * either a set that is committed as a whole or leases that are stale ('abandoned') the
  * moment it is gone: never a partial set that looks complete.
+ *
+ * Blocks (a set's runs of contiguous ports, often hundreds) are not rewritten: their leases
+ * stay `pending` and the marker stays as long as they do, which commits them as well
+ * (leaseState asks the marker also while the allocator lives). That saves a file creation
+ * per port. The marker goes when the last block of the set is released, or, left behind by
+ * an allocator that is gone, once no pending lease names it (cleanLeftovers).
  */
 
 export const LEASE_SUFFIX = '.lease';
@@ -213,9 +219,22 @@ function setCommitted(dir: string, set: string, uid: number): boolean {
   return st !== undefined && st.isFile() && st.uid === uid;
 }
 
+/**
+ * Markers looked up once per set and user for one scan: a block's hundreds of leases name
+ * the same one. Safe for a scan's few milliseconds: a marker is created before any lease
+ * counts on it and removed only after its leases are gone.
+ */
+export type MarkerMemo = Map<string, boolean>;
+
 /** The state of a lease file as found in `dir`. */
-export function judgeLease(dir: string, f: LeaseFile, now: number, startTimeOf: StartTimeOf): LeaseState {
-  return leaseState(f.record, now, startTimeOf, (set) => setCommitted(dir, set, f.uid));
+export function judgeLease(dir: string, f: LeaseFile, now: number, startTimeOf: StartTimeOf, memo?: MarkerMemo): LeaseState {
+  return leaseState(f.record, now, startTimeOf, (set) => {
+    if (memo === undefined) return setCommitted(dir, set, f.uid);
+    const key = `${f.uid}/${set}`;
+    let c = memo.get(key);
+    if (c === undefined) memo.set(key, (c = setCommitted(dir, set, f.uid)));
+    return c;
+  });
 }
 
 /** A new file for our own writing: O_EXCL|O_NOFOLLOW (a planted name fails, never redirects), mode 0644 whatever the umask. */
@@ -445,11 +464,13 @@ export async function acquireLease(dir: string, record: LeaseRecord, opts: Lease
 /**
  * Make a set of our pending leases the owner's, all at once (see "Sets" at the top).
  * Each item is rewritten from `record` (which has no `pending`) and gets a new identity.
- * The caller must still hold every port.
+ * The caller must still hold every port. `keepMarker`: the set has blocks, whose leases are
+ * not among the items and stay pending: the marker is made whatever the count and kept
+ * (removeSetMarker once the last block is released).
  */
-export function commitLeases(dir: string, set: string, items: { file: string; id: LeaseIdentity; record: LeaseRecord }[]): LeaseIdentity[] {
+export function commitLeases(dir: string, set: string, items: { file: string; id: LeaseIdentity; record: LeaseRecord }[], keepMarker = false): LeaseIdentity[] {
   const marker = setMarkerPath(dir, set);
-  if (items.length > 1) {
+  if (items.length > 1 || keepMarker) {
     try {
       closeSync(createExclusive(marker));
     } catch (e) {
@@ -468,8 +489,13 @@ export function commitLeases(dir: string, set: string, items: { file: string; id
     }
     ids.push({ ino, text });
   }
-  if (items.length > 1) unlinkQuiet(marker);
+  if (items.length > 1 && !keepMarker) unlinkQuiet(marker);
   return ids;
+}
+
+/** Remove a set's kept marker (its blocks are released): their leases, if any are left, are then stale. */
+export function removeSetMarker(dir: string, set: string): void {
+  unlinkQuiet(setMarkerPath(dir, set));
 }
 
 /** Remove our own lease if it is still at its path. True when removed. */
@@ -536,6 +562,7 @@ export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { portFilter
   }
   const now = o.now();
   const scan: LeaseScan = { leases: [], garbage: [], sets: new Set() };
+  const memo: MarkerMemo = new Map();
   for (const name of names) {
     const port = portOfLeaseName(name);
     if (port === undefined || (opts.portFilter && !opts.portFilter(port))) continue;
@@ -548,7 +575,7 @@ export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { portFilter
       continue;
     }
     if (f.record.pending) scan.sets.add(f.record.pending.set);
-    const state = judgeLease(dir, f, now, o.startTimeOf);
+    const state = judgeLease(dir, f, now, o.startTimeOf, memo);
     scan.leases.push({ ...f.record, path, file, ino: f.ino, text: f.text, uid: f.uid, state, live: isBlocking(state) });
   }
   scan.leases.sort((a, b) => a.port - b.port);

@@ -10,7 +10,7 @@ import type { HostMap, PortRange } from '../host/types.js';
 import { userName } from '../util/user-name.js';
 import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
-import { giveBack, HeldReservation, type Taken } from './held.js';
+import { giveBack, HeldReservation, SetMarker, type Taken } from './held.js';
 import { addressFailure, closeServer, holdPort, type HoldError } from './hold.js';
 import { newLeaseRecord } from './lease-record.js';
 import { acquireLease, commitLeases, leaseStillOurs, removeOwnLease, scanLeaseDir, type ListedLease } from './lease-store.js';
@@ -248,7 +248,14 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
     const startTimeOf = memoStartTime();
     const scan = scanLeaseDir(dir.at, { startTimeOf, portFilter: (p) => inRanges(p, allRanges) });
     const leases = new Map<number, ListedLease>();
-    for (const l of scan.leases) if (l.live) leases.set(l.port, l);
+    for (const l of scan.leases) {
+      if (!l.live) continue;
+      // A block's lease keeps its set token once committed: only the state says it is still being allocated.
+      if (l.pending !== undefined && l.state !== 'pending') {
+        const { pending: _p, ...committed } = l;
+        leases.set(l.port, committed);
+      } else leases.set(l.port, l);
+    }
     const attempt: Attempt = { host, leases };
     // One clock reading per attempt: every lease of the set says the same creation and expiry.
     const now = Date.now();
@@ -314,10 +321,11 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
       if (failure === undefined) {
         if (o.signal) await signalsSeen();
         if (o.signal?.aborted) throw aborted(o.signal);
-        commit(dir, set, taken.flat());
+        const marker = commit(dir, set, taken, requests);
         const reservations = taken.map((got, i) => {
           const req = requests[i]!;
-          return new HeldReservation(got, reports[i]!, { block: req.block === true, ipv6: host.ipv6, procRoot, ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}) });
+          const block = req.block === true;
+          return new HeldReservation(got, reports[i]!, { block, ipv6: host.ipv6, procRoot, ...(block && marker ? { marker } : {}), ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}) });
         });
         // Held until committed: the allocator never returns a port it could not hold.
         // A block is never held once leased: its program binds inside it itself.
@@ -441,16 +449,24 @@ async function takePort(dir: LeaseDir, port: number, report: AllocationReport, i
   return { lease: got.lease, file: got.file, id: got.id, server };
 }
 
-/** Make the whole set the owner's (lease-store.ts, "Sets"); the Taken entries get their new identities. */
-function commit(dir: LeaseDir, set: string, all: Taken[]): void {
-  const items = all.map((t) => {
+/**
+ * Make the whole set the owner's (lease-store.ts, "Sets"): single ports are rewritten and
+ * get their new identities; blocks keep their pending files (a file creation per port
+ * saved), committed by the marker, which is then kept. Returns the kept marker, if any.
+ */
+function commit(dir: LeaseDir, set: string, taken: readonly Taken[][], requests: readonly SetRequest[]): SetMarker | undefined {
+  const singles = taken.filter((_, i) => requests[i]!.block !== true).flat();
+  const blocks = taken.filter((_, i) => requests[i]!.block === true).flat();
+  const items = singles.map((t) => {
     const { path: _path, pending: _pending, ...record } = t.lease;
     return { file: t.file, id: t.id, record: record as LeaseRecord };
   });
-  const ids = commitLeases(dir.at, set, items);
-  all.forEach((t, k) => {
+  const ids = commitLeases(dir.at, set, items, blocks.length > 0);
+  singles.forEach((t, k) => (t.id = ids[k]!));
+  // The lease as callers see it is the owner's now; a block's file keeps the set's token.
+  for (const t of [...singles, ...blocks]) {
     const { pending: _p, ...lease } = t.lease;
     t.lease = lease;
-    t.id = ids[k]!;
-  });
+  }
+  return blocks.length > 0 ? new SetMarker(dir.at, set, taken.filter((_, i) => requests[i]!.block === true).length) : undefined;
 }
