@@ -92,17 +92,17 @@ Examples:
   berth run --port 8000 --ready "cmd:grpc_health_probe -addr 127.0.0.1:{port}" -- ./server
 
   # vLLM: the API port, and a block for the internal ports it scans upward from VLLM_PORT
-  berth run --ports http,dist=block:32 --ready http://127.0.0.1:{ports.http}/health -- \
+  berth run --ports http,dist=block:32 --ready http://127.0.0.1:{ports.http}/health -- \\
       env VLLM_PORT={ports.dist} vllm serve MODEL --port {ports.http}
 
   # SGLang: HTTP, NCCL and dist-init ports of one server
-  berth run --ports http,nccl,dist --ready http://127.0.0.1:{ports.http}/health -- \
-      python -m sglang.launch_server --model-path MODEL --port {ports.http} \
+  berth run --ports http,nccl,dist --ready http://127.0.0.1:{ports.http}/health -- \\
+      python -m sglang.launch_server --model-path MODEL --port {ports.http} \\
       --nccl-port {ports.nccl} --dist-init-addr 127.0.0.1:{ports.dist}
 
   # Ray head: the GCS port, the dashboard, and the worker port range from one set
-  berth run --ports gcs,dashboard,workers=block:1000 -- ray start --head --block \
-      --port {ports.gcs} --dashboard-port {ports.dashboard} \
+  berth run --ports gcs,dashboard,workers=block:1000 -- ray start --head --block \\
+      --port {ports.gcs} --dashboard-port {ports.dashboard} \\
       --min-worker-port {ports.workers.first} --max-worker-port {ports.workers.last}
 
   # two named sockets handed over as fds 3 and 4 (LISTEN_FDS=2, LISTEN_FDNAMES=http:grpc)
