@@ -72,6 +72,7 @@ function row(r: Row): string[] {
     r.mode,
     `${r.pollMs} ms`,
     ok.length < r.runs.length ? `${fmt(ready / 1000, 2)} s (${r.runs.length - ok.length} not ready)` : `${fmt(ready / 1000, 2)} s`,
+    r.mode === 'protocol' ? `${fmt(m((x) => x.readyMs! - (x.rendezvousLagMs ?? NaN)) / 1000, 2)} s` : '—',
     Number.isFinite(lag) ? `${fmt(lag, 0)} ms` : '—',
     `${fmt(m((x) => x.cpuToReadyMs), 0)} ms`,
     `${fmt(reads, 0)}`,
@@ -105,12 +106,12 @@ export async function benchMultinode(ctx: BenchContext): Promise<Section> {
     rows.push(r);
   }
   const body = [
-    table(['nodes', 'agents', 'poll', 'start → stack ready', 'last node ready → seen', 'coordinator CPU to ready', 'node files read', 'reads', 'node-file writes', 'teardown'], rows.map(row)),
+    table(['nodes', 'agents', 'poll', 'start → stack ready', 'start → last node file ready', 'last node ready → seen', 'coordinator CPU to ready', 'node files read', 'reads', 'node-file writes', 'teardown'], rows.map(row)),
     '',
     `Median of ${runs} run${runs === 1 ? '' : 's'} per row, by bench/multinode-emulation.ts: each row is one coordinator (the code of \`berth up\` on a multi-node allocation: planNodes, runMultiNodeStack) in a fresh network namespace with a Slurm environment of N emulated nodes n[1-N], one service \`nodes: all\` with \`replicas: 4\`. ` +
       '`srun` is a stand-in (bench/multinode-srun.ts) that starts one agent per node on this host with the variables Slurm gives a step\'s tasks and hands its stdin to all of them (`--input=all`); `scontrol` answers NodeAddr 127.0.0.1. ' +
       '**full**: the agents are real `berth up --agent` processes running 4 real replicas each (a `sleep` holding its socket through `handoff: fd`), so on this 2-core host all agents\' start-up CPU is serialized. ' +
-      `**protocol**: the agents only speak the file protocol with the real writeNodeFile() (starting, then ready with 4 endpoints after ${AGENT_READY_MS} ms ± 20%, stopped on "stop"), so the coordinator's side is measured alone and N reaches cluster sizes; "last node ready → seen" is the rendezvous lag: from the last node file's ready write to the coordinator's stack ready. ` +
+      `**protocol**: the agents only speak the file protocol with the real writeNodeFile() (starting, then ready with 4 endpoints after ${AGENT_READY_MS} ms ± 20%, stopped on "stop"), so the coordinator's side is measured alone and N reaches cluster sizes (the emulator writes every node file itself with writeFileAtomic, an fsync each, so on this host its own writes set "start → last node file ready"); "last node ready → seen" is the rendezvous lag: from the last node file's ready write to the coordinator's stack ready. ` +
       "**Coordinator CPU** is that process's own user+sys (process.cpuUsage) from the start to ready; **node files read** counts its readFileSync calls on nodes/*.json; **node-file writes** are the agents' (starting and ready: 2 per node) per second of start-up. Teardown: from stop() until every agent has written stopped and srun has exited.",
   ].join('\n');
   const big = rows.find((r) => r.mode === 'protocol' && r.n === Math.max(...protocol) && r.pollMs === 100);
