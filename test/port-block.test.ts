@@ -120,6 +120,14 @@ describe('berth port --block / --ports', () => {
       [['--ports', 'a,a'], /port name "a" appears twice/],
       [['--ports', 'w=window'], /"w" is "window".*the source is a range/],
     ];
+    for (const [args, re] of [
+      [['--port', '20000', '--block', '4'], /block 4 from port 20000: a block needs a range or a band.*give range 20000-20003/],
+      [['--port', '20000', '--ports', 'a=block:3'], /a block of 3 from the one port 20000: a set needs a range or a band/],
+    ] as [string[], RegExp][]) {
+      const r = await berth(['port', '--ttl', '1m', ...args], { env: state() });
+      assert.equal(r.code, 64, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, re);
+    }
     for (const [args, re] of cases) {
       const r = await berth(['port', '--range', '20000-20099', '--ttl', '1m', ...args], { env: state() });
       assert.equal(r.code, 64, `${args.join(' ')}: ${r.stderr}`);

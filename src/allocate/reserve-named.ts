@@ -63,6 +63,9 @@ export type NamedRequestBase = Omit<SetRequest, 'count' | 'block' | 'name'> & {
 };
 
 function windowProblem(entries: readonly PortEntry[], source: PortSource): string | undefined {
+  if (source.kind === 'port' && (entries.length > 1 || entries.some((e) => e.kind === 'block' && e.count > 1))) {
+    return `${entries.length > 1 ? `${entries.length} entries` : `a block of ${(entries[0] as { count: number }).count}`} from the one port ${source.port}: a set needs a range or a band`;
+  }
   const windows = entries.filter((e) => e.kind === 'window');
   if (windows.length === 0) return undefined;
   if (windows.length > 1) return `ports ${windows.map((w) => `"${w.name}"`).join(' and ')} are both "window": a set has at most one (the window is one run)`;

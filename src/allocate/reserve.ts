@@ -33,6 +33,7 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
   const count = blockCount(opts) ?? opts.count ?? 1;
   if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
   checkSource(opts.source);
+  if (opts.block !== undefined && count > 1 && opts.source.kind === 'port') throw usage(`block ${count} from port ${opts.source.port}: a block needs a range or a band to lie in; give range ${opts.source.port}-${opts.source.port + count - 1} for exactly those ports`);
   if (opts.ttlMs !== undefined && !(Number.isFinite(opts.ttlMs) && opts.ttlMs > 0)) throw usage(`ttl ${opts.ttlMs}ms: expected a positive duration`);
   const set = setOptions(opts);
   const [r] = await reserveSet(
