@@ -95,6 +95,16 @@ describe('berth port --block / --ports', () => {
     assert.match(tooBig!.err, /the longest run of usable ports is 20001-20009 \(9\)\n  1 taken by this set's other ports: 20000\n/);
   });
 
+  test('a block larger than the file-descriptor limit: 2000 ports with ulimit -n 1024', async (t) => {
+    if (!requireNetns(t)) return;
+    const r = await runInNetns(NS, ['sh', '-c', 'ulimit -n 1024 && exec "$NODE" "$BERTH" port --range 20000-29999 --block 2000 --ttl 1m'], {
+      env: { ...process.env, ...state(), NODE: process.execPath, BERTH },
+      timeoutMs: 120_000,
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, '20000-21999\n');
+  });
+
   test('berth leases shows a block as one row', async (t) => {
     if (!requireNetns(t)) return;
     const [, , leases] = await inOneNetns([

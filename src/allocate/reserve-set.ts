@@ -352,8 +352,10 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
  * Lease and hold one whole run of a block: the first start (in the plan's order) whose
  * every port can be had. A run that loses a port to a race or a stranger is given back at
  * once, and every later start whose run contains a lost port is skipped. The ports of a run
- * are taken together (one turn of the event loop for all their binds). Returns the run's
- * ports, pushed onto `got`, or undefined when no start worked (the reasons are in the report).
+ * are taken together, up to BLOCK_CHUNK at a time (one turn of the event loop for all their
+ * binds); a block larger than that lets go of each chunk's holds once they are proved.
+ * Returns the run's ports, pushed onto `got`, or undefined when no start worked (the
+ * reasons are in the report).
  */
 async function takeBlock(
   bp: BlockPlan,
@@ -368,16 +370,24 @@ async function takeBlock(
     if (signal) await signalsSeen();
     if (signal?.aborted) throw aborted(signal);
     const ports = blockPorts(start, count);
-    // Blocks are never handed over as fds: they are proved bindable on the wildcard, the strictest claim.
-    const results = await Promise.allSettled(ports.map((p) => take(p, undefined)));
     const run: Taken[] = [];
     let error: unknown;
-    results.forEach((r, k) => {
-      if (r.status === 'rejected') error ??= r.reason;
-      else if (r.value === undefined) lost.push(ports[k]!);
-      else run.push(r.value);
-    });
-    if (error === undefined && run.length === count) {
+    let failed = false;
+    for (let k = 0; k < count && !failed; k += BLOCK_CHUNK) {
+      const chunk = ports.slice(k, k + BLOCK_CHUNK);
+      // Blocks are never handed over as fds: they are proved bindable on the wildcard, the strictest claim.
+      const results = await Promise.allSettled(chunk.map((p) => take(p, undefined)));
+      results.forEach((r, j) => {
+        if (r.status === 'rejected') error ??= r.reason;
+        else if (r.value === undefined) lost.push(chunk[j]!);
+        else run.push(r.value);
+      });
+      failed = error !== undefined || run.length < k + chunk.length;
+      // Proved: the lease keeps other allocators off, and a block is not held once allocated
+      // anyway. Letting go chunk by chunk keeps a 4096-port block within 1024 descriptors.
+      if (count > BLOCK_CHUNK) await Promise.all(run.slice(k).map(unholdTaken));
+    }
+    if (!failed) {
       got.push(...run);
       return ports;
     }
@@ -385,6 +395,15 @@ async function takeBlock(
     if (error !== undefined) throw error;
   }
   return undefined;
+}
+
+/** Ports of a block bound at once: bounded so that a large block does not run out of file descriptors. */
+const BLOCK_CHUNK = 256;
+
+async function unholdTaken(t: Taken): Promise<void> {
+  const s = t.server;
+  t.server = undefined;
+  if (s) await closeServer(s);
 }
 
 interface TakeInput {
