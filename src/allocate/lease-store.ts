@@ -197,6 +197,8 @@ export function readLeaseFile(path: string, port?: number): LeaseFile | undefine
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
     if (code(e) === 'ENOENT') return undefined;
+    // Out of descriptors says nothing about the file: judging it garbage would reclaim a live lease.
+    if (code(e) === 'EMFILE' || code(e) === 'ENFILE') throw ioError(path, 'open', e);
     // ELOOP: a symlink; ENXIO: a socket; EACCES: another user's file we may not read.
     return oddEntry(path, code(e) === 'EACCES' ? 'unreadable' : 'not-a-file');
   }
