@@ -73,13 +73,14 @@ Leases are shared by every user of this host (network namespace): see 'berth lea
 When the ports are taken by competitors that are about to let go (another allocator still
 building its set, a hold being closed), berth retries for up to 2.5 s before giving up.
 
-A block is leased, never held: its ports are free to bind at once (only by you: every
-other allocator on the host skips leased ports). Lease it with --owner or --ttl long
-enough for the program's life.
+A block is leased, never held: its ports are free for your program to bind at once, and
+every berth allocator on the host (stacks, other users, berth port) skips them while the
+lease lasts (a program that binds without berth is not stopped). Lease it with --owner or a
+--ttl long enough for the program's life.
 
 Exit codes: 0 leased; 64 usage (e.g. --block with --count, --block 0, a bad --ports);
-65 bad layout; 69 no usable port (the message says why:
-in the ephemeral range, in use and by whom, or leased); 74 cannot write leases; 128+N
+65 bad layout; 69 no usable port (the message says why: in the ephemeral range, in use
+and by whom, or leased; for a block, the longest free run); 74 cannot write leases; 128+N
 interrupted by signal N before the ports were printed (nothing stays leased).`;
 
 /**
