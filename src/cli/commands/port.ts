@@ -67,7 +67,7 @@ Examples:
     --min-worker-port $BERTH_PORT_WORKERS_FIRST --max-worker-port $BERTH_PORT_WORKERS_LAST
 
   # one block per engine instance of a layout band
-  berth port --layout layout.yaml --band engines --instance $SLURM_LOCALID --block 100 --owner $$
+  berth port --layout layout.yaml --band engines --instance auto --block 100 --owner $$
 
 Leases are shared by every user of this host (network namespace): see 'berth leases'.
 When the ports are taken by competitors that are about to let go (another allocator still
