@@ -585,6 +585,28 @@ export function scanLeaseDir(dir: string, opts: LeaseStoreOptions & { portFilter
   return scan;
 }
 
+/**
+ * Ports that have a file at their lease name (anything: live, stale, garbage), from the
+ * directory listing alone, without opening one. An allocation first plans around all of
+ * them (reserve-set.ts): reading and judging every lease file costs far more once blocks
+ * put hundreds of leases in a band, and is needed only when the free ports do not suffice.
+ */
+export function portsWithLeaseFiles(dir: string, portFilter: (port: number) => boolean): Set<number> {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    if (code(e) === 'ENOENT') return new Set();
+    throw new BerthError(EXIT.IOERR, `cannot list lease directory ${shownPath(dir)}: ${code(e) ?? (e as Error).message}`, { path: shownPath(dir) });
+  }
+  const ports = new Set<number>();
+  for (const name of names) {
+    const port = portOfLeaseName(name);
+    if (port !== undefined && portFilter(port)) ports.add(port);
+  }
+  return ports;
+}
+
 /** Valid leases of a directory with liveness (garbage files are left out; see scanLeaseDir). */
 export function listLeases(dir: string, opts: LeaseStoreOptions = {}): ListedLease[] {
   return scanLeaseDir(dir, opts).leases;

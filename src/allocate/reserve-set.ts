@@ -13,7 +13,7 @@ import { explainUnavailable } from './explain.js';
 import { giveBack, HeldReservation, SetMarker, type Taken } from './held.js';
 import { addressFailure, closeServer, holdPort, type HoldError } from './hold.js';
 import { newLeaseRecord } from './lease-record.js';
-import { acquireLease, commitLeases, leaseStillOurs, removeOwnLease, scanLeaseDir, type ListedLease } from './lease-store.js';
+import { acquireLease, commitLeases, leaseStillOurs, portsWithLeaseFiles, removeOwnLease, scanLeaseDir, type ListedLease } from './lease-store.js';
 import { busyPorts, planCandidates, sourceRanges, type Plan } from './plan.js';
 import { blockPorts, planBlockStarts, type BlockPlan } from './plan-block.js';
 import { openLeaseDir, resolveLeaseLocation, type LeaseDir, type LeaseLocation } from './state-dir.js';
@@ -134,10 +134,15 @@ function aborted(signal: AbortSignal | undefined): unknown {
   return r instanceof Error ? r : new BerthError(EXIT.TEMPFAIL, 'allocation interrupted; nothing was leased');
 }
 
+/** What an attempt knows of a port's lease: nothing but its file in a quick attempt. */
+type KnownLease = Partial<Pick<ListedLease, 'pid' | 'name' | 'uid' | 'pending' | 'createdBy'>>;
+
 interface Attempt {
   host: HostMap;
-  /** Blocking leases found at the start, by port. */
-  leases: Map<number, ListedLease>;
+  /** Blocking leases found at the start, by port (a quick attempt: every lease file, unread). */
+  leases: Map<number, KnownLease>;
+  /** Planned around every lease file without reading one (see "quick" in reserveSet). */
+  quick: boolean;
 }
 
 interface Failure {
@@ -238,6 +243,10 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
   if (myStart === undefined) throw new BerthError(EXIT.SOFTWARE, `cannot read the start time of berth itself (/proc/${process.pid}/stat)`);
   const next = backoff(o.contentionMs ?? DEFAULT_CONTENTION_MS);
   let dir: LeaseDir | undefined;
+  // Each round starts quick: planned around every port that has a lease file, read from the
+  // directory listing alone. Only when that is not enough (a stale lease may be in the way,
+  // or a lease holder must be named) is the round repeated at once reading every lease.
+  let quick = true;
 
   for (;;) {
     if (o.signal?.aborted) throw aborted(o.signal);
@@ -246,17 +255,20 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
     const host = readHostMap({ procRoot, localPorts: allRanges });
     dir ??= openLeaseDir(o.location ?? resolveLeaseLocation(), host.netns);
     const startTimeOf = memoStartTime();
-    const scan = scanLeaseDir(dir.at, { startTimeOf, portFilter: (p) => inRanges(p, allRanges) });
-    const leases = new Map<number, ListedLease>();
-    for (const l of scan.leases) {
-      if (!l.live) continue;
-      // A block's lease keeps its set token once committed: only the state says it is still being allocated.
-      if (l.pending !== undefined && l.state !== 'pending') {
-        const { pending: _p, ...committed } = l;
-        leases.set(l.port, committed);
-      } else leases.set(l.port, l);
+    const inSources = (p: number) => inRanges(p, allRanges);
+    const leases = new Map<number, KnownLease>();
+    if (quick) for (const p of portsWithLeaseFiles(dir.at, inSources)) leases.set(p, {});
+    else {
+      for (const l of scanLeaseDir(dir.at, { startTimeOf, portFilter: inSources }).leases) {
+        if (!l.live) continue;
+        // A block's lease keeps its set token once committed: only the state says it is still being allocated.
+        if (l.pending !== undefined && l.state !== 'pending') {
+          const { pending: _p, ...committed } = l;
+          leases.set(l.port, committed);
+        } else leases.set(l.port, l);
+      }
     }
-    const attempt: Attempt = { host, leases };
+    const attempt: Attempt = { host, leases, quick };
     // One clock reading per attempt: every lease of the set says the same creation and expiry.
     const now = Date.now();
     const expiresAt = o.ttlMs !== undefined ? now + o.ttlMs : o.owner === undefined ? now + DEFAULT_TTL_MS : undefined;
@@ -337,6 +349,12 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
       throw e;
     }
     await giveBack(taken.flat());
+    if (quick && failure.plan.report.excluded.leased.length > 0) {
+      // Ports with lease files were in the way: read them (stale ones are reclaimable, live ones are named).
+      quick = false;
+      continue;
+    }
+    quick = true;
     nameCompetitors(failure, procRoot);
     const why = transientCompetitor(failure.plan.report);
     const wait = why === undefined || o.signal?.aborted ? undefined : next();
