@@ -113,6 +113,12 @@ describe('blocks in a network namespace', () => {
     assert.match(o('namedBlockTooBig').message!, /^port "dist" \(a block of 12\): no 12 contiguous usable ports/);
   });
 
+  test('a stale lease file is passed over unread while free ports suffice, and reclaimed when they do not', (t) => {
+    if (!ns(t)) return;
+    assert.deepEqual(out.staleSkipped, { ports: [24001], staleStillThere: true });
+    assert.deepEqual(out.staleReclaimed, { ports: [24000, 24001], lease: true });
+  });
+
   test('rehold binds again over the TIME_WAIT a service left on its port', (t) => {
     if (!ns(t)) return;
     assert.equal(out.timeWaitBeforeRehold, true, 'the service left a TIME_WAIT on the port');
