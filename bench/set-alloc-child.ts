@@ -7,7 +7,8 @@
 import net from 'node:net';
 import { planCandidates } from '../src/allocate/plan.js';
 import { planBlockStarts } from '../src/allocate/plan-block.js';
-import { scanLeaseDir } from '../src/allocate/lease-store.js';
+import { portsWithLeaseFiles } from '../src/allocate/lease-store.js';
+import { leaseDir } from '../src/allocate/leases.js';
 import { reserveSet, type SetRequest } from '../src/allocate/reserve-set.js';
 import { readHostMap } from '../src/host/read-host.js';
 import { nowMs } from './lib/stats.js';
@@ -69,7 +70,7 @@ for (let rep = 0; rep <= cfg.reps; rep++) {
   const host = readHostMap({ localPorts: [source.range] });
   if (rep > 0) ms.hostMap!.push(nowMs() - t);
   t = nowMs();
-  scanLeaseDir(`${cfg.stateDir}`, {});
+  portsWithLeaseFiles(leaseDir({ stateDir: cfg.stateDir }), () => true);
   if (rep > 0) ms.leaseScan!.push(nowMs() - t);
   t = nowMs();
   const plan = planCandidates({ source, host, strategy: 'lowest' });
