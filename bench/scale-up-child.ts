@@ -1,7 +1,9 @@
 /**
  * Child of bench/scale-up.ts, run in a fresh network namespace: for each N, starts N
  * trivial Node HTTP servers twice, interleaved per repetition,
- *   floor  one small Node process spawns the N servers and GETs each not-yet-ready one
+ *   floor  one small Node process spawns the N servers (each in its own session, as berth
+ *          does: with CFS autogroups a session is a scheduling group, so N servers sharing
+ *          one session get one share of a busy machine) and GETs each not-yet-ready one
  *          every 20 ms (http.get, no keep-alive) until all answer 200;
  *   berth  `berth up` of one service with `replicas: N` and `ready: http://…/`;
  * and times, from this process's spawn() of the floor / berth process:
@@ -70,7 +72,9 @@ import { writeFileSync } from 'node:fs';
 const [server, nText, baseText, cpuFile] = process.argv.slice(2);
 const n = Number(nText), base = Number(baseText);
 const kids = [];
-for (let i = 0; i < n; i++) kids.push(spawn(process.execPath, [server, String(base + i)], { stdio: 'ignore' }));
+// detached (setsid) as berth starts its services: with the scheduler's autogroups each
+// session gets its own share of a busy machine, so the floor's servers must not share one.
+for (let i = 0; i < n; i++) kids.push(spawn(process.execPath, [server, String(base + i)], { stdio: 'ignore', detached: true }));
 const exited = kids.map((k) => new Promise((r) => k.on('exit', r)));
 const ready = new Array(n).fill(false);
 const inflight = new Array(n).fill(false);
