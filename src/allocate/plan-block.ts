@@ -1,4 +1,5 @@
 import type { PortRange } from '../host/types.js';
+import { shuffle } from './plan.js';
 import type { Strategy } from './types.js';
 
 /*
@@ -26,15 +27,6 @@ export function freeRuns(ports: readonly number[]): PortRange[] {
     else runs.push({ lo: p, hi: p });
   }
   return runs;
-}
-
-function shuffle(a: number[], rng: () => number): void {
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = Math.min(i, Math.floor(rng() * (i + 1)));
-    const t = a[i]!;
-    a[i] = a[j]!;
-    a[j] = t;
-  }
 }
 
 /**

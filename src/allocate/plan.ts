@@ -67,7 +67,8 @@ export function busyPorts(sockets: readonly SocketRow[], ranges: readonly PortRa
   return busy;
 }
 
-function shuffle(a: number[], rng: () => number): void {
+/** Fisher–Yates in place (shared with plan-block.ts). */
+export function shuffle(a: number[], rng: () => number): void {
   for (let i = a.length - 1; i > 0; i--) {
     const j = Math.min(i, Math.floor(rng() * (i + 1)));
     const t = a[i]!;

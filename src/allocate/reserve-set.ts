@@ -278,10 +278,16 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
     const reports: AllocationReport[] = [];
     const mine = new Set<number>();
     let failure: Failure | undefined;
+    // Requests from the same source share one plan and a cursor over its candidates (planning
+    // per request made N requests from one range cost N × its size).
+    const plans = new Map<string, { plan: ReturnType<typeof planCandidates>; next: number }>();
+    const blockPlans = new Map<string, { bp: BlockPlan; next: number }>();
     try {
       for (let i = 0; i < requests.length && failure === undefined; i++) {
         const req = requests[i]!;
-        const plan = planCandidates({
+        const planKey = JSON.stringify([req.source, req.allowEphemeral === true, req.allowPrivileged === true, req.block === true ? 'lowest' : (req.strategy ?? 'lowest')]);
+        let shared = plans.get(planKey);
+        if (!shared) plans.set(planKey, (shared = { plan: planCandidates({
           source: req.source,
           host,
           leased: leases,
@@ -290,7 +296,8 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
           isRoot: process.geteuid?.() === 0,
           // A block orders its runs itself (plan-block.ts) from the ports in ascending order.
           strategy: req.block === true ? 'lowest' : (req.strategy ?? 'lowest'),
-        });
+        }), next: 0 }));
+        const plan = shared.plan;
         const got: Taken[] = [];
         taken.push(got);
         reports.push(plan.report);
@@ -307,20 +314,24 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             startTimeOf,
           });
         if (req.block === true) {
-          const bp = planBlockStarts(
-            plan.candidates.filter((p) => !mine.has(p)),
-            req.count,
-            req.strategy ?? 'lowest',
-          );
-          const run = await takeBlock(bp, req.count, take, got, o.signal);
+          // One block plan per source and size, with a cursor: the starts before it were tried.
+          const bkey = `${planKey}#${req.count}#${req.strategy ?? 'lowest'}`;
+          let bs = blockPlans.get(bkey);
+          if (!bs) blockPlans.set(bkey, (bs = { bp: planBlockStarts(plan.candidates.filter((p) => !mine.has(p)), req.count, req.strategy ?? 'lowest'), next: 0 }));
+          const bp = bs.bp;
+          const run = await takeBlock(bp, req.count, take, got, o.signal, mine, bs);
           if (run === undefined) failure = { request: i, plan, got: 0, attempt, block: bp, own: plan.candidates.filter((p) => mine.has(p)) };
           else for (const p of run) mine.add(p);
           continue;
         }
-        const candidates = plan.candidates.filter((p) => !mine.has(p));
-        for (const port of candidates) {
+        const all = plan.candidates;
+        let left = 0;
+        for (let k = shared.next; k < all.length && left < req.count; k++) if (!mine.has(all[k]!)) left++;
+        for (; shared.next < all.length; shared.next++) {
+          const port = all[shared.next]!;
+          if (mine.has(port)) continue;
           // Too few candidates: fail before touching anything.
-          if (got.length === req.count || candidates.length < req.count) break;
+          if (got.length === req.count || left < req.count) break;
           if (o.signal) await signalsSeen();
           if (o.signal?.aborted) throw aborted(o.signal);
           const t = await take(port, req.holdAddress);
@@ -381,10 +392,16 @@ async function takeBlock(
   take: (port: number, holdAddress: string | undefined) => Promise<Taken | undefined>,
   got: Taken[],
   signal: AbortSignal | undefined,
+  mine: ReadonlySet<number> = new Set(),
+  cursor: { next: number } = { next: 0 },
 ): Promise<number[] | undefined> {
   const lost: number[] = [];
-  for (const start of bp.starts) {
+  for (; cursor.next < bp.starts.length; cursor.next++) {
+    const start = bp.starts[cursor.next]!;
     if (lost.some((p) => p >= start && p < start + count)) continue;
+    let overlaps = false;
+    for (let p = start; p < start + count && !overlaps; p++) overlaps = mine.has(p);
+    if (overlaps) continue;
     if (signal) await signalsSeen();
     if (signal?.aborted) throw aborted(signal);
     const ports = blockPorts(start, count);
@@ -407,6 +424,7 @@ async function takeBlock(
     }
     if (!failed) {
       got.push(...run);
+      cursor.next++;
       return ports;
     }
     await giveBack(run);

@@ -28,6 +28,8 @@ export interface PortLook {
 }
 
 const now = () => performance.now();
+/** Reads of a big table cost tens of ms (the kernel walks all of it): the next read waits at least as long as the last one took (a longer gap made a loaded host slower to ready). */
+const GAP_FACTOR = 1;
 
 export class TablePoller {
   /** Reads of the tables so far (for tests and benchmarks). */
@@ -36,6 +38,9 @@ export class TablePoller {
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private timerAt = Infinity;
+  /** When the last read ended and what it cost (ms): the next starts no sooner than GAP_FACTOR × cost after. */
+  private lastEnd = -Infinity;
+  private lastCost = 0;
 
   constructor(private readonly procRoot: string) {}
 
@@ -61,6 +66,7 @@ export class TablePoller {
   }
 
   private arm(due: number): void {
+    due = Math.max(due, this.lastEnd + GAP_FACTOR * this.lastCost);
     const wait = due - now();
     if (wait <= 0) {
       // Now: after the current turn, so requests made in it share the read.
@@ -86,11 +92,15 @@ export class TablePoller {
     // Only the waited-for ports' rows are built (the rest of a busy table is passed over).
     const ports: PortRange[] = [...new Set(served.map((r) => r.port))].map((p) => ({ lo: p, hi: p }));
     let sockets: SocketRow[];
+    const t0 = now();
     try {
       sockets = readHostMap({ procRoot: this.procRoot, localPorts: ports }).sockets;
     } catch (e) {
       for (const req of served) req.reject(e);
       return;
+    } finally {
+      this.lastEnd = now();
+      this.lastCost = this.lastEnd - t0;
     }
     for (const req of served) req.resolve(sockets.filter((r) => r.localPort === req.port));
   }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { listPids } from '../host/pids.js';
+import { forgetTurn, pidsThisTurn, statThisTurn } from '../host/proc-turn.js';
 
 /*
  * The service is the child and every process descending from it, including daemons that
@@ -60,6 +60,14 @@ export interface TreeOptions {
   onJoin?: (m: TreeMember) => void;
 }
 
+/**
+ * Roots of this process's trees (pid → start time). A process in another tree's group or
+ * session (a stack's replicas are each a session of its own) is not this tree's unless its
+ * ancestry says so: judged without reading its environment (at a stack's start every tree
+ * saw every later sibling: N²/2 environ reads).
+ */
+const roots = new Map<number, number>();
+
 export class ProcessTree {
   readonly members = new Map<number, TreeMember>();
   /** pid → start time of processes judged not to belong (judged once: membership starts at fork). */
@@ -85,7 +93,10 @@ export class ProcessTree {
     for (const pid of existing) if (pid !== rootPid) this.outsiders.set(pid, -1);
     const ids = rootPid > 0 ? this.readStat(rootPid) : undefined;
     this.rootStart = opts.rootStart ?? ids?.start ?? 0;
-    if (ids && ids.start === this.rootStart) this.members.set(rootPid, { pid: rootPid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'root' });
+    if (ids && ids.start === this.rootStart) {
+      this.members.set(rootPid, { pid: rootPid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'root' });
+      roots.set(rootPid, ids.start);
+    }
   }
 
   /** A member known from elsewhere (berth's own scans, passed to the watchdog), if that very process still runs. */
@@ -94,6 +105,22 @@ export class ProcessTree {
     if (!ids || ids.start !== start || this.members.has(pid)) return;
     this.outsiders.delete(pid);
     this.members.set(pid, { pid, start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'reported' });
+  }
+
+  /** This turn's stat (shared with every tree of this process, see host/proc-turn.ts). */
+  private turnStat(pid: number): StatIds | undefined {
+    const text = statThisTurn(pid, this.procRoot);
+    return text === undefined ? undefined : parseStatIds(text);
+  }
+
+  /** Another live tree's root (the same process that registered: a reused pid is not). */
+  private otherRoot(pid: number): boolean {
+    if (pid === this.rootPid) return false;
+    const start = roots.get(pid);
+    if (start === undefined) return false;
+    if (this.turnStat(pid)?.start === start) return true;
+    roots.delete(pid);
+    return false;
   }
 
   private readStat(pid: number): StatIds | undefined {
@@ -114,13 +141,13 @@ export class ProcessTree {
 
   /** Look at processes not seen before; returns the members found by this scan. */
   scan(): TreeMember[] {
-    const pids = listPids(this.procRoot);
+    const pids = pidsThisTurn(this.procRoot);
     if (pids.length === 0) return []; // unreadable: /proc always lists this process
     const fresh: { pid: number; ids: StatIds }[] = [];
     const present = new Set(pids);
     for (const pid of pids) {
       if (this.members.has(pid) || this.outsiders.has(pid)) continue;
-      const ids = this.readStat(pid);
+      const ids = this.turnStat(pid);
       if (!ids) continue;
       if (ids.start < this.rootStart) {
         this.outsiders.set(pid, ids.start); // older than the child: cannot descend from it
@@ -139,6 +166,7 @@ export class ProcessTree {
       if (this.members.has(ids.ppid)) joinedBy = 'parent';
       else if (this.rootPid > 0 && ids.pgrp === this.rootPid) joinedBy = 'group';
       else if (this.rootPid > 0 && ids.session === this.rootPid) joinedBy = 'session';
+      else if (this.otherRoot(ids.pgrp) || this.otherRoot(ids.session)) joinedBy = undefined;
       else if (this.hasMarker(pid)) joinedBy = 'marker';
       if (joinedBy === undefined) {
         this.outsiders.set(pid, ids.start);
@@ -173,6 +201,7 @@ export class ProcessTree {
   claims(pid: number): boolean {
     if (this.members.has(pid)) return true;
     this.outsiders.delete(pid);
+    forgetTurn(this.procRoot); // a listing made after the holder was seen
     this.scan();
     return this.members.has(pid);
   }

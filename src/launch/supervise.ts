@@ -4,7 +4,7 @@ import { auditListeners, setPorts } from './audit.js';
 import { reportStolen } from './ownership-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
-import { readListenSnapshot, treeListeners, watchListeners, type ListenSnapshot } from './tree-listeners.js';
+import { soonListenSnapshot, treeListeners, watchListeners, type ListenSnapshot } from './tree-listeners.js';
 import { descendantsAlive } from './tree-control.js';
 
 /** How often a daemonized tree (child exited 0, descendants live) is checked. */
@@ -39,11 +39,8 @@ export function onChildExit(s: LaunchState): void {
  */
 export function startAudit(s: LaunchState): void {
   if (s.portless || !s.tree || s.finishing) return;
-  try {
-    audit(s, readListenSnapshot(s.procRoot));
-  } catch {
-    // an unreadable table now: the periodic look may do
-  }
+  // One read shared with every launch that becomes ready about now (a stack's replicas do).
+  soonListenSnapshot(s.procRoot, (snap) => audit(s, snap));
   s.stopAudit = watchListeners(s.procRoot, (snap) => audit(s, snap));
 }
 

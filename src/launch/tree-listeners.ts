@@ -92,3 +92,27 @@ export function watchListeners(procRoot: string, fn: (snap: ListenSnapshot) => v
     }
   };
 }
+
+const soon = new Map<string, Set<(snap: ListenSnapshot) => void>>();
+/** Within this long of the first asker, one read serves every launch that became ready meanwhile. */
+export const SOON_MS = 100;
+
+/** `fn` gets one snapshot read within SOON_MS, shared with every other caller in that window. */
+export function soonListenSnapshot(procRoot: string, fn: (snap: ListenSnapshot) => void): void {
+  let subs = soon.get(procRoot);
+  if (!subs) {
+    const mine = (subs = new Set());
+    soon.set(procRoot, mine);
+    setTimeout(() => {
+      soon.delete(procRoot);
+      let snap: ListenSnapshot;
+      try {
+        snap = readListenSnapshot(procRoot);
+      } catch {
+        return; // the periodic audit may do
+      }
+      for (const f of mine) f(snap);
+    }, SOON_MS).unref();
+  }
+  subs.add(fn);
+}

@@ -547,7 +547,8 @@ class Stack:
         return int(rec["port"])
 
     def ports(self, service: str, replica: int = 0) -> Dict[str, Any]:
-        """Named ports of one replica as endpoints.json lists them ({} when the stack has none)."""
+        """Named ports of one replica as endpoints.json lists them: a single port as a number, a
+        block as {"first", "last", "count"}; {"port": P} for a service without `ports:`."""
         named = self.replicas(service)[replica].get("ports")
         return dict(named) if isinstance(named, dict) else {}
 
