@@ -86,6 +86,27 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     assert.equal(existsSync(join(RECIPES, 'redis', 'dump.rdb')), false, 'redis wrote no dump into the recipe folder');
   });
 
+  for (const [name, started] of [['nginx', /nginx\.conf/], ['haproxy', /haproxy\.cfg/]] as const) {
+    test(`${name} in front of two uvicorn engines through a config template: both engines answer`, async (t) => {
+      const u = await up(t, recipe(name), 'proxy');
+      if (!u) return;
+      assert.equal(u.r.code, 0, u.r.stderr);
+      // The check job printed every distinct answer it got through the proxy: one per engine.
+      assert.match(u.r.stdout, /^hello from uvicorn engine 0 pid \d+$/m);
+      assert.match(u.r.stdout, /^hello from uvicorn engine 1 pid \d+$/m);
+      const dir = join(u.run, 'templates', 'proxy-0');
+      const file = readdirSync(dir).find((f) => started.test(f));
+      assert.ok(file, `no rendered config in ${dir}`);
+      const conf = readFileSync(join(dir, file), 'utf8');
+      // Every engine's address from the stack, the file's own braces kept, no tag left.
+      const ports = [...conf.matchAll(/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+      assert.ok(ports.includes(u.port), `the proxy's own port ${u.port} in ${conf}`);
+      assert.equal(new Set(ports).size, 3, conf);
+      assert.doesNotMatch(conf, /\{\{|\}\}/);
+      noBytecode('uvicorn');
+    });
+  }
+
   test('gunicorn with --bind fd://3 fails with "Bad file descriptor" (why the recipe has no --bind)', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-bad-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -83,5 +83,6 @@ function bundle(s: LaunchState, phase: LaunchPhase, err: BerthError, details?: R
     warnings: s.warnings,
     env: redactEnv(s.env ?? s.o.env ?? process.env),
     cwd: s.o.cwd ?? process.cwd(),
+    ...(s.o.files ? { files: s.o.files } : {}),
   };
 }

@@ -115,6 +115,8 @@ export interface LaunchOptions extends SourceOptions {
   stateDir?: string;
   /** /proc root (default '/proc'). */
   procRoot?: string;
+  /** Files made for this start (a stack's rendered config templates): listed in diagnostics.json. */
+  files?: { name: string; source: string; path: string }[];
 }
 
 export interface ReadyInfo {

@@ -8,6 +8,7 @@ import { findCycles } from './graph.js';
 import type { Placeholder, TemplatePart } from './placeholders.js';
 import { portsNeeded } from './ports-key.js';
 import type { ServiceSpec } from './spec.js';
+import { templateFileProblems } from './template-check.js';
 
 /*
  * Checks of a stack that need every service at once (the loader reads each service alone):
@@ -75,6 +76,8 @@ export class CrossCheck {
     for (const d of this.drafts) this.dependencies(d);
     this.cycles();
     for (const d of this.drafts) this.placeholders(d);
+    const specs = new Map(this.drafts.map((d) => [d.spec.name, d.spec]));
+    for (const d of this.drafts) if (!d.broken) for (const [line, text] of templateFileProblems(d.spec, specs)) this.add(line, text);
     this.ports();
     this.jobs();
   }
@@ -178,6 +181,13 @@ export class CrossCheck {
           else if (!d.portsBroken) {
             const problem = portNameProblem(ph, d, 'its');
             if (problem) say(problem);
+          }
+          continue;
+        }
+        if (ph.kind === 'template') {
+          if (!d.spec.templates.some((x) => x.name === ph.template)) {
+            const names = d.spec.templates.map((x) => x.name);
+            say(names.length === 0 ? ', but the service has no "templates:"; add templates: { NAME: FILE }' : `, but its templates are ${names.join(', ')}${didYouMean(ph.template, names)}`);
           }
           continue;
         }

@@ -14,8 +14,9 @@ import { readInputFile } from '../util/safe-file.js';
 import { didYouMean, isNullish, kindOf, readReason, scalarText, scalarTextOrBool, toUint, YamlSource } from '../util/yaml-source.js';
 import { CrossCheck, type Draft } from './cross-check.js';
 import { checkNodes } from './nodes-check.js';
-import { describeTemplateError, OWN_SET, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
+import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
+import { readTemplatesKey } from './templates-key.js';
 import { IMPLICIT_SET } from '../allocate/port-set.js';
 import { shownPath } from './stack-messages.js';
 import {
@@ -62,7 +63,7 @@ import {
 
 const TOP_KEYS = ['layout', 'bands', 'services'] as const;
 export const SERVICE_KEYS = [
-  'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'cwd', 'handoff', 'ready',
+  'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'templates', 'cwd', 'handoff', 'ready',
   'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
@@ -240,8 +241,8 @@ class StackParser extends YamlSource {
     if (!SERVICE_NAME_RE.test(name)) {
       this.add(line, `${label}: invalid name; use letters, digits, "_" and "-", starting with a letter`);
       broken = true;
-    } else if (name === OWN_SET) {
-      this.add(line, `${label}: the name "${OWN_SET}" is taken by the placeholders ({ports.NAME} is a replica's own port); rename the service`);
+    } else if (name === OWN_SET || name === OWN_TEMPLATES) {
+      this.add(line, `${label}: the name "${name}" is taken by the placeholders ({${name}.NAME} is a replica's own ${name === OWN_SET ? 'port' : 'rendered config file'}); rename the service`);
       broken = true;
     }
     const first = seen.get(name);
@@ -271,6 +272,7 @@ class StackParser extends YamlSource {
       portsDeclared: false,
       host: DEFAULT_HOST,
       env: {},
+      templates: [],
       cwd: this.baseDir,
       handoff: 'release',
       dependsOn: [],
@@ -366,6 +368,11 @@ class StackParser extends YamlSource {
           const entries = readPortsKey(v, kLine, label, this.reader);
           if (entries) spec.ports = entries;
           else d.portsBroken = d.broken = true;
+          break;
+        }
+        case 'templates': {
+          const list = readTemplatesKey(v, kLine, label, this.baseDir, this.reader);
+          if (list) spec.templates = list;
           break;
         }
         case 'range': {
@@ -530,7 +537,7 @@ class StackParser extends YamlSource {
       d.templates.push({ where: 'ready', line, parts });
       if (errors.length > 0) return undefined;
       // Stand-ins only to check the URL's shape before any port is leased.
-      const sample = parts.map((p) => (typeof p === 'string' ? p : p.kind === 'own' ? '1' : p.field === 'host' ? '127.0.0.1' : p.field === 'name' ? 'svc' : p.field.startsWith('url') ? 'h' : '1')).join('');
+      const sample = parts.map((p) => (typeof p === 'string' ? p : p.kind === 'own' ? '1' : p.kind === 'template' ? '/t' : p.field === 'host' ? '127.0.0.1' : p.field === 'name' ? 'svc' : p.field.startsWith('url') ? 'h' : '1')).join('');
       let url: URL | undefined;
       try {
         url = new URL(sample);

@@ -24,6 +24,8 @@ export type Placeholder =
   | { kind: 'self'; field: SelfField; text: string }
   /** {ports.NAME} / {ports.NAME.FIELD}: this replica's named port. */
   | { kind: 'own'; port: string; part?: PortField; text: string }
+  /** {templates.NAME}: the path of this replica's rendered config file NAME. */
+  | { kind: 'template'; template: string; text: string }
   /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
   | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: PortField; text: string };
 
@@ -48,9 +50,11 @@ export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
 /** The first segment that means "this replica's own set"; no service may have this name. */
 export const OWN_SET = 'ports';
+/** Also not a service name: {templates.NAME} is a replica's rendered config file. */
+export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -61,6 +65,10 @@ function classify(inner: string, text: string): Placeholder | undefined {
   if (SELF_FIELDS.includes(inner)) return { kind: 'self', field: inner as SelfField, text };
   const seg = inner.split('.');
   if (seg.length < 2 || seg.length > 4) return undefined;
+  if (seg[0] === OWN_TEMPLATES) {
+    if (seg.length !== 2 || !PORT_NAME_RE.test(seg[1]!)) return undefined;
+    return { kind: 'template', template: seg[1]!, text };
+  }
   if (seg[0] === OWN_SET) {
     const part = portPart(seg[2]);
     if (seg.length > 3 || !PORT_NAME_RE.test(seg[1]!) || part === false) return undefined;
@@ -157,6 +165,8 @@ export interface ResolveContext {
   ports?: readonly AssignedPorts[];
   /** Started replicas of other services, in replica order. */
   endpoints: ReadonlyMap<string, readonly Endpoint[]>;
+  /** This replica's rendered config files, name → absolute path ({templates.NAME}). */
+  templates?: ReadonlyMap<string, string>;
 }
 
 function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
@@ -170,6 +180,12 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       return String(ctx.gpu);
     }
     return ctx.name;
+  }
+  if (p.kind === 'template') {
+    const path = ctx.templates?.get(p.template);
+    // Load-time checks name every template a placeholder uses: reaching here is a bug.
+    if (path === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rendered template "${p.template}"`);
+    return path;
   }
   if (p.kind === 'own') {
     const a = ctx.ports?.find((x) => x.name === p.port);

@@ -33,6 +33,15 @@ export type ServicePorts =
 
 export type RestartPolicy = 'no' | 'on-failure';
 
+/** `templates: { NAME: FILE }`: a config file rendered into the run folder before each start. */
+export interface ConfigTemplate {
+  name: string;
+  /** Absolute path of the template file. */
+  file: string;
+  /** 1-based line of the file in the stack file. */
+  line: number;
+}
+
 export interface ServiceSpec {
   name: string;
   /** 1-based line of the service's key in the stack file. */
@@ -62,6 +71,8 @@ export interface ServiceSpec {
   host: string;
   /** Extra environment, values are templates. */
   env: Record<string, string>;
+  /** Config files rendered per replica before each start ({templates.NAME} is the rendered path). */
+  templates: ConfigTemplate[];
   /** Absolute working directory (`cwd:` resolved against the stack file's folder; default that folder). */
   cwd: string;
   handoff: Handoff;

@@ -2,6 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { launch } from '../launch/launch.js';
 import type { LaunchEvent, LaunchOptions, ReadySpec } from '../launch/types.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
+import { renderReplicaTemplates } from './render-templates.js';
 import { endAbandoned } from './restart.js';
 import { firstLine, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
@@ -46,8 +47,12 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   let command: string[];
   let env: NodeJS.ProcessEnv;
   let ready: ReadySpec | undefined;
+  let files: NonNullable<LaunchOptions['files']> = [];
   try {
     const ctx = resolveContext(st, rep);
+    const rendered = renderReplicaTemplates(st, rep, ctx);
+    files = rendered.map((r, i) => ({ name: s.templates[i]!.name, source: r.source, path: r.path }));
+    ctx.templates = new Map(files.map((f) => [f.name, f.path]));
     command = s.command.map((a) => resolveTemplate(a, ctx));
     env = { ...st.env };
     if (rep.gpu) {
@@ -94,6 +99,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     stderr: rep.err.idle ? null : rep.err,
     onEvent,
     procRoot: st.procRoot,
+    ...(files.length > 0 ? { files } : {}),
   };
   if (rep.set) {
     // launch() hands the singles over (closing their holds) but the leases stay the

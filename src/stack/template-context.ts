@@ -9,6 +9,9 @@ import { portValue, type AssignedPorts } from '../allocate/port-set.js';
  *   name, replica (= index), replicas, host, port, hostport, url      this replica
  *   ports.NAME.{port,first,last,count,range}                           its named ports
  *   gpu                                                                with replicas: gpus
+ *   dir                                                                the folder the files are
+ *                                                                      rendered into (pid files,
+ *                                                                      temp paths of the server)
  *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
  *                                                                      values, and joined lists)
  *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last}   each of its replicas
@@ -70,6 +73,7 @@ export interface TemplateContext {
   hostport?: string;
   url?: string;
   gpu?: number;
+  dir?: string;
   ports: Record<string, TemplatePort>;
   services: TemplateService[];
   [dependency: string]: unknown;
@@ -93,6 +97,8 @@ export interface TemplateInput {
   /** Its primary port (absent with `port: none`). */
   port?: number;
   gpu?: number;
+  /** The folder its rendered files go to. */
+  dir?: string;
   /** Its named ports, in `ports:` order. */
   ports?: readonly AssignedPorts[];
   /** The dependencies' replicas, in replica order; map order is the order of `services`. */
@@ -100,7 +106,7 @@ export interface TemplateInput {
 }
 
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
-export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'ports', 'services'];
+export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services'];
 
 /** Where a host is reached: a wildcard bind on loopback of its family. */
 function reached(host: string): string {
@@ -163,6 +169,7 @@ export function templateContext(input: TemplateInput): TemplateContext {
     ctx.url = `http://${ctx.hostport}`;
   }
   if (input.gpu !== undefined) ctx.gpu = input.gpu;
+  if (input.dir !== undefined) ctx.dir = input.dir;
   for (const s of services) if (!OWN_FIELDS.includes(s.name)) ctx[s.name] = s;
   return ctx;
 }
