@@ -107,6 +107,18 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     });
   }
 
+  test('a 3-member etcd cluster: --initial-cluster rendered from every member\'s leased peer port, all healthy', async (t) => {
+    const u = await up(t, recipe('etcd-cluster'), 'etcd');
+    if (!u) return;
+    assert.equal(u.r.code, 0, u.r.stderr);
+    const healthy = [...u.r.stdout.matchAll(/^127\.0\.0\.1:(\d+) is healthy/gm)].map((m) => Number(m[1]));
+    assert.equal(new Set(healthy).size, 3, u.r.stdout);
+    const conf = readFileSync(join(u.run, 'templates', 'etcd-2', 'etcd.yaml'), 'utf8');
+    const cluster = /^initial-cluster: (.*)$/m.exec(conf)?.[1] ?? '';
+    assert.match(cluster, /^m0=http:\/\/127\.0\.0\.1:\d+,m1=http:\/\/127\.0\.0\.1:\d+,m2=http:\/\/127\.0\.0\.1:\d+$/, conf);
+    assert.match(conf, /^name: m2$/m);
+  });
+
   test('gunicorn with --bind fd://3 fails with "Bad file descriptor" (why the recipe has no --bind)', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-bad-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -131,7 +131,7 @@ test('load-time refusals name the file and line', () => {
     'ports.yaml:24: service "f": port "y" must be 1 (one port), { block: N } or { block: window }, found another mapping',
     'ports.yaml:28: service "g": ports: "port: 9000" is one port, but its 2 entries need 2 ports; use band: NAME or range: LO-HI',
     'ports.yaml:33: service "h": ports: 2 replicas × 51 ports do not fit band "shared" (21000-21099), which has 100; widen it or shrink the set',
-    'ports.yaml:37: service "i": command[2] uses unknown placeholder {ports.http.size}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")',
+    'ports.yaml:37: service "i": command[2] uses unknown placeholder {ports.http.size}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")',
     'ports.yaml:37: service "i": command[1] uses {ports.htp}, but its ports are http (did you mean "http"?)',
     'ports.yaml:40: service "j": command[1] uses {i.port.grpc}, but "i"\'s ports are http',
     'ports.yaml:41: service "ports": the name "ports" is taken by the placeholders ({ports.NAME} is a replica\'s own port); rename the service',

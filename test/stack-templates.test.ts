@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { BerthError } from '../src/errors.js';
-import { parseStack } from '../src/stack/index.js';
+import { parseStack, resolveTemplate } from '../src/stack/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'berth-stack-templates-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -71,4 +71,29 @@ test('templates: a missing file, an unknown {templates.NAME}, a service called "
     depends_on: { engine: ready }`)), /uses \{templates\.cnf\}, but its templates are conf \(did you mean "?conf"?\?\)/);
   assert.match(refusal(stack(`    command: [nginx, -c, "{templates.conf}"]`)), /uses \{templates\.conf\}, but the service has no "templates:"/);
   assert.match(refusal(`services:\n  templates:\n    command: [x]\n`), /the name "templates" is taken by the placeholders/);
+});
+
+test('host-only and host:port placeholders; a service\'s own replicas (peers) are reachable', () => {
+  const spec = parseStack(`services:
+  etcd:
+    replicas: 3
+    ports: { client: 1, peer: 1 }
+    command: [etcd, "{etcd.hostports}", "{etcd.ports.peer}", "{etcd.hosts}"]
+  client:
+    command: [c, "{etcd.hostports}"]
+    depends_on: { etcd: ready }
+    job: true
+`, 'stack.yaml', dir);
+  assert.equal(spec.services.length, 2);
+  const endpoints = new Map([
+    ['etcd', [0, 1, 2].map((i) => ({ host: i === 2 ? '::' : '0.0.0.0', port: 2000 + 2 * i }))],
+    ['one', [{ host: '::1', port: 7 }]],
+  ]);
+  const ctx = { name: 'client', replica: 0, host: '127.0.0.1', endpoints };
+  assert.equal(resolveTemplate('{etcd.hostports}', ctx), '127.0.0.1:2000,127.0.0.1:2002,[::1]:2004');
+  assert.equal(resolveTemplate('{etcd.hosts}', ctx), '127.0.0.1,127.0.0.1,::1');
+  assert.equal(resolveTemplate('{one.host} {one.hostport}', ctx), '::1 [::1]:7');
+  // One replica of several is ambiguous, as {svc.port} is; a multi-node service cannot see its peers.
+  assert.match(refusal(`services:\n  e:\n    replicas: 2\n    command: [e, "{e.hostport}"]\n`), /uses \{e\.hostport\}, but "e" has 2 replicas; use \{e\.hostports\}/);
+  assert.match(refusal(`services:\n  e:\n    nodes: all\n    command: [e, "{e.ports}"]\n`), /its own service, which runs on several nodes/);
 });

@@ -196,8 +196,10 @@ export class CrossCheck {
           if (ph.field === 'gpu' && d.spec.replicas !== 'gpus') say(', but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)');
           continue;
         }
-        if (ph.service === d.spec.name) {
-          say(', its own service; write {port} for this replica\'s port (replicas of one service cannot refer to each other)');
+        const self = ph.service === d.spec.name;
+        if (self && d.spec.nodes !== undefined) {
+          // Its replicas on other nodes are leased there, after this file is read.
+          say(', its own service, which runs on several nodes: its other replicas\' ports are not known where this one starts');
           continue;
         }
         const target = this.byName.get(ph.service);
@@ -205,7 +207,7 @@ export class CrossCheck {
           say(`, but there is no service "${ph.service}"${didYouMean(ph.service, this.names)}; services: ${this.names.join(', ')}`);
           continue;
         }
-        if (!deps.has(ph.service)) {
+        if (!self && !deps.has(ph.service)) {
           say(`, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`);
           continue;
         }
@@ -220,7 +222,7 @@ export class CrossCheck {
             continue;
           }
         }
-        if ((ph.field === 'port' || ph.field === 'url') && target.spec.replicas !== 1) {
+        if ((ph.field === 'port' || ph.field === 'url' || ph.field === 'host' || ph.field === 'hostport') && target.spec.replicas !== 1) {
           const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
           const rest = ph.text.slice(ph.service.length + 1 + ph.field.length + 1, -1);
           say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s${rest}} (all of them, comma-separated)`);

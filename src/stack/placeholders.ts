@@ -18,7 +18,7 @@ import { BerthError, EXIT } from '../errors.js';
  */
 
 export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu';
-export type ServiceField = 'port' | 'ports' | 'url' | 'urls';
+export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports';
 
 export type Placeholder =
   | { kind: 'self'; field: SelfField; text: string }
@@ -43,7 +43,7 @@ export interface ParsedTemplate {
 }
 
 const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu'];
-const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls'];
+const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports'];
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
@@ -54,7 +54,7 @@ export const OWN_SET = 'ports';
 export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -146,10 +146,15 @@ export function reachableHost(host: string): string {
   return host;
 }
 
+/** HOST:PORT of the reachable host, with IPv6 literals bracketed. */
+export function endpointHostPort(e: Endpoint): string {
+  const h = reachableHost(e.host);
+  return `${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
+}
+
 /** http://HOST:PORT, with IPv6 literals bracketed. */
 export function endpointUrl(e: Endpoint): string {
-  const h = reachableHost(e.host);
-  return `http://${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
+  return `http://${endpointHostPort(e)}`;
 }
 
 export interface ResolveContext {
@@ -215,6 +220,14 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       return endpointUrl(eps[0]!);
     case 'urls':
       return eps.map(endpointUrl).join(',');
+    case 'host':
+      return reachableHost(eps[0]!.host);
+    case 'hosts':
+      return eps.map((e) => reachableHost(e.host)).join(',');
+    case 'hostport':
+      return endpointHostPort(eps[0]!);
+    case 'hostports':
+      return eps.map(endpointHostPort).join(',');
   }
 }
 

@@ -29,6 +29,9 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
       dep.replicas.filter((r) => r.port !== undefined).map((r) => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) })),
     );
   }
+  // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
+  const peers = rep.svc.replicas.filter((r) => r.port !== undefined);
+  if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map((r) => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) })));
   const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints };
   if (rep.port !== undefined) ctx.port = rep.port;
   if (rep.set) ctx.ports = rep.set.assigned;
