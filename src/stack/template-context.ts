@@ -15,7 +15,7 @@ import { portValue, type AssignedPorts } from '../allocate/port-set.js';
  *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
  *                                                                      values, and joined lists)
  *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last}   each of its replicas
- *   services[] {name, replicas[], …}                                   every dependency, in order
+ *   services[] {name, replicas[], …}                                   every dependency, in order, then the service itself (its peers)
  *
  * A dependency whose name is one of this replica's own fields (a service called "host") is
  * only in `services`. Hosts of dependencies are where they are reached: a wildcard bind
