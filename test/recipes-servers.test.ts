@@ -111,8 +111,10 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     const u = await up(t, recipe('etcd-cluster'), 'etcd');
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
-    const healthy = [...u.r.stdout.matchAll(/^127\.0\.0\.1:(\d+) is healthy/gm)].map((m) => Number(m[1]));
-    assert.equal(new Set(healthy).size, 3, u.r.stdout);
+    // etcdctl writes its health lines to stderr; the job's output passes through berth's.
+    const out = u.r.stdout + u.r.stderr;
+    const healthy = [...out.matchAll(/^127\.0\.0\.1:(\d+) is healthy/gm)].map((m) => Number(m[1]));
+    assert.equal(new Set(healthy).size, 3, out);
     const conf = readFileSync(join(u.run, 'templates', 'etcd-2', 'etcd.yaml'), 'utf8');
     const cluster = /^initial-cluster: (.*)$/m.exec(conf)?.[1] ?? '';
     assert.match(cluster, /^m0=http:\/\/127\.0\.0\.1:\d+,m1=http:\/\/127\.0\.0\.1:\d+,m2=http:\/\/127\.0\.0\.1:\d+$/, conf);
