@@ -1,0 +1,52 @@
+/**
+ * Recipes for programs that cannot be installed here (vLLM needs GPUs): the recipe's own stack
+ * runs with a stand-in first on PATH that records the argv and environment berth gives it and
+ * takes its ports as the real program does; the test checks them against what the program's
+ * documentation requires.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { test } from 'node:test';
+import { berth } from './helpers/cli.js';
+import { requireNetns } from './helpers/netns.js';
+
+const FAKE_BIN = resolve('test/fixtures/fake-bin');
+
+test('vLLM recipe: serve MODEL --host --port {ports.http}, VLLM_PORT = first port of the block, internal ports inside it', { timeout: 240_000 }, async (t) => {
+  if (!requireNetns(t)) return;
+  const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-vllm-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const record = join(dir, 'record');
+  mkdirSync(record);
+  const run = join(dir, 'run');
+  const r = await berth(['up', resolve('examples/recipes/vllm/stack.yaml'), '--run-dir', run], {
+    netns: {},
+    env: { BERTH_STATE_DIR: join(dir, 'state'), FAKE_VLLM_RECORD: record, PATH: `${FAKE_BIN}:${process.env.PATH}` },
+    timeoutMs: 240_000,
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(readFileSync(join(run, 'endpoints.json'), 'utf8')) as { replicas: { service: string; replica: number; ports?: Record<string, number | { first: number; last: number; count: number }> }[] };
+  const engines = doc.replicas.filter((x) => x.service === 'engine');
+  assert.equal(engines.length, 2);
+  const blocks: [number, number][] = [];
+  for (const e of engines) {
+    const http = e.ports!.http as number;
+    const dist = e.ports!.dist as { first: number; last: number; count: number };
+    assert.equal(dist.count, 32);
+    assert.equal(dist.last - dist.first, 31);
+    const argv = readFileSync(join(record, `engine-${e.replica}.argv`), 'utf8').trimEnd().split('\n');
+    assert.deepEqual(argv, ['serve', 'Qwen/Qwen2.5-0.5B-Instruct', '--host', '127.0.0.1', '--port', String(http)]);
+    const env = readFileSync(join(record, `engine-${e.replica}.env`), 'utf8');
+    assert.match(env, new RegExp(`^VLLM_PORT=${dist.first}$`, 'm'));
+    assert.match(env, new RegExp(`^BERTH_PORT_DIST_LAST=${dist.last}$`, 'm'));
+    const out = readFileSync(join(run, 'logs', `engine-${e.replica}.out`), 'utf8');
+    const internal = /vllm-like: internal=([\d,]+)/.exec(out)?.[1]?.split(',').map(Number) ?? [];
+    assert.equal(internal.length, 4, out);
+    for (const p of internal) assert.ok(p >= dist.first && p <= dist.last, `engine ${e.replica}: internal port ${p} outside its block ${dist.first}-${dist.last}`);
+    blocks.push([dist.first, dist.last]);
+  }
+  const [a, b] = blocks as [[number, number], [number, number]];
+  assert.ok(a[1] < b[0] || b[1] < a[0], `blocks overlap: ${a} and ${b}`);
+});
