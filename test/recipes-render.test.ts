@@ -13,6 +13,7 @@ import { berth } from './helpers/cli.js';
 import { requireNetns } from './helpers/netns.js';
 
 const FAKE_BIN = resolve('test/fixtures/fake-bin');
+const FAKE_PY = resolve('test/fixtures/fake-py');
 
 test('vLLM recipe: serve MODEL --host --port {ports.http}, VLLM_PORT = first port of the block, internal ports inside it', { timeout: 240_000 }, async (t) => {
   if (!requireNetns(t)) return;
@@ -49,4 +50,32 @@ test('vLLM recipe: serve MODEL --host --port {ports.http}, VLLM_PORT = first por
   }
   const [a, b] = blocks as [[number, number], [number, number]];
   assert.ok(a[1] < b[0] || b[1] < a[0], `blocks overlap: ${a} and ${b}`);
+});
+
+test('SGLang recipe: --model-path --host --port {ports.http} --nccl-port {ports.nccl}, ports distinct, nothing outside the set', { timeout: 240_000 }, async (t) => {
+  if (!requireNetns(t)) return;
+  const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-sglang-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const record = join(dir, 'record');
+  mkdirSync(record);
+  const run = join(dir, 'run');
+  const r = await berth(['up', resolve('examples/recipes/sglang/stack.yaml'), '--run-dir', run], {
+    netns: {},
+    env: { BERTH_STATE_DIR: join(dir, 'state'), FAKE_SGLANG_RECORD: record, PYTHONPATH: FAKE_PY, PATH: `/usr/bin:${process.env.PATH}` /* Debian's python3, not a version-manager shim */, PYTHONDONTWRITEBYTECODE: '1' },
+    timeoutMs: 240_000,
+  });
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(readFileSync(join(run, 'endpoints.json'), 'utf8')) as { replicas: { service: string; replica: number; ports?: Record<string, number>; unexpectedListeners?: unknown[] }[] };
+  const servers = doc.replicas.filter((x) => x.service === 'server');
+  assert.equal(servers.length, 2);
+  const all = new Set<number>();
+  for (const s of servers) {
+    const { http, nccl } = s.ports as { http: number; nccl: number };
+    const argv = readFileSync(join(record, `server-${s.replica}.argv`), 'utf8').trimEnd().split('\n');
+    assert.deepEqual(argv, ['--model-path', 'Qwen/Qwen2.5-0.5B-Instruct', '--host', '127.0.0.1', '--port', String(http), '--nccl-port', String(nccl)]);
+    assert.match(readFileSync(join(record, `server-${s.replica}.env`), 'utf8'), new RegExp(`^BERTH_PORT_NCCL=${nccl}$`, 'm'));
+    assert.equal(s.unexpectedListeners, undefined, JSON.stringify(s));
+    all.add(http).add(nccl);
+  }
+  assert.equal(all.size, 4);
 });
