@@ -17,7 +17,8 @@ import { renderTemplateFile, type RenderedTemplate } from './templates.js';
 export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveContext): RenderedTemplate[] {
   const s = rep.svc.spec;
   if (s.templates.length === 0) return [];
-  const input = {
+  const dir = join(st.run.path, 'templates', `${s.name}-${rep.index}`);
+  const context = templateContext({
     name: s.name,
     replica: rep.index,
     replicas: rep.svc.replicas.length,
@@ -26,13 +27,12 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
     ...(ctx.port !== undefined ? { port: ctx.port } : {}),
     ...(ctx.ports !== undefined ? { ports: ctx.ports } : {}),
     ...(ctx.gpu !== undefined ? { gpu: ctx.gpu } : {}),
-  };
-  const dir = join(st.run.path, 'templates', `${s.name}-${rep.index}`);
+    dir,
+  });
   try {
     mkdirSync(dir, { recursive: true, mode: 0o755 });
   } catch (e) {
     throw new BerthError(EXIT.IOERR, `cannot create ${dir} for the rendered templates of ${s.name}/${rep.index}: ${(e as Error).message}`, { path: dir });
   }
-  const context = templateContext({ ...input, dir });
   return s.templates.map((t) => renderTemplateFile(t.file, context, dir));
 }

@@ -14,7 +14,9 @@ import type { StackRun } from './stack-run.js';
  * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored.
  */
 
-/** The endpoints of the services this one depends on, as they are now. */
+const endpointOf = (r: Replica): Endpoint => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) });
+
+/** The endpoints of the services this one depends on (and its own replicas), as they are now. */
 export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   const endpoints = new Map<string, Endpoint[]>();
   for (const d of rep.svc.spec.dependsOn) {
@@ -26,12 +28,12 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     }
     endpoints.set(
       d.service,
-      dep.replicas.filter((r) => r.port !== undefined).map((r) => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) })),
+      dep.replicas.filter((r) => r.port !== undefined).map(endpointOf),
     );
   }
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   const peers = rep.svc.replicas.filter((r) => r.port !== undefined);
-  if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map((r) => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) })));
+  if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map(endpointOf));
   const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints };
   if (rep.port !== undefined) ctx.port = rep.port;
   if (rep.set) ctx.ports = rep.set.assigned;
