@@ -8,26 +8,34 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { berth } from './helpers/cli.js';
 import { requireNetns } from './helpers/netns.js';
 
 const FAKE_BIN = resolve('test/fixtures/fake-bin');
 const FAKE_PY = resolve('test/fixtures/fake-py');
 
-test('vLLM recipe: serve MODEL --host --port {ports.http}, VLLM_PORT = first port of the block, internal ports inside it', { timeout: 240_000 }, async (t) => {
-  if (!requireNetns(t)) return;
-  const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-vllm-'));
+/** `berth up` of a recipe in a fresh netns, with a record folder for the stand-in; undefined when skipped outside CI. */
+async function upRecipe(t: TestContext, name: string, env: (record: string) => NodeJS.ProcessEnv): Promise<{ run: string; record: string } | undefined> {
+  if (!requireNetns(t)) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), `berth-recipe-${name}-`));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const record = join(dir, 'record');
   mkdirSync(record);
   const run = join(dir, 'run');
-  const r = await berth(['up', resolve('examples/recipes/vllm/stack.yaml'), '--run-dir', run], {
+  const r = await berth(['up', resolve(`examples/recipes/${name}/stack.yaml`), '--run-dir', run], {
     netns: {},
-    env: { BERTH_STATE_DIR: join(dir, 'state'), FAKE_VLLM_RECORD: record, PATH: `${FAKE_BIN}:${process.env.PATH}` },
+    env: { BERTH_STATE_DIR: join(dir, 'state'), ...env(record) },
     timeoutMs: 240_000,
   });
   assert.equal(r.code, 0, r.stderr);
+  return { run, record };
+}
+
+test('vLLM recipe: serve MODEL --host --port {ports.http}, VLLM_PORT = first port of the block, internal ports inside it', { timeout: 240_000 }, async (t) => {
+  const u = await upRecipe(t, 'vllm', (record) => ({ FAKE_VLLM_RECORD: record, PATH: `${FAKE_BIN}:${process.env.PATH}` }));
+  if (!u) return;
+  const { run, record } = u;
   const doc = JSON.parse(readFileSync(join(run, 'endpoints.json'), 'utf8')) as { replicas: { service: string; replica: number; ports?: Record<string, number | { first: number; last: number; count: number }> }[] };
   const engines = doc.replicas.filter((x) => x.service === 'engine');
   assert.equal(engines.length, 2);
@@ -53,18 +61,10 @@ test('vLLM recipe: serve MODEL --host --port {ports.http}, VLLM_PORT = first por
 });
 
 test('SGLang recipe: --model-path --host --port {ports.http} --nccl-port {ports.nccl}, ports distinct, nothing outside the set', { timeout: 240_000 }, async (t) => {
-  if (!requireNetns(t)) return;
-  const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-sglang-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const record = join(dir, 'record');
-  mkdirSync(record);
-  const run = join(dir, 'run');
-  const r = await berth(['up', resolve('examples/recipes/sglang/stack.yaml'), '--run-dir', run], {
-    netns: {},
-    env: { BERTH_STATE_DIR: join(dir, 'state'), FAKE_SGLANG_RECORD: record, PYTHONPATH: FAKE_PY, PATH: `/usr/bin:${process.env.PATH}` /* Debian's python3, not a version-manager shim */, PYTHONDONTWRITEBYTECODE: '1' },
-    timeoutMs: 240_000,
-  });
-  assert.equal(r.code, 0, r.stderr);
+  // Debian's python3, not a version-manager shim.
+  const u = await upRecipe(t, 'sglang', (record) => ({ FAKE_SGLANG_RECORD: record, PYTHONPATH: FAKE_PY, PYTHONDONTWRITEBYTECODE: '1', PATH: `/usr/bin:${process.env.PATH}` }));
+  if (!u) return;
+  const { run, record } = u;
   const doc = JSON.parse(readFileSync(join(run, 'endpoints.json'), 'utf8')) as { replicas: { service: string; replica: number; ports?: Record<string, number>; unexpectedListeners?: unknown[] }[] };
   const servers = doc.replicas.filter((x) => x.service === 'server');
   assert.equal(servers.length, 2);

@@ -72,7 +72,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     assert.equal(u.r.code, 0, u.r.stderr);
     assert.match(u.r.stdout, /^hello from hypercorn pid \d+$/m);
     assert.match(u.log('web-0.err'), new RegExp(`Running on http://127\\.0\\.0\\.1:${u.port} `));
-    noBytecode('hypercorn');
+    noBytecode('uvicorn');
   });
 
   test('redis, release handoff, --port {port}, ready by redis-cli ping', async (t) => {

@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import { portValue, type AssignedPorts } from '../allocate/port-set.js';
+import { endpointHostPort, reachableHost } from './placeholders.js';
 
 /*
  * What a config-file template sees (mustache, logic-less): plain data built from what the
@@ -108,15 +108,6 @@ export interface TemplateInput {
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
 export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services'];
 
-/** Where a host is reached: a wildcard bind on loopback of its family. */
-function reached(host: string): string {
-  if (host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '::1';
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-
-const hostPort = (host: string, port: number): string => `${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
-
 function templatePorts(set: readonly AssignedPorts[] | undefined): Record<string, TemplatePort> {
   const out: Record<string, TemplatePort> = {};
   for (const a of set ?? []) {
@@ -133,8 +124,8 @@ function templatePorts(set: readonly AssignedPorts[] | undefined): Record<string
 
 function service(name: string, eps: readonly TemplateEndpoint[]): TemplateService {
   const replicas = eps.map((e, index): TemplateReplica => {
-    const host = reached(e.host);
-    const hp = hostPort(host, e.port);
+    const host = reachableHost(e.host);
+    const hp = endpointHostPort(e);
     return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports), first: index === 0, last: index === eps.length - 1 };
   });
   const r0 = replicas[0];
@@ -165,7 +156,7 @@ export function templateContext(input: TemplateInput): TemplateContext {
   };
   if (input.port !== undefined) {
     ctx.port = input.port;
-    ctx.hostport = hostPort(reached(input.host), input.port);
+    ctx.hostport = endpointHostPort({ host: input.host, port: input.port });
     ctx.url = `http://${ctx.hostport}`;
   }
   if (input.gpu !== undefined) ctx.gpu = input.gpu;
