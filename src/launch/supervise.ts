@@ -48,7 +48,8 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   if (s.finishing || !s.tree) return;
   // Only sockets that could be news are looked up in the tree's fds: ports outside the set
   // not reported yet, and (fd handoff) the handed ports; with none, no fd is read at all.
-  const inSet = setPorts(s.assigned());
+  const own = [...s.assigned(), ...(s.o.sharedPorts ?? [])];
+  const inSet = setPorts(own);
   const handed = s.handoff === 'fd' && s.set ? new Set(singles(s.set.assigned).map((a) => a.ports[0]!)) : new Set<number>();
   const candidates = snap.listening.filter((r) => (!inSet.has(r.localPort) && !s.audited.has(r.localPort)) || (handed.has(r.localPort) && !s.lostHanded.has(r.localPort)));
   const listeners = treeListeners(s.procRoot, s.tree, candidates);
@@ -64,7 +65,7 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   }
   const found = auditListeners({
     name: s.name,
-    set: s.assigned(),
+    set: own,
     listeners,
     ephemeral: snap.ephemeral,
     reported: s.audited,

@@ -117,6 +117,11 @@ export interface LaunchOptions extends SourceOptions {
   procRoot?: string;
   /** Files made for this start (a stack's rendered config templates): listed in diagnostics.json. */
   files?: { name: string; source: string; path: string }[];
+  /**
+   * Ports leased for the service outside its own set, which it may listen on (a stack's
+   * shared ports, bound by replica 0): the listener audit does not report them.
+   */
+  sharedPorts?: readonly AssignedPorts[];
 }
 
 export interface ReadyInfo {

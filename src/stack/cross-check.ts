@@ -107,7 +107,8 @@ export class CrossCheck {
       d.broken = true;
       this.add(d.portsLine!, `service "${s.name}": ports: ${text}`);
     };
-    const need = portsNeeded(s.ports);
+    // A shared port comes from replica 0's window or share: count it for every replica.
+    const need = portsNeeded(s.ports) + s.shared.length;
     const windows = s.ports.filter((e) => e.kind === 'window');
     const desc = `${s.ports.length === 1 ? 'its port' : `its ${s.ports.length} entries`} need${s.ports.length === 1 ? 's' : ''} ${need} port${need === 1 ? '' : 's'}${windows.length > 0 ? ` (with at least 1 for "${windows[0]!.name}")` : ''}`;
     if (windows.length > 1) return say(`${windows.map((w) => `"${w.name}"`).join(' and ')} are both { block: window }; a replica has one window`);
@@ -165,6 +166,8 @@ export class CrossCheck {
   private placeholders(d: Draft): void {
     const label = `service "${d.spec.name}"`;
     if (d.spec.ready?.kind === 'tcp' && d.spec.source.kind === 'none') this.add(d.readyLine, `${label}: "ready: tcp" needs a port, but the service has "port: none"`);
+    const onlyShared = d.spec.source.kind !== 'none' && d.spec.ports.length === 0 && !d.portsBroken;
+    if (d.spec.ready?.kind === 'tcp' && onlyShared) this.add(d.readyLine, `${label}: "ready: tcp" probes the replica's own port, but its only ports are shared (${d.spec.shared.join(', ')}); add a port of its own or use ready: http/cmd`);
     const deps = new Set(d.spec.dependsOn.map((x) => x.service));
     const reported = new Set<string>();
     for (const t of d.templates) {
@@ -193,6 +196,7 @@ export class CrossCheck {
         }
         if (ph.kind === 'self') {
           if (ph.field === 'port' && d.spec.source.kind === 'none') say(', but the service has "port: none"');
+          else if (ph.field === 'port' && onlyShared) say(`, but its only ports are shared; use {ports.${d.spec.shared[0]}}`);
           if (ph.field === 'gpu' && d.spec.replicas !== 'gpus') say(', but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)');
           continue;
         }
@@ -213,6 +217,14 @@ export class CrossCheck {
         }
         if (target.spec.source.kind === 'none') {
           say(`, but "${ph.service}" has no port (${target.source?.kind === 'none' ? '"port: none"' : 'a job without band, port, range or {port}'})`);
+          continue;
+        }
+        if (!target.portsBroken && target.spec.ports.length === 0 && !self) {
+          say(`, but "${ph.service}" has only shared ports (${target.spec.shared.join(', ')}), which its own replicas read as {ports.NAME}`);
+          continue;
+        }
+        if (ph.port !== undefined && !target.portsBroken && target.spec.shared.includes(ph.port) && !self) {
+          say(`, but "${ph.port}" is a shared port of "${ph.service}", for its own replicas ({ports.${ph.port}}); give this service a port of its own`);
           continue;
         }
         if (ph.port !== undefined && !target.portsBroken) {
@@ -297,7 +309,8 @@ export class CrossCheck {
     for (const d of this.drafts) {
       if (!d.spec.job) continue;
       const label = `service "${d.spec.name}"`;
-      if (d.spec.replicas !== 1) this.add(d.replicasLine, `${label}: a job runs once (the stack ends with its status); remove replicas or set it to 1`);
+      // Ranks of one collective: a rank restarted alone could not rejoin it.
+      if ((d.spec.replicas !== 1 || d.spec.nodes !== undefined) && d.spec.restart.policy === 'on-failure') this.add(d.replicasLine, `${label}: a job of many ranks cannot restart one rank (it could not rejoin the others); remove "restart: on-failure" or set replicas to 1`);
       if (first) this.add(d.jobLine, `${label}: only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
       else first = d;
     }
@@ -308,7 +321,7 @@ export class CrossCheck {
 /** ", but … has no port NAME; …" when a placeholder names a port the set does not have. */
 function portNameProblem(ph: Placeholder, owner: Draft, whose: string): string | undefined {
   const name = ph.kind === 'own' || ph.kind === 'service' ? ph.port : undefined;
-  if (name === undefined || owner.spec.ports.some((e) => e.name === name)) return undefined;
-  const names = owner.spec.ports.map((e) => e.name);
+  if (name === undefined || owner.spec.ports.some((e) => e.name === name) || (ph.kind === 'own' && owner.spec.shared.includes(name))) return undefined;
+  const names = [...owner.spec.ports.map((e) => e.name), ...owner.spec.shared];
   return `, but ${whose} ports are ${names.join(', ')}${didYouMean(name, names)}${owner.spec.portsDeclared ? '' : ' (without "ports:" a service has one port, named "port")'}`;
 }

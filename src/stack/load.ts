@@ -37,7 +37,7 @@ import {
  *     NAME:
  *       command: [PROGRAM, ARG…]   # required; argv, no shell
  *       replicas: 2                # or "gpus": one per GPU of the Slurm job, on window = GPU index
- *       nodes: all                 # or N (Slurm): on every node of the allocation / its first N
+ *       nodes: all                 # or N, or others (Slurm): every node of the allocation / its first N / all but the first
  *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
  *       ports: { http: 1, dist: { block: 32 } }   # named ports (ports-key.ts); default one, "port"
  *       host: 127.0.0.1
@@ -269,6 +269,7 @@ class StackParser extends YamlSource {
       replicas: 1,
       source: { kind: 'default' },
       ports: [...IMPLICIT_SET],
+      shared: [],
       portsDeclared: false,
       host: DEFAULT_HOST,
       env: {},
@@ -343,8 +344,8 @@ class StackParser extends YamlSource {
         case 'nodes': {
           nodesLine = kLine;
           const n = text === undefined ? undefined : toUint(text.trim());
-          if (text?.trim() === 'all') spec.nodes = 'all';
-          else if (n === undefined || n < 1) fail(`nodes must be "all" or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found ${kindOf(v)}`);
+          if (text?.trim() === 'all' || text?.trim() === 'others') spec.nodes = text.trim() as 'all' | 'others';
+          else if (n === undefined || n < 1) fail(`nodes must be "all", "others" (every node but the first) or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found ${kindOf(v)}`);
           else spec.nodes = n;
           break;
         }
@@ -366,7 +367,10 @@ class StackParser extends YamlSource {
           d.portsLine = kLine;
           spec.portsDeclared = true;
           const entries = readPortsKey(v, kLine, label, this.reader);
-          if (entries) spec.ports = entries;
+          if (entries) {
+            spec.ports = entries.filter((e) => e.kind !== 'shared');
+            spec.shared = entries.filter((e) => e.kind === 'shared').map((e) => e.name);
+          }
           else d.portsBroken = d.broken = true;
           break;
         }
@@ -474,7 +478,6 @@ class StackParser extends YamlSource {
 
     if (!hasCommand) this.add(line, `${label}: missing "command: ${COMMAND_EXAMPLE}"`);
     if (nodesLine !== undefined) {
-      if (spec.job) this.add(nodesLine, `${label}: a job runs once, where berth up runs; remove "nodes" (or make another service the job)`);
       // Other nodes must reach it: listen on every address unless told otherwise.
       if (!keys.has('host')) spec.host = '0.0.0.0';
     }

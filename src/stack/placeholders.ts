@@ -1,12 +1,18 @@
 import { isIP } from 'node:net';
 import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../allocate/port-set.js';
 import { BerthError, EXIT } from '../errors.js';
+import type { Rank } from './ranks.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
  *   {port} {replica} {name} {host}                 this replica
  *   {gpu}                                          its GPU (replicas: gpus)
- *   {ports.NAME} {ports.NAME.FIELD}                this replica's port NAME (its `ports:` set)
+ *   {rank} {world_size} {local_rank}               its rank among the service's replicas on
+ *   {node_rank} {node_count} {node}                every node it runs on (ranks.ts)
+ *   {ports.NAME} {ports.NAME.FIELD}                this replica's port NAME (its `ports:` set,
+ *                                                  shared entries included)
+ *   {ports.NAME.host} {ports.NAME.hostport}        where that port is reached (a shared port:
+ *                                                  on replica 0's host)
  *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on (primary port)
  *   {svc.port.NAME} {svc.ports.NAME}               its port NAME: replica 0's / every replica's
  *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}
@@ -17,13 +23,16 @@ import { BerthError, EXIT } from '../errors.js';
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
 
-export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu';
+export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | RankField;
+export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
+/** What {ports.NAME.X} may ask beyond the port fields: where the port is reached. */
+export type OwnPart = PortField | 'host' | 'hostport';
 export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports';
 
 export type Placeholder =
   | { kind: 'self'; field: SelfField; text: string }
   /** {ports.NAME} / {ports.NAME.FIELD}: this replica's named port. */
-  | { kind: 'own'; port: string; part?: PortField; text: string }
+  | { kind: 'own'; port: string; part?: OwnPart; text: string }
   /** {templates.NAME}: the path of this replica's rendered config file NAME. */
   | { kind: 'template'; template: string; text: string }
   /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
@@ -42,7 +51,8 @@ export interface ParsedTemplate {
   errors: TemplateError[];
 }
 
-const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu'];
+const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
+const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', ...RANK_FIELDS];
 const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports'];
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
@@ -54,7 +64,7 @@ export const OWN_SET = 'ports';
 export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -70,7 +80,7 @@ function classify(inner: string, text: string): Placeholder | undefined {
     return { kind: 'template', template: seg[1]!, text };
   }
   if (seg[0] === OWN_SET) {
-    const part = portPart(seg[2]);
+    const part = seg[2] === 'host' || seg[2] === 'hostport' ? seg[2] : portPart(seg[2]);
     if (seg.length > 3 || !PORT_NAME_RE.test(seg[1]!) || part === false) return undefined;
     return { kind: 'own', port: seg[1]!, ...(part !== undefined ? { part } : {}), text };
   }
@@ -166,8 +176,12 @@ export interface ResolveContext {
   port?: number;
   /** The replica's GPU (node-wide index) under `replicas: gpus`. */
   gpu?: number;
-  /** This replica's named ports ({ports.NAME}). */
+  /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
   ports?: readonly AssignedPorts[];
+  /** Where each shared port is reached (replica 0's host), by name. */
+  sharedHosts?: ReadonlyMap<string, string>;
+  /** Its rank (ranks.ts); {rank} and the others need it. */
+  rank?: Rank;
   /** Started replicas of other services, in replica order. */
   endpoints: ReadonlyMap<string, readonly Endpoint[]>;
   /** This replica's rendered config files, name → absolute path ({templates.NAME}). */
@@ -184,7 +198,10 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       if (ctx.gpu === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": {gpu} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no GPU`);
       return String(ctx.gpu);
     }
-    return ctx.name;
+    if (p.field === 'name') return ctx.name;
+    const r = ctx.rank;
+    if (!r) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rank`);
+    return p.field === 'node' ? r.node : String({ rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount }[p.field]);
   }
   if (p.kind === 'template') {
     const path = ctx.templates?.get(p.template);
@@ -196,6 +213,10 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     const a = ctx.ports?.find((x) => x.name === p.port);
     // Load-time checks name every port a template uses: reaching here is a bug.
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
+    if (p.part === 'host' || p.part === 'hostport') {
+      const host = ctx.sharedHosts?.get(p.port) ?? reachableHost(ctx.host);
+      return p.part === 'host' ? host : endpointHostPort({ host, port: a.ports[0]! });
+    }
     return portValue(a, p.part);
   }
   const eps = ctx.endpoints.get(p.service);

@@ -9,6 +9,7 @@ import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-source.js';
  *     http: 1                  # one port
  *     dist: { block: 32 }      # 32 contiguous ports, exclusively this replica's
  *     workers: { block: window }  # the rest of the replica's band window, as one block
+ *     master: shared           # one port for all replicas (ranks), bound by replica 0
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
  * against the service's source (window sizes, bands) are in cross-check.ts.
  */
@@ -48,8 +49,9 @@ export function readPortsKey(v: Node | null | undefined, line: number, label: st
     y.add(line, `${label}: ports: ${problem}`);
     return undefined;
   }
-  const first = entries[0]!;
-  if (first.kind !== 'single') {
+  // Shared entries are the service's, not the replica's: the primary port is the first of the rest.
+  const first = entries.find((e) => e.kind !== 'shared');
+  if (first && first.kind !== 'single') {
     y.add(line, `${label}: ports: the first entry is the primary port ({port}, readiness, URLs) and must be one port, but "${first.name}" is a block; put a single port first, e.g. ${EXAMPLE}`);
     return undefined;
   }
@@ -61,11 +63,12 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
   const text = scalarText(v);
   if (text !== undefined || (v && isScalar(v))) {
     if (text?.trim() === '1') return { name, kind: 'single' };
-    y.add(y.lineOf(v, at), `${what} must be 1 (one port), { block: N } or { block: window }, found ${kindOf(v)}`);
+    if (text?.trim() === 'shared') return { name, kind: 'shared' };
+    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${kindOf(v)}`);
     return undefined;
   }
   if (!v || !isMap(v) || v.items.length !== 1 || y.keyName(v.items[0]!) !== 'block') {
-    y.add(y.lineOf(v, at), `${what} must be 1 (one port), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
+    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
     return undefined;
   }
   const bv = y.deref(v.items[0]!.value as Node | null, at, label);
@@ -79,7 +82,7 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
   return { name, kind: 'block', count: n };
 }
 
-/** Ports a set needs at least (a window entry needs one, it takes the rest of the window). */
+/** Ports a replica's set needs at least (a window entry needs one, it takes the rest of the window). */
 export function portsNeeded(entries: readonly PortEntry[]): number {
-  return entries.reduce((n, e) => n + (e.kind === 'block' ? e.count : 1), 0);
+  return entries.reduce((n, e) => n + (e.kind === 'block' ? e.count : e.kind === 'shared' ? 0 : 1), 0);
 }

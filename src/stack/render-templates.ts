@@ -27,6 +27,8 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
     ...(ctx.port !== undefined ? { port: ctx.port } : {}),
     ...(ctx.ports !== undefined ? { ports: ctx.ports } : {}),
     ...(ctx.gpu !== undefined ? { gpu: ctx.gpu } : {}),
+    ...(ctx.sharedHosts !== undefined ? { sharedHosts: ctx.sharedHosts } : {}),
+    ...(ctx.rank !== undefined ? { rank: ctx.rank } : {}),
     dir,
   });
   try {

@@ -2,13 +2,15 @@ import { EXIT } from '../errors.js';
 import type { ExitInfo, LaunchEvent } from '../launch/types.js';
 import { replicaFailed, restart, restartLeft } from './restart.js';
 import { endReplica, firstLine, stripName, type Replica } from './replica.js';
+import { dirname } from 'node:path';
 import { schedule } from './schedule.js';
 import type { StackRun } from './stack-run.js';
 import { beginTeardown } from './teardown.js';
 
 /*
  * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings,
- * listeners outside its ports) and how its exit ends it: the job ends the stack, a one-shot
+ * listeners outside its ports) and how its exit ends it: the job's ranks end the stack (all
+ * of them exited, or the first that failed), a one-shot
  * service completes, anything else after it was ready is a failure (restart.ts decides
  * whether it comes back).
  * Events of an earlier attempt are ignored.
@@ -77,19 +79,7 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
     endReplica(rep);
     return;
   }
-  if (rep.svc.spec.job) {
-    if (status !== 0 && restartLeft(st, rep, EXIT.SOFTWARE)) {
-      st.update(rep, { state: 'failed', code: status, detail: `exited with status ${status}` });
-      restart(st, rep, `exited with status ${status}`);
-      return;
-    }
-    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
-    rep.final = true;
-    endReplica(rep);
-    st.job = { service: rep.svc.spec.name, status, code: info.code, signal: info.signal };
-    beginTeardown(st, 'job');
-    return;
-  }
+  if (rep.svc.spec.job) return jobRankExited(st, rep, info);
   if (status === 0) {
     // A one-shot service (something may wait for it to complete).
     st.update(rep, { state: 'exited', code: 0 });
@@ -103,4 +93,36 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
   rep.attemptFailed = true;
   replicaFailed(st, rep, EXIT.SOFTWARE, reason, info.bundle);
   if (rep.final) endReplica(rep);
+}
+
+/**
+ * A rank of the job exited. The stack ends when every rank has (status 0 if all were 0), or
+ * at the first that failed: its status is the stack's, and the teardown stops the others so
+ * none is left waiting in a collective for the dead one. Rank 0 ending first is no success.
+ */
+function jobRankExited(st: StackRun, rep: Replica, info: ExitInfo): void {
+  const status = info.exitCode;
+  const sig = info.signal ?? undefined;
+  const ranks = rep.svc.replicas.length;
+  if (status !== 0 && ranks === 1 && restartLeft(st, rep, EXIT.SOFTWARE)) {
+    st.update(rep, { state: 'failed', code: status, detail: `exited with status ${status}` });
+    restart(st, rep, `exited with status ${status}`);
+    return;
+  }
+  st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+  rep.final = true;
+  endReplica(rep);
+  const job = { service: rep.svc.spec.name, replica: rep.index, status, code: info.code, signal: info.signal };
+  if (status !== 0) {
+    st.job = job;
+    const how = sig ? `was killed by ${sig}` : `exited with status ${status}`;
+    const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}${ranks > 1 ? '; the other ranks are stopped' : ''}`;
+    st.failure = { service: job.service, replica: rep.index, exitCode: status, reason: who, logs: st.run.logFiles(job.service, rep.index), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
+    beginTeardown(st, 'job');
+    return;
+  }
+  if (rep.svc.replicas.every((r) => r.final)) {
+    st.job = job;
+    beginTeardown(st, 'job');
+  }
 }

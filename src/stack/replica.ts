@@ -1,3 +1,4 @@
+import type { AssignedPorts } from '../allocate/port-set.js';
 import type { NamedReservation } from '../allocate/reserve-named.js';
 import type { PortSource } from '../allocate/types.js';
 import type { AuditFinding, LaunchHandle } from '../launch/types.js';
@@ -44,6 +45,8 @@ export interface Replica {
   /** Output beyond the log (job passthrough, --follow); the logs are written by launch(). */
   out: OutputFanout;
   err: OutputFanout;
+  /** Replica 0 of a service with shared ports: their holds were closed for it to bind them. */
+  sharedReleased?: boolean;
   /** Diagnostics folders of attempts, kept when a bundle was written. */
   diag: { dir: string; keep: boolean }[];
 }
@@ -52,6 +55,11 @@ export interface Service {
   spec: ServiceSpec;
   replicas: Replica[];
   launched: boolean;
+  /**
+   * Its shared ports (`NAME: shared`), once leased: `set` when leased here (held until
+   * replica 0 starts, leased until the teardown), without it when replica 0's node leased them.
+   */
+  shared?: { host: string; assigned: AssignedPorts[]; set?: NamedReservation };
 }
 
 /** A service and its replicas, nothing started; `gpus`: one replica per GPU (replicas: gpus). */
@@ -64,8 +72,8 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
     const outC: ChunkConsumer[] = [];
     const errC: ChunkConsumer[] = [];
     if (spec.job) {
-      const po = console.passthrough('stdout');
-      const pe = console.passthrough('stderr');
+      const po = console.passthrough('stdout', n > 1);
+      const pe = console.passthrough('stderr', n > 1);
       if (po) outC.push(po);
       if (pe) errC.push(pe);
     } else if (streamed) {

@@ -8,6 +8,7 @@ import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/p
 import { openForAppend } from '../util/safe-file.js';
 import { endpointUrl } from './placeholders.js';
 import type { ReplicaState } from './spec.js';
+import type { SharedPorts } from './stack-types.js';
 
 /*
  * The run directory of one `berth up`:
@@ -26,6 +27,8 @@ export interface StackEvent {
   t: string;
   service: string;
   replica: number;
+  /** A replica on another node of a multi-node stack (Slurm node name); replica numbers are per node. */
+  node?: string;
   state: ReplicaState;
   pid?: number;
   port?: number;
@@ -39,6 +42,8 @@ export interface StackEvent {
 export interface EndpointRecord {
   service: string;
   replica: number;
+  /** A multi-node stack's replica on another node: its Slurm node (service, node, replica is unique). */
+  node?: string;
   host: string | null;
   port: number | null;
   url: string | null;
@@ -74,6 +79,11 @@ export interface EndpointsDocument {
   pid: number;
   updated: string;
   replicas: EndpointRecord[];
+  /**
+   * Ports shared by every replica of a service (`NAME: shared`, a torch MASTER_PORT), with
+   * the host they are reached at (replica 0's), by service.
+   */
+  shared?: Record<string, SharedPorts>;
   /** Set by berth's watchdog after berth died and it stopped the services (see run-gone.ts). */
   ended?: { at: string; by: 'watchdog'; reason: string };
 }
@@ -82,6 +92,7 @@ export interface EndpointsDocument {
 export interface ReplicaUpdate {
   service: string;
   replica: number;
+  node?: string;
   state: ReplicaState;
   host?: string;
   pid?: number;
@@ -108,7 +119,7 @@ export function defaultRunDir(cwd: string = process.cwd(), now: Date = new Date(
 
 /** events.jsonl line (with its newline). Key order is fixed so lines read alike. */
 export function formatEvent(e: StackEvent): string {
-  const o: Record<string, unknown> = { t: e.t, service: e.service, replica: e.replica, state: e.state };
+  const o: Record<string, unknown> = { t: e.t, service: e.service, replica: e.replica, ...(e.node !== undefined ? { node: e.node } : {}), state: e.state };
   if (e.pid !== undefined) o.pid = e.pid;
   if (e.port !== undefined) o.port = e.port;
   if (e.code !== undefined) o.code = e.code;
@@ -121,9 +132,9 @@ export function formatEvent(e: StackEvent): string {
 /** Applies an update to the replica table (pure); returns the event to log. */
 export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date = new Date()): StackEvent {
   const t = (u.t ?? now).toISOString();
-  let rec = table.find((r) => r.service === u.service && r.replica === u.replica);
+  let rec = table.find((r) => r.service === u.service && r.replica === u.replica && r.node === u.node);
   if (!rec) {
-    rec = { service: u.service, replica: u.replica, host: null, port: null, url: null, pid: null, state: u.state, since: t };
+    rec = { service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), host: null, port: null, url: null, pid: null, state: u.state, since: t };
     table.push(rec);
   }
   if (u.host !== undefined) rec.host = u.host;
@@ -134,7 +145,7 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port }) : null;
   if (rec.state !== u.state) rec.since = t;
   rec.state = u.state;
-  const ev: StackEvent = { t, service: u.service, replica: u.replica, state: u.state };
+  const ev: StackEvent = { t, service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), state: u.state };
   const pid = u.pid ?? rec.pid;
   const port = u.port ?? rec.port;
   if (pid !== null) ev.pid = pid;
@@ -274,8 +285,12 @@ export class RunDir {
     return this.document(updated ?? new Date().toISOString());
   }
 
+  /** Shared ports of the stack's services (once leased); in every document from now on. */
+  shared: Record<string, SharedPorts> = {};
+
   private document(updated: string): EndpointsDocument {
-    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas() };
+    const shared = Object.keys(this.shared).length > 0 ? { shared: this.shared } : {};
+    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...shared };
   }
 
   /** Writes pending changes now (nothing when events.jsonl and endpoints.json are current). */

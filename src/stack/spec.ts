@@ -50,10 +50,11 @@ export interface ServiceSpec {
   command: string[];
   replicas: ReplicaCount;
   /**
-   * `nodes: all | N` (Slurm): the service runs on every node of the allocation, or on its
-   * first N, started there by a berth agent (srun). Undefined: once, where `berth up` runs.
+   * `nodes: all | N | others` (Slurm): the service runs on every node of the allocation, on
+   * its first N, or on every node but the first, started there by a berth agent (srun).
+   * Undefined: once, where `berth up` runs.
    */
-  nodes?: 'all' | number;
+  nodes?: 'all' | 'others' | number;
   /** Where every port of the service comes from (band, port, range, default, or none). */
   source: ServicePorts;
   /**
@@ -64,6 +65,12 @@ export interface ServiceSpec {
   ports: PortEntry[];
   /** The stack file has `ports:` for this service (BERTH_PORT_<NAME> and {ports.NAME} are its names). */
   portsDeclared: boolean;
+  /**
+   * Names of its `NAME: shared` entries, in order: one port for every replica (rank), leased
+   * on replica 0's host and released right before replica 0 starts (it binds it, like
+   * torch.distributed's MASTER_PORT). Not in `ports` (that is each replica's own set).
+   */
+  shared: string[];
   /**
    * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
    * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.

@@ -59,10 +59,11 @@ export class StackConsole {
   }
 
   /** The job's stdout or stderr, unchanged (whole lines at a time above a live table). */
-  passthrough(which: 'stdout' | 'stderr'): ChunkConsumer | undefined {
+  passthrough(which: 'stdout' | 'stderr', wholeLines = false): ChunkConsumer | undefined {
     const to = this.o[which];
     if (!to) return undefined;
-    if (this.live && isTTY(to)) {
+    // Whole lines: above a live table, or when several ranks of a job share the stream.
+    if (wholeLines || (this.live && isTTY(to))) {
       const lines = new LineBuffer((t) => this.write(to, t));
       this.flushers.push(() => lines.flush());
       return lines;

@@ -4,8 +4,10 @@ import { guardRunDir } from '../launch/watchdog.js';
 import { gpuReplicas, type GpuReplica } from '../slurm/replicas.js';
 import { deferred } from '../util/deferred.js';
 import type { GraphNode, ReplicaStatus } from './graph.js';
+import type { Endpoint } from './placeholders.js';
 import { makeService, stripName, type Replica, type Service } from './replica.js';
 import { createRunDir, type EndpointsDocument, type ReplicaUpdate, type RunDir, type StackEvent } from './run-dir.js';
+import { localTopology, type Topology } from './ranks.js';
 import type { StackSpec } from './spec.js';
 import { StackConsole } from './stack-console.js';
 import type { RunStackOptions, StackFailure, StackResult } from './stack-types.js';
@@ -27,6 +29,8 @@ export class StackRun {
   readonly startedOrder: string[] = [];
   readonly env: NodeJS.ProcessEnv;
   readonly procRoot: string;
+  /** This host's node, for ranks (ranks.ts). */
+  readonly topology: Topology;
   readonly t0 = performance.now();
   host: HostSysctls | undefined;
   ending: StackResult['reason'] | undefined;
@@ -57,10 +61,17 @@ export class StackRun {
       }
     }
     this.procRoot = o.procRoot ?? '/proc';
+    this.topology = o.topology ?? localTopology(this.env);
     this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) });
     this.runGuard = guardRunDir(this.run.path);
     this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
     this.nodes = spec.services.map((s) => ({ name: s.name, dependsOn: s.dependsOn }));
+    // External services take their place in the stop order (teardown calls o.stopExternal), as started first.
+    for (const x of o.externalServices ?? []) {
+      this.nodes.push(x);
+      this.startedOrder.push(x.name);
+    }
+    for (const [name, eps] of o.external ?? []) this.external.set(name, { endpoints: eps, statuses: eps.map(() => ({ state: 'ready' })) });
     this.services = spec.services.map((s) => makeService(s, this.console, o.follow === true, gpuPlans.get(s.name)));
     this.byName = new Map(this.services.map((s) => [s.spec.name, s]));
     // Callers that only await `done` must not crash on an unhandled rejection.
@@ -95,15 +106,41 @@ export class StackRun {
     }
   }
 
+  /** Every port is reserved and scheduling has begun. */
+  reserved = false;
+  /** The run directory is final (teardown's finish()): nothing more is recorded. */
+  closed = false;
+
+  /** A replica that is not one of ours (another node's): recorded and shown like ours. */
+  record(u: ReplicaUpdate): void {
+    if (this.closed) return;
+    let ev: StackEvent;
+    try {
+      ev = this.run.update(u);
+    } catch {
+      return; // our own replicas' next update reports a broken run directory
+    }
+    this.console.event(ev);
+    try {
+      this.o.onEvent?.(ev);
+    } catch {
+      // a caller's listener must not break the stack
+    }
+  }
+
   warn(message: string): void {
     this.console.message(`berth: warning: ${message}`);
     this.o.onWarning?.(message);
   }
 
-  /** The replicas of a service as its dependents' conditions see them (external ones are ready). */
+  /** External services known so far (RunStackOptions.external, then StackHandle.setExternal). */
+  readonly external = new Map<string, { endpoints: readonly Endpoint[]; statuses: readonly ReplicaStatus[] }>();
+
+  /** The replicas of a service as its dependents' conditions see them (an external one: pending until it is known). */
   statuses(name: string): ReplicaStatus[] {
-    const ext = this.byName.has(name) ? undefined : this.o.external?.get(name);
-    if (ext) return ext.map(() => ({ state: 'ready' }));
+    const ext = this.byName.has(name) ? undefined : this.external.get(name);
+    if (ext) return [...ext.statuses];
+    if (!this.byName.has(name) && this.o.externalServices?.some((x) => x.name === name)) return [{ state: 'pending' }];
     return (this.byName.get(name)?.replicas ?? []).map((r) => ({ state: r.state, ...(r.code !== undefined ? { code: r.code } : {}) }));
   }
 

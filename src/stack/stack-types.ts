@@ -1,4 +1,7 @@
-import type { EndpointsDocument, StackEvent } from './run-dir.js';
+import type { AssignedPorts } from '../allocate/port-set.js';
+import type { Topology } from './ranks.js';
+import type { GraphNode, ReplicaStatus } from './graph.js';
+import type { EndpointsDocument, ReplicaUpdate, StackEvent } from './run-dir.js';
 import type { Endpoint } from './placeholders.js';
 import type { StackSpec } from './spec.js';
 import type { StatusMode } from './stack-console.js';
@@ -39,6 +42,30 @@ export interface RunStackOptions {
    * the spec, always ready, with these endpoints for the placeholders of their dependents.
    */
   external?: ReadonlyMap<string, readonly Endpoint[]>;
+  /**
+   * Services running elsewhere whose endpoints come later, through StackHandle.setExternal
+   * (a multi-node stack's node services, or an agent's dependencies on the first node):
+   * 'pending' to their dependents until then. Their dependencies place them in the stop
+   * order, where stopExternal stops them.
+   */
+  externalServices?: readonly GraphNode[];
+  /** Stops an external service (its turn in the stop order: after its dependents, before its dependencies). */
+  stopExternal?: (service: string) => Promise<void>;
+  /** This host's node in the allocation (a berth agent's), for ranks; default one host. */
+  topology?: Topology;
+  /**
+   * Shared ports (`NAME: shared`) of services whose replica 0 runs on another node, which
+   * leased them: used as given, not reserved here.
+   */
+  shared?: ReadonlyMap<string, SharedPorts>;
+  /** Every port of the stack is leased (nothing started yet): the document has `shared`. */
+  onReserved?: (doc: EndpointsDocument) => void;
+}
+
+/** A service's shared ports and where they are reached (replica 0's host). */
+export interface SharedPorts {
+  host: string;
+  ports: AssignedPorts[];
 }
 
 export interface StackFailure {
@@ -65,7 +92,8 @@ export interface StackResult {
   reason: 'job' | 'failed' | 'signal' | 'stopped' | 'completed';
   signal?: NodeJS.Signals;
   failure?: StackFailure;
-  job?: { service: string; status: number; code: number | null; signal: NodeJS.Signals | null };
+  /** The job's end: the first failing rank's (replica's) status, or 0 when every rank exited 0. */
+  job?: { service: string; replica: number; status: number; code: number | null; signal: NodeJS.Signals | null };
   runDir: string;
   /** ms from runStack() until every non-job service was ready, when that happened. */
   readyMs?: number;
@@ -88,4 +116,12 @@ export interface StackHandle {
   stop(opts?: { signal?: NodeJS.Signals; force?: boolean }): Promise<StackResult>;
   /** A message on the status stream, above a live table (nothing when the status display is off). */
   say(text: string): void;
+  /**
+   * An external service (RunStackOptions.externalServices) is there: its endpoints for its
+   * dependents' placeholders, and its replicas' states for their conditions (default: each
+   * endpoint ready). Its dependents may start now.
+   */
+  setExternal(service: string, endpoints: readonly Endpoint[], statuses?: readonly ReplicaStatus[]): void;
+  /** A replica running elsewhere (another node's), into events.jsonl, endpoints.json and the status view. */
+  recordExternal(u: ReplicaUpdate): void;
 }

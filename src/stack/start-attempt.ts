@@ -1,6 +1,8 @@
 import { BerthError, EXIT } from '../errors.js';
 import { launch } from '../launch/launch.js';
 import type { LaunchEvent, LaunchOptions, ReadySpec } from '../launch/types.js';
+import { portSetEnv } from '../allocate/port-set.js';
+import { rankEnv, rankOf } from './ranks.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
 import { renderReplicaTemplates } from './render-templates.js';
 import { endAbandoned } from './restart.js';
@@ -22,8 +24,8 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   for (const d of rep.svc.spec.dependsOn) {
     const dep = st.byName.get(d.service);
     if (!dep) {
-      const ext = st.o.external?.get(d.service);
-      if (ext) endpoints.set(d.service, [...ext]);
+      const ext = st.external.get(d.service);
+      if (ext) endpoints.set(d.service, [...ext.endpoints]);
       continue;
     }
     endpoints.set(
@@ -34,9 +36,11 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   const peers = rep.svc.replicas.filter((r) => r.port !== undefined);
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map(endpointOf));
-  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints };
+  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
   if (rep.port !== undefined) ctx.port = rep.port;
-  if (rep.set) ctx.ports = rep.set.assigned;
+  const shared = rep.svc.shared;
+  if (rep.set || shared) ctx.ports = [...(rep.set?.assigned ?? []), ...(shared?.assigned ?? [])];
+  if (shared) ctx.sharedHosts = new Map(shared.assigned.map((a) => [a.name, shared.host]));
   if (rep.gpu) ctx.gpu = rep.gpu.gpu;
   return ctx;
 }
@@ -53,6 +57,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   let env: NodeJS.ProcessEnv;
   let ready: ReadySpec | undefined;
   let files: NonNullable<LaunchOptions['files']> = [];
+  const shared = rep.svc.shared;
   try {
     const ctx = resolveContext(st, rep);
     const rendered = renderReplicaTemplates(st, rep, ctx);
@@ -65,6 +70,9 @@ export function startAttempt(st: StackRun, rep: Replica): void {
       env.CUDA_VISIBLE_DEVICES = rep.gpu.cudaVisibleDevices;
       env.BERTH_GPU = String(rep.gpu.gpu);
     }
+    // Before the service's own env: it may rename them (RANK: "{rank}" is the same value).
+    Object.assign(env, rankEnv(ctx.rank!));
+    if (shared) Object.assign(env, portSetEnv(shared.assigned));
     for (const [k, v] of Object.entries(s.env)) env[k] = resolveTemplate(v, ctx);
     env.BERTH_SERVICE = s.name;
     env.BERTH_REPLICA = String(rep.index);
@@ -105,6 +113,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     onEvent,
     procRoot: st.procRoot,
     ...(files.length > 0 ? { files } : {}),
+    ...(shared ? { sharedPorts: shared.assigned } : {}),
   };
   if (rep.set) {
     // launch() hands the singles over (closing their holds) but the leases stay the
@@ -123,6 +132,21 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   if (s.readyTimeoutMs !== undefined) lo.readyTimeoutMs = s.readyTimeoutMs;
   if (st.o.probeTimeoutMs !== undefined) lo.probeTimeoutMs = st.o.probeTimeoutMs;
   if (st.o.stateDir !== undefined) lo.stateDir = st.o.stateDir;
+  // Replica 0 binds the shared ports itself: their holds close right before it starts
+  // (the leases stay the stack's, so no other allocator hands them out meanwhile).
+  const held = rep.index === 0 ? shared?.set : undefined;
+  if (held && !rep.sharedReleased) {
+    rep.sharedReleased = true;
+    void Promise.all(held.reservations.map((r) => r.unhold())).then(
+      () => (st.ending ? endAbandoned(rep) : run(st, rep, attempt, lo)),
+      (e) => st.internalError(e),
+    );
+    return;
+  }
+  run(st, rep, attempt, lo);
+}
+
+function run(st: StackRun, rep: Replica, attempt: number, lo: LaunchOptions): void {
   const runner = launch(lo);
   rep.runner = runner;
   void runner.exited.then((info) => {

@@ -3,7 +3,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { signalNumber } from '../launch/launch.js';
 import { teardownWaves } from './graph.js';
 import { endAbandoned } from './restart.js';
-import type { Replica } from './replica.js';
+import type { Replica, Service } from './replica.js';
 import type { ReplicaState } from './spec.js';
 import type { StackRun } from './stack-run.js';
 import type { StackResult } from './stack-types.js';
@@ -54,18 +54,23 @@ async function tearDown(st: StackRun): Promise<void> {
     st.ending === 'failed' && st.failure
       ? `stack stopping: ${st.failure.service}/${st.failure.replica} failed`
       : st.ending === 'job'
-        ? `stack stopping: the job ${st.job?.service ?? ''} exited`
+        ? st.job && st.job.status !== 0 && st.byName.get(st.job.service)!.replicas.length > 1
+          ? `stack stopping: rank ${st.job.replica} of the job ${st.job.service} exited with status ${st.job.status}`
+          : `stack stopping: the job ${st.job?.service ?? ''} exited`
         : st.ending === 'signal'
           ? `stack stopping: berth got ${st.endSignal}`
           : 'stack stopping';
   for (const wave of teardownWaves(st.nodes, st.startedOrder)) {
     const reps = wave.flatMap((name) => st.byName.get(name)?.replicas ?? []);
-    await Promise.all(reps.map((rep) => stopReplica(st, rep, why)));
+    // A service running elsewhere (multi-node.ts) is stopped by whoever runs it.
+    const external = wave.filter((name) => !st.byName.has(name) && st.o.stopExternal);
+    await Promise.all([...reps.map((rep) => stopReplica(st, rep, why)), ...external.map((name) => st.o.stopExternal!(name).catch(() => {}))]);
   }
   for (const rep of st.replicas) if (!rep.runner && !rep.final) endAbandoned(rep);
   await Promise.all(st.replicas.filter((r) => r.runner || r.final).map((r) => r.ended));
   // Nothing runs any more (a replica waiting for its restart has ended): every lease back.
   for (const rep of st.replicas) await releasePorts(st, rep);
+  for (const svc of st.services) await releaseShared(st, svc);
 }
 
 async function stopReplica(st: StackRun, rep: Replica, why: string): Promise<void> {
@@ -97,6 +102,18 @@ export async function releasePorts(st: StackRun, rep: Replica): Promise<void> {
   }
 }
 
+/** A service's shared ports back, when leased here. */
+export async function releaseShared(st: StackRun, svc: Service): Promise<void> {
+  const set = svc.shared?.set;
+  if (!set) return;
+  delete svc.shared!.set;
+  try {
+    await set.release();
+  } catch (e) {
+    st.warn(`could not release the shared ports of ${svc.spec.name} (${svc.shared!.assigned.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}): ${(e as Error).message}`);
+  }
+}
+
 function finish(st: StackRun): void {
   // Clean attempts leave no diagnostics folder; failed ones keep theirs (never deleted).
   for (const rep of st.replicas) {
@@ -123,6 +140,7 @@ function finish(st: StackRun): void {
     // reported when it first failed
   }
   st.runGuard.ended();
+  st.closed = true;
   st.run.close();
   st.console.close();
   const reason = st.ending!;

@@ -1,5 +1,6 @@
 import { portValue, type AssignedPorts } from '../allocate/port-set.js';
 import { endpointHostPort, reachableHost } from './placeholders.js';
+import type { Rank } from './ranks.js';
 
 /*
  * What a config-file template sees (mustache, logic-less): plain data built from what the
@@ -7,7 +8,9 @@ import { endpointHostPort, reachableHost } from './placeholders.js';
  * replicas and ports are known when the file is rendered.
  *
  *   name, replica (= index), replicas, host, port, hostport, url      this replica
- *   ports.NAME.{port,first,last,count,range}                           its named ports
+ *   ports.NAME.{port,first,last,count,range,host,hostport}             its named ports (shared
+ *                                                                      ones: host of replica 0)
+ *   rank, world_size, local_rank, node_rank, node_count, node          its rank (ranks.ts)
  *   gpu                                                                with replicas: gpus
  *   dir                                                                the folder the files are
  *                                                                      rendered into (pid files,
@@ -21,7 +24,6 @@ import { endpointHostPort, reachableHost } from './placeholders.js';
  * only in `services`. Hosts of dependencies are where they are reached: a wildcard bind
  * (0.0.0.0, ::) is reached on loopback. `first`/`last` on a replica let a loop write
  * separators: {{#etcd.replicas}}{{name}}{{index}}={{url}}{{^last}},{{/last}}{{/etcd.replicas}}.
- * Rank fields (jobs of many ranks) will join the own fields.
  */
 
 /** One named port: a single has first = last = port and count 1; a block its whole span. */
@@ -32,6 +34,9 @@ export interface TemplatePort {
   count: number;
   /** "FIRST-LAST" */
   range: string;
+  /** Where it is reached, and "HOST:PORT" of its first port. */
+  host: string;
+  hostport: string;
 }
 
 export interface TemplateReplica {
@@ -75,6 +80,12 @@ export interface TemplateContext {
   gpu?: number;
   dir?: string;
   ports: Record<string, TemplatePort>;
+  rank?: number;
+  world_size?: number;
+  local_rank?: number;
+  node_rank?: number;
+  node_count?: number;
+  node?: string;
   services: TemplateService[];
   [dependency: string]: unknown;
 }
@@ -99,24 +110,30 @@ export interface TemplateInput {
   gpu?: number;
   /** The folder its rendered files go to. */
   dir?: string;
-  /** Its named ports, in `ports:` order. */
+  /** Its named ports, in `ports:` order (its service's shared ports after them). */
   ports?: readonly AssignedPorts[];
+  /** Where its shared ports are reached (replica 0's host), by name. */
+  sharedHosts?: ReadonlyMap<string, string>;
+  rank?: Rank;
   /** The dependencies' replicas, in replica order; map order is the order of `services`. */
   dependencies: ReadonlyMap<string, readonly TemplateEndpoint[]>;
 }
 
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
-export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services'];
+export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services', 'rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
 
-function templatePorts(set: readonly AssignedPorts[] | undefined): Record<string, TemplatePort> {
+function templatePorts(set: readonly AssignedPorts[] | undefined, host: string, sharedHosts?: ReadonlyMap<string, string>): Record<string, TemplatePort> {
   const out: Record<string, TemplatePort> = {};
   for (const a of set ?? []) {
+    const at = sharedHosts?.get(a.name) ?? reachableHost(host);
     out[a.name] = {
       port: a.ports[0]!,
       first: a.ports[0]!,
       last: a.ports[a.ports.length - 1]!,
       count: a.ports.length,
       range: portValue(a, 'range'),
+      host: at,
+      hostport: endpointHostPort({ host: at, port: a.ports[0]! }),
     };
   }
   return out;
@@ -126,7 +143,7 @@ function service(name: string, eps: readonly TemplateEndpoint[]): TemplateServic
   const replicas = eps.map((e, index): TemplateReplica => {
     const host = reachableHost(e.host);
     const hp = endpointHostPort(e);
-    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports), first: index === 0, last: index === eps.length - 1 };
+    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1 };
   });
   const r0 = replicas[0];
   return {
@@ -151,9 +168,11 @@ export function templateContext(input: TemplateInput): TemplateContext {
     replica: input.replica,
     replicas: input.replicas,
     host: input.host,
-    ports: templatePorts(input.ports),
+    ports: templatePorts(input.ports, input.host, input.sharedHosts),
     services,
   };
+  const r = input.rank;
+  if (r) Object.assign(ctx, { rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount, node: r.node });
   if (input.port !== undefined) {
     ctx.port = input.port;
     ctx.hostport = endpointHostPort({ host: input.host, port: input.port });

@@ -102,7 +102,7 @@ export const upCommand: Command = {
     if (positionals.length > 1) throw usage('up', `one stack file at a time (got ${positionals.length}: ${positionals.join(' ')})`);
     const spec = loadStack(positionals[0]!);
     // A node's agent of a multi-node stack (started by berth up itself through srun).
-    if (values.agent !== undefined) return runAgent(spec, { runDir: values.agent, procRoot: procRoot() });
+    if (values.agent !== undefined) return runAgent(spec, { runDir: values.agent, procRoot: procRoot(), follow: values.follow === true });
     const json = values.json === true;
     const jobs = new Set(spec.services.filter((s) => s.job).map((s) => s.name));
 
@@ -141,6 +141,8 @@ export const upCommand: Command = {
         const j = result.job!;
         const how = j.signal ? `was killed by ${j.signal}` : `exited with status ${j.status}`;
         process.stderr.write(`berth: job ${j.service} ${how}; stack stopped (run directory: ${where})\n`);
+        // A failed rank: which one, its stderr's last lines, its diagnostics.
+        if (j.status !== 0 && result.failure) process.stderr.write(`berth: ${formatFailure(result)}\n`);
         break;
       }
       case 'signal':

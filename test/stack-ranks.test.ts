@@ -1,0 +1,206 @@
+/**
+ * Jobs of many ranks (`job: true` with `replicas:`) and shared ports (`NAME: shared`), on
+ * real processes in network namespaces of their own: every rank starts, the stack ends when
+ * all have exited (the first failing rank's status, the others stopped), rank 0 ending
+ * first is no success, and the shared port is leased outside the ephemeral range, held until
+ * rank 0 starts, bound by rank 0 and reached by every other rank.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { BERTH, berth } from './helpers/cli.js';
+import { netnsArgv, requireNetns, runCollect } from './helpers/netns.js';
+import { at, box, events } from './fixtures/up/harness.js';
+
+const PY = '/usr/bin/python3';
+
+/**
+ * Rank 0 listens on MASTER_PORT (as torch's TCPStore does); every other rank connects to
+ * MASTER_ADDR:MASTER_PORT, sends its rank and waits for the reply; rank 0 sums what it got.
+ */
+const RENDEZVOUS = `
+import os, socket, sys, time
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+assert os.environ["BERTH_PORT_MASTER"] == str(port), "BERTH_PORT_MASTER"
+assert os.environ["BERTH_RANK"] == str(rank) and os.environ["BERTH_WORLD_SIZE"] == str(world)
+if rank == 0:
+    s = socket.socket(); s.bind(("0.0.0.0", port)); s.listen(16)
+    total = 0
+    conns = []
+    for _ in range(world - 1):
+        c, _ = s.accept(); total += int(c.recv(16)); conns.append(c)
+    for c in conns: c.sendall(b"ok")
+    print("sum", total + 0, "world", world, "port", port, flush=True)
+else:
+    for i in range(200):
+        try:
+            c = socket.create_connection((addr, port)); break
+        except OSError:
+            time.sleep(0.05)
+    c.sendall(str(rank).encode()); assert c.recv(2) == b"ok"
+    print("rank", rank, "done", flush=True)
+`;
+
+function rendezvousStack(dir: string, extra = ''): string {
+  writeFileSync(join(dir, 'rdv.py'), RENDEZVOUS);
+  return `
+services:
+  trainer:
+    job: true
+    replicas: 3
+    ports:
+      master: shared
+    command: [${PY}, rdv.py]
+    env:
+      MASTER_ADDR: "{ports.master.host}"
+      MASTER_PORT: "{ports.master}"
+      RANK: "{rank}"
+      WORLD_SIZE: "{world_size}"
+      LOCAL_RANK: "{local_rank}"
+${extra}`;
+}
+
+test('three ranks meet on the shared port rank 0 binds; the stack exits 0 once all have', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box('');
+  try {
+    writeFileSync(b.stack, rendezvousStack(b.dir));
+    // A low ephemeral range: the shared port must still be outside it.
+    const r = await berth(['up', b.stack, '--run-dir', b.runDir, '--json'], { netns: { ephemeral: '9000 60999' }, env: { BERTH_STATE_DIR: b.stateDir } });
+    assert.equal(r.code, 0, r.stderr);
+    const m = /sum (\d+) world 3 port (\d+)/.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    assert.equal(Number(m[1]), 1 + 2);
+    const port = Number(m[2]);
+    assert.ok(port < 9000 || port > 60999, `shared port ${port} inside the ephemeral range 9000-60999`);
+    const doc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
+    assert.deepEqual(doc.shared, { trainer: { host: '127.0.0.1', ports: [{ name: 'master', kind: 'single', ports: [port] }] } });
+    const evs = events(b);
+    for (const rank of [0, 1, 2]) assert.ok(evs.some((e) => e.service === 'trainer' && e.replica === rank && e.state === 'exited' && e.code === 0), `rank ${rank} exited 0`);
+    // Its lease is given back with the stack.
+    const leases = await berth(['leases', '--json'], { env: { BERTH_STATE_DIR: b.stateDir } });
+    assert.deepEqual(JSON.parse(leases.stdout), []);
+  } finally {
+    b.cleanup();
+  }
+});
+
+test('a failing rank ends the stack with its status; the other ranks are stopped, not left waiting', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box(`
+services:
+  trainer:
+    job: true
+    replicas: 3
+    stop_grace: 2s
+    ports:
+      master: shared
+    command: [sh, -c, 'if [ "$BERTH_RANK" = 1 ]; then echo "rank 1: CUDA error: out of memory" >&2; sleep 0.5; exit 3; fi; exec sleep 60']
+`);
+  try {
+    const t0 = Date.now();
+    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
+    const took = Date.now() - t0;
+    assert.equal(r.code, 3, r.stderr);
+    assert.ok(took < 10_000, `took ${took} ms: the other ranks were not stopped promptly`);
+    assert.match(r.stderr, /trainer\/1 failed: rank 1 of 3 exited with status 3/);
+    assert.match(r.stderr, /rank 1: CUDA error: out of memory/, 'the failing rank\'s stderr tail');
+    assert.match(r.stderr, /diagnostics: .*trainer-1/);
+    const evs = events(b);
+    for (const rank of [0, 2]) assert.ok(evs.some((e) => e.replica === rank && e.state === 'stopping'), `rank ${rank} was stopped`);
+    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('sleep 60'));
+    assert.deepEqual(left, [], 'no rank left running');
+  } finally {
+    b.cleanup();
+  }
+});
+
+test('rank 0 exiting first is not the end: the stack waits for every rank', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box(`
+services:
+  trainer:
+    job: true
+    replicas: 3
+    port: none
+    command: [sh, -c, 'if [ "$BERTH_RANK" = 0 ]; then exit 0; fi; sleep 1; echo "rank $BERTH_RANK of $BERTH_WORLD_SIZE finished"']
+`);
+  try {
+    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /rank 1 of 3 finished/);
+    assert.match(r.stdout, /rank 2 of 3 finished/);
+    const evs = events(b);
+    assert.ok(at(evs, 'trainer/0', 'exited') < at(evs, 'trainer/1', 'exited'), 'rank 0 ended first');
+    assert.ok(!evs.some((e) => e.state === 'stopping'), 'no rank was stopped');
+  } finally {
+    b.cleanup();
+  }
+});
+
+test('the shared port is held by berth until rank 0 starts, then rank 0 binds it', async (t) => {
+  if (!requireNetns(t)) return;
+  // Rank 0 waits for a dependency that is slow to be ready; meanwhile the port is held.
+  const b = box('');
+  try {
+    writeFileSync(
+      b.stack,
+      rendezvousStack(
+        b.dir,
+        `    depends_on: { gate: ready }
+  gate:
+    port: none
+    command: [sh, -c, 'sleep 1.5; touch gate.ok; exec sleep 60']
+    ready: 'cmd:test -f gate.ok'
+`,
+      ),
+    );
+    const script = `
+set -e
+${JSON.stringify(process.execPath)} ${BERTH} up ${b.stack} --run-dir ${b.runDir} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
+for i in $(seq 100); do [ -f ${b.runDir}/endpoints.json ] && grep -q '"shared"' ${b.runDir}/endpoints.json && break; sleep 0.05; done
+port=$(${PY} -c 'import json,sys; print(json.load(open(sys.argv[1]))["shared"]["trainer"]["ports"][0]["ports"][0])' ${b.runDir}/endpoints.json)
+# While rank 0 has not started, the port is held: binding it fails.
+${PY} -c 'import socket,sys; s=socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1])))' $port 2>/dev/null && echo "bound-while-held" || echo "held $port"
+wait
+`;
+    const r = await runCollect([...netnsArgv({}), 'sh', '-c', script], { env: { ...process.env, BERTH_STATE_DIR: b.stateDir }, timeoutMs: 30_000 });
+    assert.match(r.stdout, /held \d+/, r.stdout + r.stderr);
+    const out = readFileSync(join(b.dir, 'out.txt'), 'utf8');
+    assert.match(out, /sum 3 world 3/, out + readFileSync(join(b.dir, 'err.txt'), 'utf8'));
+  } finally {
+    b.cleanup();
+  }
+});
+
+test('stack files: what a job of many ranks and shared ports may not say', async () => {
+  const cases: [string, RegExp][] = [
+    [
+      `services:\n  t:\n    job: true\n    replicas: 2\n    restart: on-failure\n    command: [true]\n`,
+      /stack\.yaml:4: service "t": a job of many ranks cannot restart one rank/,
+    ],
+    [
+      `services:\n  t:\n    replicas: 2\n    ports: { master: shared }\n    command: [echo, "{port}"]\n`,
+      /service "t": command\[1\] uses \{port\}, but its only ports are shared; use \{ports\.master\}/,
+    ],
+    [
+      `services:\n  t:\n    replicas: 2\n    ports: { master: shared }\n    command: [true]\n  c:\n    job: true\n    depends_on: { t: started }\n    command: [echo, "{t.port}"]\n`,
+      /service "c": command\[1\] uses \{t\.port\}, but "t" has only shared ports \(master\)/,
+    ],
+    [`services:\n  t:\n    ports: { master: share }\n    command: [true]\n`, /port "master" must be 1 \(one port\), shared/],
+  ];
+  for (const [yaml, re] of cases) {
+    const b = box(yaml);
+    try {
+      const r = await berth(['up', b.stack, '--run-dir', b.runDir], { env: { BERTH_STATE_DIR: b.stateDir } });
+      assert.equal(r.code, 65, r.stderr);
+      assert.match(r.stderr, re);
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+    } finally {
+      b.cleanup();
+    }
+  }
+});
