@@ -114,9 +114,9 @@ const EXPECTED: Record<string, string[]> = {
   ],
   "bad-placeholders.yaml": [
     `bad-placeholders.yaml:4: service "engine": command[2] uses {engine.port}, but "engine" has 2 replicas; use {engine.ports} (all of them, comma-separated)`,
-    `bad-placeholders.yaml:6: service "proxy": command[3] uses unknown placeholder {prt}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
-    `bad-placeholders.yaml:6: service "proxy": command[4] uses unknown placeholder {engine.adress}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
-    `bad-placeholders.yaml:6: service "proxy": command[5] uses unknown placeholder { port }; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[3] uses unknown placeholder {prt}; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[4] uses unknown placeholder {engine.adress}; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[5] uses unknown placeholder { port }; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
     `bad-placeholders.yaml:6: service "proxy": command[1] uses {engine.url}, but "engine" is not in its depends_on; add depends_on: { engine: ready } (or started, to need only its port)`,
     `bad-placeholders.yaml:6: service "proxy": command[2] uses {engine.port}, but "engine" is not in its depends_on; add depends_on: { engine: ready } (or started, to need only its port)`,
     `bad-placeholders.yaml:7: service "proxy": env D has a "{" with no closing "}" (write {{ for a literal "{")`,
@@ -125,7 +125,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-placeholders.yaml:7: service "proxy": env C uses {worker.port}, but "worker" has no port ("port: none")`,
     `bad-placeholders.yaml:8: service "proxy": ready uses {proxy2.url}, but there is no service "proxy2" (did you mean "proxy"?); services: engine, proxy, worker, client`,
     `bad-placeholders.yaml:12: service "worker": command[1] uses {port}, but the service has "port: none"`,
-    `bad-placeholders.yaml:13: service "worker": ready uses unknown placeholder {x}; known: {port}, {replica}, {name}, {host}, {gpu}, {ports.NAME}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:13: service "worker": ready uses unknown placeholder {x}; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
     `bad-placeholders.yaml:13: service "worker": ready uses {port}, but the service has "port: none"`,
     `bad-placeholders.yaml:15: service "client": command[1] uses {proxy.url}, but "proxy" is not in its depends_on; add depends_on: { proxy: ready } (or started, to need only its port)`,
   ],
@@ -142,8 +142,8 @@ const EXPECTED: Record<string, string[]> = {
     `bad-ports.yaml:46: service "m": replicas "gpus" with the fixed port 9100: every replica would need port 9100; use range: LO-HI or a band with a window`,
   ],
   "bad-jobs.yaml": [
-    `bad-jobs.yaml:7: service "b": a job runs once (the stack ends with its status); remove replicas or set it to 1`,
-    `bad-jobs.yaml:8: service "b": only one service may be the job; "a" (line 4) already is`,
+    `bad-jobs.yaml:7: service "b": a job of many ranks cannot restart one rank (it could not rejoin the others); remove "restart: on-failure" or set replicas to 1`,
+    `bad-jobs.yaml:9: service "b": only one service may be the job; "a" (line 4) already is`,
   ],
 };
 
@@ -189,6 +189,7 @@ test('valid-full.yaml: every key and its defaults', () => {
     source: { kind: 'band', band: engines, instance: 1 },
     ports: [{ name: 'port', kind: 'single' }],
     portsDeclared: false,
+    shared: [],
     host: '127.0.0.1',
     env: { MODEL: 'tiny', LAYERS: '12', DEBUG: 'false', JSON: '{{"a": 1}' },
     templates: [],
@@ -210,6 +211,7 @@ test('valid-full.yaml: every key and its defaults', () => {
     source: { kind: 'band', band: { name: 'proxy', lo: 21000, hi: 21099, line: 3 }, instance: 0 },
     ports: [{ name: 'port', kind: 'single' }],
     portsDeclared: false,
+    shared: [],
     host: '0.0.0.0',
     env: {},
     templates: [],
