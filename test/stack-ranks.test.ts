@@ -204,3 +204,30 @@ test('stack files: what a job of many ranks and shared ports may not say', async
     }
   }
 });
+
+test('config templates see each rank and the shared port', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box(`
+services:
+  trainer:
+    job: true
+    replicas: 2
+    ports:
+      master: shared
+    templates:
+      conf: rank.conf.mustache
+    command: [cat, "{templates.conf}"]
+`);
+  try {
+    writeFileSync(join(b.dir, 'rank.conf.mustache'), 'rank={{rank}}/{{world_size}} local={{local_rank}} node={{node_rank}}/{{node_count}} master={{ports.master.hostport}} {keep}\n');
+    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
+    assert.equal(r.code, 0, r.stderr);
+    const port = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.trainer.ports[0].ports[0];
+    for (const rank of [0, 1]) {
+      const text = readFileSync(join(b.runDir, 'templates', `trainer-${rank}`, 'rank.conf'), 'utf8');
+      assert.equal(text, `rank=${rank}/2 local=${rank} node=0/1 master=127.0.0.1:${port} {keep}\n`);
+    }
+  } finally {
+    b.cleanup();
+  }
+});
