@@ -77,7 +77,7 @@ test('three ranks meet on the shared port rank 0 binds; the stack exits 0 once a
     const port = Number(m[2]);
     assert.ok(port < 9000 || port > 60999, `shared port ${port} inside the ephemeral range 9000-60999`);
     const doc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
-    assert.deepEqual(doc.shared, { trainer: { host: '127.0.0.1', ports: [{ name: 'master', kind: 'single', ports: [port] }] } });
+    assert.deepEqual(doc.shared, { trainer: { host: '127.0.0.1', ports: { master: port } } });
     const evs = events(b);
     for (const rank of [0, 1, 2]) assert.ok(evs.some((e) => e.service === 'trainer' && e.replica === rank && e.state === 'exited' && e.code === 0), `rank ${rank} exited 0`);
     // Its lease is given back with the stack.
@@ -162,7 +162,7 @@ test('the shared port is held by berth until rank 0 starts, then rank 0 binds it
 set -e
 ${JSON.stringify(process.execPath)} ${BERTH} up ${b.stack} --run-dir ${b.runDir} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
 for i in $(seq 100); do [ -f ${b.runDir}/endpoints.json ] && grep -q '"shared"' ${b.runDir}/endpoints.json && break; sleep 0.05; done
-port=$(${PY} -c 'import json,sys; print(json.load(open(sys.argv[1]))["shared"]["trainer"]["ports"][0]["ports"][0])' ${b.runDir}/endpoints.json)
+port=$(${PY} -c 'import json,sys; print(json.load(open(sys.argv[1]))["shared"]["trainer"]["ports"]["master"])' ${b.runDir}/endpoints.json)
 # While rank 0 has not started, the port is held: binding it fails.
 ${PY} -c 'import socket,sys; s=socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1])))' $port 2>/dev/null && echo "bound-while-held" || echo "held $port"
 wait
@@ -222,7 +222,7 @@ services:
     writeFileSync(join(b.dir, 'rank.conf.mustache'), 'rank={{rank}}/{{world_size}} local={{local_rank}} node={{node_rank}}/{{node_count}} master={{ports.master.hostport}} {keep}\n');
     const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
     assert.equal(r.code, 0, r.stderr);
-    const port = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.trainer.ports[0].ports[0];
+    const port = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.trainer.ports.master;
     for (const rank of [0, 1]) {
       const text = readFileSync(join(b.runDir, 'templates', `trainer-${rank}`, 'rank.conf'), 'utf8');
       assert.equal(text, `rank=${rank}/2 local=${rank} node=0/1 master=127.0.0.1:${port} {keep}\n`);

@@ -116,7 +116,7 @@ function jobRankExited(st: StackRun, rep: Replica, info: ExitInfo): void {
   if (status !== 0) {
     st.job = job;
     const how = sig ? `was killed by ${sig}` : `exited with status ${status}`;
-    const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}${ranks > 1 ? '; the other ranks are stopped' : ''}`;
+    const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}; the other ranks are stopped`;
     st.failure = { service: job.service, replica: rep.index, exitCode: status, reason: who, logs: st.run.logFiles(job.service, rep.index), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
     beginTeardown(st, 'job');
     return;

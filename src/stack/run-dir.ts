@@ -64,6 +64,11 @@ export function assignedOfRecord(rec: NonNullable<EndpointRecord['ports']>): Ass
   );
 }
 
+/** A document's shared ports as the stack holds them (a node file carries them to other nodes). */
+export function sharedOfDocument(doc: EndpointsDocument): Record<string, SharedPorts> {
+  return Object.fromEntries(Object.entries(doc.shared ?? {}).map(([svc, s]) => [svc, { host: s.host, ports: assignedOfRecord(s.ports) }]));
+}
+
 /** endpoints.json's `ports` of a replica. */
 export function portsRecord(set: readonly AssignedPorts[]): NonNullable<EndpointRecord['ports']> {
   const out: NonNullable<EndpointRecord['ports']> = {};
@@ -81,9 +86,10 @@ export interface EndpointsDocument {
   replicas: EndpointRecord[];
   /**
    * Ports shared by every replica of a service (`NAME: shared`, a torch MASTER_PORT), with
-   * the host they are reached at (replica 0's), by service.
+   * the host they are reached at (replica 0's), by service: {"train": {"host": "10.0.0.1",
+   * "ports": {"master": 1025}}} (`ports` as a replica's).
    */
-  shared?: Record<string, SharedPorts>;
+  shared?: Record<string, { host: string; ports: NonNullable<EndpointRecord['ports']> }>;
   /** Set by berth's watchdog after berth died and it stopped the services (see run-gone.ts). */
   ended?: { at: string; by: 'watchdog'; reason: string };
 }
@@ -289,7 +295,8 @@ export class RunDir {
   shared: Record<string, SharedPorts> = {};
 
   private document(updated: string): EndpointsDocument {
-    const shared = Object.keys(this.shared).length > 0 ? { shared: this.shared } : {};
+    const entries = Object.entries(this.shared).map(([svc, s]) => [svc, { host: s.host, ports: portsRecord(s.ports) }]);
+    const shared = entries.length > 0 ? { shared: Object.fromEntries(entries) } : {};
     return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...shared };
   }
 
