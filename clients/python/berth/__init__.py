@@ -552,6 +552,12 @@ class Stack:
         named = self.replicas(service)[replica].get("ports")
         return dict(named) if isinstance(named, dict) else {}
 
+    def shared(self, service: str) -> Dict[str, Any]:
+        """A service's shared ports (`NAME: shared`, e.g. a torch MASTER_PORT) and the host
+        they are reached at: {"host": "10.0.0.1", "ports": {"master": 1025}}; {} when none."""
+        rec = (self.endpoints.get("shared") or {}).get(service)
+        return dict(rec) if isinstance(rec, dict) else {}
+
     def refresh(self) -> Dict[str, Any]:
         """Re-read endpoints.json (berth rewrites it on every state change)."""
         try:

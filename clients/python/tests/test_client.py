@@ -116,6 +116,10 @@ class StackTest(unittest.TestCase):
             self.assertRegex(stack.url("proxy"), r"^http://127\.0\.0\.1:210\d\d$")
             # Without ports: the one port is named "port" (docs/stack.md, endpoints.json).
             self.assertEqual(stack.ports("proxy"), {"port": int(stack.url("proxy").rsplit(":", 1)[1])})
+            shared = stack.shared("engine")
+            self.assertEqual(shared["host"], "127.0.0.1")
+            self.assertTrue(20000 <= shared["ports"]["rdv"] <= 20999, shared)
+            self.assertEqual(stack.shared("proxy"), {})
             for url in engines + [stack.url("proxy")]:
                 with urllib.request.urlopen(url + "/", timeout=10) as r:
                     self.assertEqual(r.status, 200)
