@@ -73,7 +73,7 @@ test('nodes: all | N parses; nodes services listen on 0.0.0.0 unless host is giv
   assert.equal(proxy!.host, '127.0.0.1');
 });
 
-test('nodes: errors name the line: bad values, jobs, dependencies the agents cannot meet', () => {
+test('nodes: errors name the line: bad values, node dependencies some nodes cannot meet; a local dependency and a nodes: job are fine', () => {
   assert.deepEqual(
     errorsOf(`services:
   a:
@@ -95,15 +95,29 @@ test('nodes: errors name the line: bad values, jobs, dependencies the agents can
     nodes: all
     job: true
     command: [x]
+  w:
+    nodes: others
+    command: [x]
+    depends_on: [c, w2, local]
+  w2:
+    nodes: others
+    command: [x]
+  e:
+    nodes: 1
+    command: [x]
+    depends_on: [w2, d]
 `),
     [
-      's.yaml:3: service "a": nodes must be "all" or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found number 0',
-      's.yaml:6: service "b": nodes must be "all" or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found the text "some"',
-      's.yaml:13: service "c": has nodes: all but depends on "local", which runs once where berth up runs; give "local" nodes: too, or drop the dependency (berth agents start only their node\'s services)',
-      's.yaml:13: service "c": has nodes: all but depends on "d" with nodes: 2: on the other nodes it would have nothing to wait for; give "d" at least as many nodes',
-      's.yaml:18: service "client": a job runs once, where berth up runs; remove "nodes" (or make another service the job)',
+      's.yaml:3: service "a": nodes must be "all", "others" (every node but the first) or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found number 0',
+      's.yaml:6: service "b": nodes must be "all", "others" (every node but the first) or a whole number ≥ 1 (the first N nodes of the Slurm allocation), found the text "some"',
+      's.yaml:13: service "c": has nodes: all but depends on "d" with nodes: 2: some of its nodes would have nothing to wait for; give "d" nodes: all (or at least the same nodes)',
+      's.yaml:31: service "e": has nodes: 1 but depends on "w2" with nodes: others: the first node has none of it; give "w2" nodes: all (or at least the same nodes)',
     ],
   );
+  // Cycles across nodes are still cycles.
+  const cyc = errorsOf('services:\n  head:\n    command: [x]\n    depends_on: [worker]\n  worker:\n    nodes: others\n    command: [x]\n    depends_on: [head]\n');
+  assert.equal(cyc.length, 1, cyc.join('\n'));
+  assert.match(cyc[0]!, /cycle/);
 });
 
 test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocation is 65; one node runs locally', async () => {

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { AssignedPorts } from '../allocate/port-set.js';
+import type { ReplicaState } from '../stack/spec.js';
+import type { SharedPorts } from '../stack/stack-types.js';
 import { compressHostlist } from './hostlist.js';
 
 /*
@@ -10,9 +12,12 @@ import { compressHostlist } from './hostlist.js';
  * `berth up` only through the run directory, which must be on a filesystem every node sees:
  *   nodes/<node>/        the agent's own run directory (endpoints.json, events, logs, diagnostics)
  *   nodes/<node>.json    its node file, replaced atomically (temp file + rename) on each change
+ *   coordinator.json     berth up's node and the address other nodes reach it at (for agents
+ *                        whose services depend on services of the first node)
  */
 
-export type NodeState = 'starting' | 'ready' | 'stopped' | 'failed';
+/** done: every rank of its job exited 0 and nothing else of it runs (the stack ends once every node is done). */
+export type NodeState = 'starting' | 'ready' | 'done' | 'stopped' | 'failed';
 
 export interface NodeEndpoint {
   replica: number;
@@ -21,6 +26,19 @@ export interface NodeEndpoint {
   port: number;
   /** Its named ports (a stack's `ports:`), for `{svc.port.NAME}` on other nodes. */
   ports?: AssignedPorts[];
+}
+
+/** One replica of a node as the agent's endpoints.json has it (host: where it listens). */
+export interface NodeReplica {
+  service: string;
+  replica: number;
+  state: ReplicaState;
+  host: string | null;
+  port: number | null;
+  pid: number | null;
+  ports?: AssignedPorts[];
+  /** Exit status once exited or failed. */
+  code?: number | null;
 }
 
 /** The node file an agent keeps in the run directory. */
@@ -32,6 +50,12 @@ export interface NodeFile {
   updated: string;
   /** Once ready: each service's replicas on this node. */
   services: Record<string, NodeEndpoint[]>;
+  /** Every replica of the node with its state, kept current while the agent runs. */
+  replicas?: NodeReplica[];
+  /** Shared ports (`NAME: shared`) this node leased for services whose rank 0 runs here, once leased. */
+  shared?: Record<string, SharedPorts>;
+  /** A job's rank that failed here: the first one (global rank), with its status. */
+  rankFailure?: { service: string; replica: number; rank: number; status: number };
   /** When it ended: the agent's exit status. */
   exitCode?: number;
   /** When it failed: what, where its diagnostics are (absolute paths on the shared filesystem). */
@@ -47,6 +71,31 @@ export function nodeKey(node: string): string {
 export const nodesDir = (runDir: string): string => join(runDir, 'nodes');
 export const nodeRunDir = (runDir: string, node: string): string => join(nodesDir(runDir), nodeKey(node));
 export const nodeFilePath = (runDir: string, node: string): string => join(nodesDir(runDir), `${nodeKey(node)}.json`);
+
+export const coordinatorFilePath = (runDir: string): string => join(runDir, 'coordinator.json');
+
+/** Where berth up (the coordinator) runs. */
+export interface CoordinatorFile {
+  node: string;
+  /** The address other nodes reach the first node's services at (their loopback and wildcard hosts). */
+  address: string;
+  /** Every agent node's address as other nodes reach it (a node's name, or Slurm's NodeAddr). */
+  addresses: Record<string, string>;
+  pid: number;
+}
+
+export function writeCoordinatorFile(runDir: string, f: CoordinatorFile): void {
+  writeFileAtomic(coordinatorFilePath(runDir), JSON.stringify(f, null, 2) + '\n', 0o600);
+}
+
+export function readCoordinatorFile(runDir: string): CoordinatorFile | undefined {
+  try {
+    const v = JSON.parse(readFileSync(coordinatorFilePath(runDir), 'utf8')) as CoordinatorFile;
+    return v && typeof v.address === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export function writeNodeFile(runDir: string, f: NodeFile): void {
   writeFileAtomic(nodeFilePath(runDir, f.node), JSON.stringify(f, null, 2) + '\n', 0o600);

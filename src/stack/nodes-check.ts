@@ -2,13 +2,22 @@ import type { ServiceSpec } from './spec.js';
 
 /*
  * Checks of `nodes:` across services. A service with `nodes:` runs on other nodes, in a berth
- * agent that starts only the services of its node; so what it depends on must run on that
- * node too: another `nodes:` service on at least as many nodes. Services without `nodes:`
- * may depend on it freely (they get every node's endpoints).
+ * agent that starts only the services of its node; so a `nodes:` service it depends on must
+ * run on each of its nodes too. A service without `nodes:` (once, on the first node) may be
+ * depended on by anything: the agents wait for it through the run directory, and it reaches
+ * them at the first node's address. Cycles, across nodes or not, are the graph check's.
  */
 
-const reach = (n: 'all' | number): number => (n === 'all' ? Number.POSITIVE_INFINITY : n);
-const shown = (n: 'all' | number): string => (n === 'all' ? 'nodes: all' : `nodes: ${n}`);
+type Nodes = NonNullable<ServiceSpec['nodes']>;
+
+const shown = (n: Nodes): string => `nodes: ${n}`;
+
+/** Whether every node of `inner` is a node of `outer`, whatever the allocation's size. */
+function covers(outer: Nodes, inner: Nodes): boolean {
+  if (outer === 'all') return true;
+  if (outer === 'others') return inner === 'others';
+  return typeof inner === 'number' && inner <= outer;
+}
 
 export function checkNodes(services: readonly ServiceSpec[], add: (line: number, text: string) => void): void {
   const byName = new Map(services.map((s) => [s.name, s]));
@@ -16,13 +25,10 @@ export function checkNodes(services: readonly ServiceSpec[], add: (line: number,
     if (s.nodes === undefined) continue;
     for (const d of s.dependsOn) {
       const target = byName.get(d.service);
-      if (!target || target === s) continue; // reported by the cross check
-      const label = `service "${s.name}"`;
-      if (target.nodes === undefined) {
-        add(d.line, `${label}: has ${shown(s.nodes)} but depends on "${d.service}", which runs once where berth up runs; give "${d.service}" nodes: too, or drop the dependency (berth agents start only their node's services)`);
-      } else if (reach(target.nodes) < reach(s.nodes)) {
-        add(d.line, `${label}: has ${shown(s.nodes)} but depends on "${d.service}" with ${shown(target.nodes)}: on the other nodes it would have nothing to wait for; give "${d.service}" at least as many nodes`);
-      }
+      if (!target || target === s || target.nodes === undefined) continue; // unknown and self: the cross check's
+      if (covers(target.nodes, s.nodes)) continue;
+      const where = target.nodes === 'others' ? 'the first node has none of it' : 'some of its nodes would have nothing to wait for';
+      add(d.line, `service "${s.name}": has ${shown(s.nodes)} but depends on "${d.service}" with ${shown(target.nodes)}: ${where}; give "${d.service}" nodes: all (or at least the same nodes)`);
     }
   }
 }

@@ -32,6 +32,12 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
     endpoints: () => st.run.endpointsDocument(),
     stop: (so) => stop(st, so?.signal, so?.force === true),
     say: (text) => st.console.message(text),
+    setExternal: (service, endpoints, statuses) => {
+      st.external.set(service, { endpoints: [...endpoints], statuses: statuses ? [...statuses] : endpoints.length > 0 ? endpoints.map(() => ({ state: 'ready' })) : [{ state: 'ready' }] });
+      // Only once the ports are reserved: main() schedules for the first time itself.
+      if (st.reserved) schedule(st);
+    },
+    recordExternal: (u) => st.record(u),
   };
   // After the caller has its handle (a stack without ports could otherwise be ready
   // before runStack() returns).
@@ -41,7 +47,10 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
 
 async function main(st: StackRun): Promise<void> {
   try {
-    if (await reserveStackPorts(st)) schedule(st);
+    if (await reserveStackPorts(st)) {
+      st.reserved = true;
+      schedule(st);
+    }
   } catch (e) {
     st.internalError(e);
   }

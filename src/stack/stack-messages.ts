@@ -49,8 +49,11 @@ const cut = (s: string, max = 300) => (s.length > max ? s.slice(0, max - 1) + 'â
 export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: number; skip?: ReadonlySet<string>; cwd?: string } = {}): string {
   const reps = doc.replicas.filter((r) => !opts.skip?.has(r.service));
   const after = opts.readyMs === undefined ? '' : ` after ${(opts.readyMs / 1000).toFixed(2)}s`;
-  const head = `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'} (endpoints: ${shownPath(`${doc.runDir}/endpoints.json`, opts.cwd)})`;
-  const names = reps.map((r) => `${r.service}/${r.replica}`);
+  // A multi-node stack counts every node's replicas (service/replica@node) and says of how many services.
+  const services = new Set(reps.map((r) => r.service)).size;
+  const spread = reps.some((r) => r.node !== undefined) ? ` of ${services} service${services === 1 ? '' : 's'}` : '';
+  const head = `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'}${spread} (endpoints: ${shownPath(`${doc.runDir}/endpoints.json`, opts.cwd)})`;
+  const names = reps.map((r) => (r.node === undefined ? `${r.service}/${r.replica}` : `${r.service}/${r.replica}@${r.node}`));
   const width = Math.max(0, ...names.map((x) => x.length));
   const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : '(no port)'));
   const uwidth = Math.max(0, ...urls.map((x) => x.length));

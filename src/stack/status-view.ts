@@ -10,6 +10,8 @@ import type { ReplicaState } from './spec.js';
 export interface StatusRow {
   service: string;
   replica: number;
+  /** Another node's replica (multi-node stack): shown as service/replica@node. */
+  node?: string;
   port?: number;
   pid?: number;
   state: ReplicaState;
@@ -53,7 +55,7 @@ export function formatAge(ms: number): string {
 
 /** `12:01:02.345 engine/0 ready port 20000 pid 123` */
 export function formatEventLine(e: StackEvent): string {
-  let line = `${formatClock(new Date(e.t))} ${e.service}/${e.replica} ${e.state}`;
+  let line = `${formatClock(new Date(e.t))} ${replicaLabel(e)} ${e.state}`;
   if (e.port !== undefined) line += ` port ${e.port}`;
   if (e.pid !== undefined) line += ` pid ${e.pid}`;
   if (e.code !== undefined && e.code !== null) line += ` code ${e.code}`;
@@ -62,11 +64,16 @@ export function formatEventLine(e: StackEvent): string {
   return line;
 }
 
+/** "engine/0", or "engine/0@n2" for a replica on another node (replica numbers are per node). */
+export function replicaLabel(r: { service: string; replica: number; node?: string }): string {
+  return r.node === undefined ? `${r.service}/${r.replica}` : `${r.service}/${r.replica}@${r.node}`;
+}
+
 const HEADER = ['SERVICE', 'REPLICA', 'PORT', 'PID', 'STATE', 'TIME'];
 
 /** The table's lines (no newlines). Columns fit the widest cell; the state cell is coloured. */
 export function renderTable(rows: readonly StatusRow[], now: number, opts: RenderOptions): string[] {
-  const cells = rows.map((r) => [r.service, String(r.replica), r.port === undefined ? '-' : String(r.port), r.pid === undefined ? '-' : String(r.pid), r.state, formatAge(now - r.since)]);
+  const cells = rows.map((r) => [r.service, r.node === undefined ? String(r.replica) : `${r.replica}@${r.node}`, r.port === undefined ? '-' : String(r.port), r.pid === undefined ? '-' : String(r.pid), r.state, formatAge(now - r.since)]);
   const widths = HEADER.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[], state?: ReplicaState): string => {
     const plain = c.map((x, i) => (i === c.length - 1 ? x : x.padEnd(widths[i]!))).join('  ');
@@ -158,10 +165,10 @@ export class StatusView {
    */
   update(e: StackEvent): void {
     if (this.closed) return;
-    const key = `${e.service}/${e.replica}`;
+    const key = replicaLabel(e);
     let row = this.byKey.get(key);
     if (!row) {
-      row = { service: e.service, replica: e.replica, state: e.state, since: Date.parse(e.t) };
+      row = { service: e.service, replica: e.replica, ...(e.node !== undefined ? { node: e.node } : {}), state: e.state, since: Date.parse(e.t) };
       this.rows.push(row);
       this.byKey.set(key, row);
     }

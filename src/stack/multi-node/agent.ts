@@ -1,0 +1,230 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BerthError, EXIT } from '../../errors.js';
+import { redactText } from '../../launch/redact.js';
+import { nodeRunDir, readCoordinatorFile, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
+import { readSlurmEnv } from '../../slurm/env.js';
+import { compressHostlist } from '../../slurm/hostlist.js';
+import { conditionStatus, type ReplicaStatus } from '../graph.js';
+import { runStack, type RunStackOptions, type StackHandle } from '../orchestrate.js';
+import type { Endpoint } from '../placeholders.js';
+import { assignedOfRecord, sharedOfDocument, type EndpointsDocument } from '../run-dir.js';
+import type { DependCondition, ServiceSpec, StackSpec } from '../spec.js';
+import { prefixLines } from './prefix-lines.js';
+import { agentServices, graphNodes, reachAt } from './plan.js';
+import { SharedWait } from './shared-wait.js';
+
+/*
+ * One node's agent: runs this node's `nodes:` services with the ordinary orchestrator, in
+ * RUN_DIR/nodes/<node>/, and keeps its node file current (every replica's state, its
+ * endpoints once ready, how it ended). Services of the first node (berth up's own) that its
+ * services depend on are external here: they become known when berth up's endpoints.json
+ * (RUN_DIR/endpoints.json) shows them meeting the condition, at the first node's address.
+ */
+
+const POLL_MS = 100;
+/** Node file writes are batched: a node's replicas change state in bursts. */
+const PUBLISH_GAP_MS = 50;
+
+export interface AgentOptions extends Pick<RunStackOptions, 'env' | 'procRoot' | 'stateDir' | 'probeTimeoutMs'> {
+  /** The coordinator's run directory (shared filesystem). */
+  runDir: string;
+  /** Stream the services' output into the agent's stderr (berth up --follow shows it, prefixed with the node). */
+  follow?: boolean;
+  /** Where stop requests come from (default process.stdin; "stop" or EOF). */
+  control?: NodeJS.ReadableStream;
+  stderr?: NodeJS.WritableStream;
+}
+
+/** The strongest condition this node's services ask of `dep` (completed > ready > started). */
+function neededCondition(services: readonly ServiceSpec[], dep: string): DependCondition {
+  const conds = services.flatMap((s) => s.dependsOn.filter((d) => d.service === dep).map((d) => d.condition));
+  return conds.includes('completed') ? 'completed' : conds.includes('ready') ? 'ready' : 'started';
+}
+
+interface CoordinatorRecord {
+  service: string;
+  node?: string;
+  state: ReplicaStatus['state'];
+  host: string | null;
+  port: number | null;
+  ports?: Parameters<typeof assignedOfRecord>[0];
+}
+
+/** Services of the first node as berth up's endpoints.json has them now (none while it is unreadable). */
+function coordinatorRecords(runDir: string): CoordinatorRecord[] {
+  try {
+    const doc = JSON.parse(readFileSync(join(runDir, 'endpoints.json'), 'utf8')) as { replicas?: CoordinatorRecord[] };
+    return (doc.replicas ?? []).filter((r) => r.node === undefined);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * One node's agent (see the file comment). Resolves with the exit status: 0 when stopped on
+ * request or done, its stack's status when it failed.
+ */
+export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number> {
+  const env = o.env ?? process.env;
+  const slurm = readSlurmEnv(env);
+  if (!slurm || slurm.nodeList.length === 0 || slurm.nodeName === undefined) {
+    throw new BerthError(EXIT.USAGE, 'up --agent runs inside a Slurm step (srun), started by berth up on a multi-node allocation; it is not meant to be run by hand');
+  }
+  const node = slurm.nodeName;
+  const index = slurm.nodeList.indexOf(node);
+  if (index < 0) throw new BerthError(EXIT.SOFTWARE, `agent: this node ${node} is not in SLURM_JOB_NODELIST (${compressHostlist(slurm.nodeList)})`);
+  const services = agentServices(spec, index, slurm.nodeList.length);
+  const mine = new Set(services.map((s) => s.name));
+  const local = spec.services.filter((s) => s.nodes === undefined && services.some((x) => x.dependsOn.some((d) => d.service === s.name)));
+  const file: NodeFile = { node, pid: process.pid, state: 'starting', updated: new Date().toISOString(), services: {} };
+  const publish = (patch: Partial<NodeFile> = {}) => {
+    Object.assign(file, patch, { updated: new Date().toISOString() });
+    writeNodeFile(o.runDir, file);
+  };
+  publish();
+  // One log (srun's) collects every agent: each line says which node it is from.
+  const err = prefixLines(o.stderr ?? process.stderr, `[${node}] `);
+  const codes = new Map<string, number | null>();
+  let handle: StackHandle | undefined;
+  let publishTimer: NodeJS.Timeout | undefined;
+  let ended = false;
+  const replicas = (): NodeReplica[] =>
+    (handle?.endpoints().replicas ?? []).map((r) => {
+      const code = codes.get(`${r.service}/${r.replica}`);
+      return { service: r.service, replica: r.replica, state: r.state, host: r.host, port: r.port, pid: r.pid, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}), ...(code !== undefined ? { code } : {}) };
+    });
+  const publishSoon = () => {
+    if (ended) return;
+    publishTimer ??= setTimeout(() => {
+      publishTimer = undefined;
+      if (!ended) publish({ replicas: replicas() });
+    }, PUBLISH_GAP_MS);
+  };
+  // Stop on "stop" or EOF from the coordinator (through srun's stdin), also while waiting to start.
+  const control = o.control ?? process.stdin;
+  let stopAsked = false;
+  let buf = '';
+  const stop = () => {
+    stopAsked = true;
+    void handle?.stop();
+  };
+  const onData = (d: Buffer | string) => {
+    buf += d.toString();
+    if (/(^|\n)stop\s*(\n|$)/.test(buf)) stop();
+  };
+  control.on('data', onData);
+  control.on('end', stop);
+  control.on('error', stop);
+  const unlisten = () => {
+    control.off('data', onData);
+    control.off('end', stop);
+    (control as NodeJS.ReadStream).pause?.();
+  };
+  const shared = new SharedWait(spec, services, slurm.nodeList, index, o.runDir);
+  let sharedPorts: RunStackOptions['shared'];
+  try {
+    // Shared ports whose rank 0 runs on another node: that node's agent publishes them.
+    if (shared.needed()) sharedPorts = await shared.wait(() => stopAsked);
+    if (stopAsked) {
+      unlisten();
+      publish({ state: 'stopped', exitCode: 0 });
+      return 0;
+    }
+    handle = runStack(
+      { ...spec, services },
+      {
+        runDir: nodeRunDir(o.runDir, node),
+        env,
+        status: 'plain',
+        stdout: null,
+        stderr: err,
+        follow: o.follow === true,
+        topology: { node, nodeIndex: index, nodes: slurm.nodeList },
+        ...(sharedPorts ? { shared: sharedPorts } : {}),
+        onReserved: (doc) => {
+          if (doc.shared) publish({ shared: sharedOfDocument(doc) });
+        },
+        onEvent: (e) => {
+          if (e.code !== undefined) codes.set(`${e.service}/${e.replica}`, e.code);
+          publishSoon();
+        },
+        ...(local.length > 0 ? { externalServices: graphNodes(local) } : {}),
+        ...(o.procRoot !== undefined ? { procRoot: o.procRoot } : {}),
+        ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}),
+        ...(o.probeTimeoutMs !== undefined ? { probeTimeoutMs: o.probeTimeoutMs } : {}),
+      },
+    );
+  } catch (e) {
+    unlisten();
+    const be = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
+    publish({ state: 'failed', exitCode: be.exitCode, failure: { service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message } });
+    throw be;
+  }
+  const h = handle;
+  if (stopAsked) void h.stop();
+  const hostOf = new Map(services.map((s) => [s.name, s.host]));
+  h.ready.then(
+    (doc: EndpointsDocument) => {
+      const eps: Record<string, NodeEndpoint[]> = {};
+      for (const r of doc.replicas) {
+        if (r.port === null || !mine.has(r.service)) continue;
+        (eps[r.service] ??= []).push({ replica: r.replica, host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1', port: r.port, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) });
+      }
+      if (!ended) publish({ state: 'ready', services: eps, replicas: replicas() });
+    },
+    () => {},
+  );
+  // Services of the first node this node's services wait for.
+  if (local.length > 0) void waitForLocal(o.runDir, services, local, h, () => ended);
+  const result = await h.done;
+  unlisten();
+  const failed = result.reason === 'failed';
+  const f = result.failure;
+  const reps = replicas();
+  ended = true;
+  clearTimeout(publishTimer);
+  // A job whose every rank here exited 0: this node is done (berth up ends the stack once every node is).
+  const done = result.reason === 'job' && result.exitCode === 0;
+  const jobFailed = result.reason === 'job' && result.exitCode !== 0;
+  publish({
+    state: failed || jobFailed ? 'failed' : done ? 'done' : 'stopped',
+    exitCode: result.exitCode,
+    replicas: reps,
+    ...(failed && f ? { failure: { service: f.service, replica: f.replica, exitCode: f.exitCode, reason: redactText(f.reason), logs: f.logs, ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}) } } : {}),
+    ...(jobFailed && result.job
+      ? {
+          failure: {
+            service: result.job.service,
+            replica: result.job.replica,
+            exitCode: result.exitCode,
+            reason: result.job.signal ? `was killed by ${result.job.signal}` : `exited with status ${result.job.status}`,
+            logs: { out: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.out`), err: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.err`) },
+          },
+        }
+      : {}),
+  });
+  // Stopped on request, or done, is a normal end for an agent.
+  return failed || jobFailed ? result.exitCode : 0;
+}
+
+/** Polls berth up's endpoints.json until each of `local` meets what this node's services ask of it. */
+async function waitForLocal(runDir: string, services: readonly ServiceSpec[], local: readonly ServiceSpec[], h: StackHandle, ended: () => boolean): Promise<void> {
+  const left = new Map(local.map((s) => [s.name, neededCondition(services, s.name)]));
+  let address: string | undefined;
+  while (left.size > 0 && !ended()) {
+    address ??= readCoordinatorFile(runDir)?.address;
+    const recs = address === undefined ? [] : coordinatorRecords(runDir);
+    for (const [name, cond] of [...left]) {
+      const mine = recs.filter((r) => r.service === name);
+      const statuses: ReplicaStatus[] = mine.map((r) => ({ state: r.state, ...(r.state === 'exited' ? { code: 0 } : {}) }));
+      if (mine.length === 0 || conditionStatus(cond, statuses) !== 'met') continue;
+      const eps: Endpoint[] = mine
+        .filter((r) => r.port !== null)
+        .map((r) => ({ host: reachAt(r.host, '', new Map([['', address!]])), port: r.port!, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) }));
+      left.delete(name);
+      h.setExternal(name, eps, statuses);
+    }
+    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}

@@ -1,0 +1,110 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentStepArgv } from '../../slurm/agents.js';
+
+/*
+ * The agents' srun step: one `berth up STACK --agent RUN_DIR` per node, every agent's output
+ * (prefixed "[node] ") into RUN_DIR/agents.log. They are stopped by "stop" on the step's
+ * stdin (srun --input=all hands it to every agent), never by signals: Slurm signals every
+ * process of a step, which would hit the services before their dependents are stopped. EOF
+ * (berth up died) stops them too. srun writes the log itself, so the agents' output survives
+ * berth up; `--follow` reads it back (tail()).
+ */
+
+const AGENT_STOP_GRACE_MS = 5_000;
+
+export class AgentsStep {
+  readonly log: string;
+  private child: ChildProcess | undefined;
+  private exit: Promise<number | null> = Promise.resolve(null);
+  /** srun's exit status once it ended (null: killed or could not start). */
+  code: number | null | undefined;
+  /** Why srun could not start. */
+  startError: string | undefined;
+  private stopped: Promise<void> | undefined;
+  private offset = 0;
+  private partial = '';
+
+  constructor(
+    runDir: string,
+    private readonly nodes: readonly string[],
+    /** The agent's argv without the srun part. */
+    private readonly agent: readonly string[],
+    private readonly env: NodeJS.ProcessEnv,
+    /** Called when srun ends or cannot start. */
+    private readonly onExit: () => void,
+  ) {
+    this.log = join(runDir, 'agents.log');
+  }
+
+  start(): void {
+    const argv = agentStepArgv({ nodes: this.nodes, agent: this.agent });
+    // --input=all: every agent reads the coordinator's stop request (and EOF) from its stdin.
+    argv.splice(1, 0, '--input=all');
+    const log = openSync(this.log, 'a', 0o600);
+    try {
+      this.child = spawn(argv[0]!, argv.slice(1), { env: this.env, stdio: ['pipe', log, log] });
+    } finally {
+      closeSync(log);
+    }
+    const child = this.child;
+    this.exit = new Promise((res) => {
+      child.on('error', (e) => {
+        this.code = null;
+        this.startError = `cannot start srun: ${e.message} (is this a Slurm allocation with srun on PATH?)`;
+        this.onExit();
+        res(null);
+      });
+      child.on('exit', (code, signal) => {
+        this.code = code ?? (signal ? 128 : null);
+        this.onExit();
+        res(this.code);
+      });
+    });
+    child.stdin?.on('error', () => {}); // srun gone: its exit says why
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.code === undefined;
+  }
+
+  /** "stop" to every agent, then EOF; srun is killed if they outlive `graceMs` (0: at once). Idempotent. */
+  stop(graceMs: number): Promise<void> {
+    if (graceMs === 0) this.child?.kill('SIGKILL');
+    this.stopped ??= (async () => {
+      const child = this.child;
+      if (!child || this.code !== undefined) return;
+      child.stdin?.end('stop\n');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + AGENT_STOP_GRACE_MS);
+      await this.exit;
+      clearTimeout(timer);
+    })();
+    return this.stopped;
+  }
+
+  /** Whole lines added to the log since the last call. */
+  tail(): string[] {
+    let fd: number;
+    try {
+      fd = openSync(this.log, 'r');
+    } catch {
+      return [];
+    }
+    try {
+      const buf = Buffer.alloc(65_536);
+      let text = '';
+      for (;;) {
+        const n = readSync(fd, buf, 0, buf.length, this.offset);
+        if (n <= 0) break;
+        this.offset += n;
+        text += buf.subarray(0, n).toString('utf8');
+      }
+      const lines = (this.partial + text).split('\n');
+      this.partial = lines.pop() ?? '';
+      return lines;
+    } finally {
+      closeSync(fd);
+    }
+  }
+}

@@ -1,0 +1,353 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { BerthError, EXIT } from '../../errors.js';
+import { signalNumber } from '../../launch/launch.js';
+import { nodesDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
+import { compressHostlist } from '../../slurm/hostlist.js';
+import { nodeAddresses } from '../../slurm/nodes.js';
+import { deferred } from '../../util/deferred.js';
+import { selfArgv } from '../../util/self.js';
+import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from '../orchestrate.js';
+import { endpointUrl } from '../placeholders.js';
+import { createRunDir, makeRunDir, PREVIOUS_RUN, type EndpointsDocument, type ReplicaUpdate, type RunDir } from '../run-dir.js';
+import type { StackSpec } from '../spec.js';
+import { StackConsole } from '../stack-console.js';
+import { AgentsStep } from './agents-step.js';
+import { endpointOnNode, externalEndpoints, graphNodes, onNode, reachAt, type NodePlan } from './plan.js';
+
+/*
+ * berth up of a multi-node stack, on the allocation's first node (see ../multi-node.ts):
+ * agents on the nodes through one srun step (agents-step.ts), the first node's own services
+ * at once in an ordinary orchestrator, where the `nodes:` services are external services that
+ * become ready when every node is (a service here that depends on one waits). Every node's
+ * replicas are mirrored into this run directory (endpoints.json, events.jsonl, the status
+ * view) from the node files as they change. Stopping follows the whole graph: the
+ * orchestrator's teardown reaches the node services after their dependents here and stops
+ * the agents there (each stops its own services dependents first), before what they depend on.
+ */
+
+const POLL_MS = 100;
+/** Agents that have not written their node file by then are taken as failed to start. */
+const AGENT_START_TIMEOUT_MS = 120_000;
+/** A line of an agent's status display ("[n2] 12:00:01.234 engine/0 ready …"): mirrored already, not followed. */
+const STATUS_LINE = /^\[[^\]]*\] \d\d:\d\d:\d\d\.\d{3} /;
+
+export interface MultiNodeOptions extends RunStackOptions {
+  /** The stack file as the agents open it (absolute: they may start elsewhere). */
+  stackFile: string;
+  /** Runs berth (default selfArgv(): the single executable, or node + this script); `up STACK --agent DIR` is appended. */
+  berth?: string[];
+  /** Progress lines ("agents started on n[1-3]", "node n2 ready"). */
+  onMessage?: (text: string) => void;
+  /**
+   * How often the node files are read (default 100 ms). Each look reads every node's file: on a
+   * shared filesystem that is one open and read per node per look (docs/scale.md).
+   */
+  pollMs?: number;
+}
+
+/** The run directory, made before any agent starts: a used one would have them run for nothing. */
+function makeCoordinatorRunDir(o: MultiNodeOptions): string {
+  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes']);
+  mkdirSync(nodesDir(path), { mode: 0o700 });
+  return path;
+}
+
+/** Starts a multi-node stack (see the file comment); the handle behaves as runStack()'s. */
+export function runMultiNodeStack(spec: StackSpec, plan: NodePlan, o: MultiNodeOptions): StackHandle {
+  return new MultiNodeStack(spec, plan, o).handle;
+}
+
+/** A stack of `nodes:` services only: nothing runs here, but the run directory and status view record the nodes'. */
+interface Recorder {
+  run: RunDir;
+  console: StackConsole;
+}
+
+class MultiNodeStack {
+  readonly handle: StackHandle;
+  private readonly runDir: string;
+  private step: AgentsStep | undefined;
+  private local: StackHandle | undefined;
+  private recorder: Recorder | undefined;
+  private addresses = new Map<string, string>();
+  private stopping: { signal?: NodeJS.Signals; force: boolean } | undefined;
+  private agentsStopAsked = false;
+  private nodeFailure: { node: string; file: NodeFile | undefined; why: string } | undefined;
+  private wake: (() => void) | undefined;
+  private localReady = false;
+  private localDone: StackResult | undefined;
+  private allNodesReady = false;
+  private readyMs: number | undefined;
+  /** node/service/replica → what was last recorded of it. */
+  private readonly seen = new Map<string, string>();
+  private readonly announced = new Set<string>();
+  private readonly whenReady = deferred<EndpointsDocument>();
+  private readonly whenDone = deferred<StackResult>();
+  private readonly t0 = performance.now();
+  /** Nodes that run a rank of a `nodes:` job: once every one is done, so is the stack. */
+  private readonly jobNodes: string[];
+
+  constructor(
+    readonly spec: StackSpec,
+    private readonly plan: NodePlan,
+    private readonly o: MultiNodeOptions,
+  ) {
+    this.runDir = makeCoordinatorRunDir(o);
+    const jobs = plan.nodeServices.filter((s) => s.job);
+    this.jobNodes = plan.nodes.filter((_, i) => jobs.some((s) => onNode(s.nodes!, i, plan.nodes.length)));
+    this.whenReady.promise.catch(() => {}); // as in runStack: awaiting `done` alone is fine
+    const done = this.whenDone.promise;
+    this.handle = {
+      spec,
+      runDir: this.runDir,
+      ready: this.whenReady.promise,
+      done,
+      endpoints: () => this.endpointsNow(),
+      stop: (so) => {
+        this.stopping ??= { ...(so?.signal ? { signal: so.signal } : {}), force: false };
+        if (so?.force) this.stopping.force = true;
+        void this.local?.stop(so);
+        if (so?.force) void this.step?.stop(0);
+        this.wake?.();
+        return done;
+      },
+      say: (text) => this.say(text),
+      setExternal: (service, endpoints, statuses) => this.local?.setExternal(service, endpoints, statuses),
+      recordExternal: (u) => this.record(u),
+    };
+    void this.main().then(
+      (r) => this.finish(r),
+      (e) => {
+        const be = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error (a bug in berth): ${(e as Error)?.stack ?? String(e)}`);
+        this.whenReady.reject(be);
+        void Promise.resolve(this.local?.stop())
+          .then(() => this.local?.done)
+          .then(() => this.stopAgents())
+          .then(() => this.finish(this.failedResult({ service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })));
+      },
+    );
+  }
+
+  private finish(r: StackResult): void {
+    if (this.recorder) {
+      try {
+        this.recorder.run.writeEndpoints();
+      } catch {
+        // reported when it first failed
+      }
+      this.recorder.run.close();
+      this.recorder.console.close();
+    }
+    this.whenDone.resolve(this.readyMs !== undefined && r.readyMs === undefined ? { ...r, readyMs: this.readyMs } : r);
+  }
+
+  private endpointsNow(): EndpointsDocument {
+    if (this.local) return this.local.endpoints();
+    if (this.recorder) return this.recorder.run.endpointsDocument();
+    return { stack: this.spec.file, runDir: this.runDir, pid: process.pid, updated: new Date().toISOString(), replicas: [] };
+  }
+
+  private say(text: string): void {
+    if (this.local) this.local.say(text);
+    else if (this.recorder) this.recorder.console.message(text);
+    else (this.o.stderr === undefined ? process.stderr : this.o.stderr)?.write(text + '\n');
+  }
+
+  private msg(text: string): void {
+    if (this.o.onMessage) this.o.onMessage(text);
+    else this.say(text);
+  }
+
+  private record(u: ReplicaUpdate): void {
+    if (this.local) return this.local.recordExternal(u);
+    if (!this.recorder) return;
+    try {
+      const ev = this.recorder.run.update(u);
+      this.recorder.console.event(ev);
+      this.o.onEvent?.(ev);
+    } catch {
+      // a broken run directory: the end says so (writeEndpoints)
+    }
+  }
+
+  private failedResult(failure: StackFailure): StackResult {
+    return { exitCode: failure.exitCode, reason: 'failed', failure, runDir: this.runDir };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((res) => {
+      const t = setTimeout(res, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        res();
+      };
+    });
+  }
+
+  /** Node files now; records the first failed node (or agents that ended unasked) in nodeFailure. */
+  private readNodes(): Map<string, NodeFile> {
+    const files = new Map<string, NodeFile>();
+    for (const node of this.plan.agentNodes) {
+      const f = readNodeFile(this.runDir, node);
+      if (f) files.set(node, f);
+    }
+    if (!this.nodeFailure) {
+      // The earliest failure when several nodes failed since the last look (a job's first failing rank).
+      const failed = [...files.values()].filter((f) => f.state === 'failed').sort((a, b) => a.updated.localeCompare(b.updated))[0];
+      if (failed) this.nodeFailure = { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
+    }
+    const step = this.step;
+    if (!this.nodeFailure && step && !step.running && !this.agentsStopAsked && !this.allDone(files)) {
+      const silent = this.plan.agentNodes.find((n) => !['ready', 'done'].includes(files.get(n)?.state ?? '')) ?? this.plan.agentNodes[0]!;
+      const why = step.startError ?? `the agents' step (srun) ended with status ${step.code} (see ${step.log})`;
+      this.nodeFailure = { node: silent, file: files.get(silent), why };
+    }
+    return files;
+  }
+
+  private allDone(files: ReadonlyMap<string, NodeFile>): boolean {
+    return this.jobNodes.length > 0 && this.jobNodes.every((n) => files.get(n)?.state === 'done');
+  }
+
+  /** Every node replica whose state changed since the last look, into this run directory. */
+  private mirror(files: ReadonlyMap<string, NodeFile>): void {
+    for (const [node, f] of files) {
+      for (const r of f.replicas ?? []) {
+        const key = `${node}\0${r.service}\0${r.replica}`;
+        const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}`;
+        if (this.seen.get(key) === sig) continue;
+        this.seen.set(key, sig);
+        this.record({
+          service: r.service,
+          replica: r.replica,
+          node,
+          state: r.state,
+          host: reachAt(r.host, node, this.addresses),
+          ...(r.port !== null ? { port: r.port } : {}),
+          ...(r.pid !== null ? { pid: r.pid } : {}),
+          ...(r.ports ? { ports: r.ports } : {}),
+          ...(r.code !== undefined && (r.state === 'exited' || r.state === 'failed') ? { code: r.code } : {}),
+        });
+      }
+    }
+  }
+
+  private nodeFailureResult(): StackResult {
+    const nf = this.nodeFailure!;
+    const f = nf.file?.failure;
+    const failure: StackFailure = {
+      service: f?.service ?? '(agent)',
+      replica: f?.replica ?? 0,
+      exitCode: f?.exitCode ?? nf.file?.exitCode ?? EXIT.SOFTWARE,
+      reason: `on node ${nf.node}: ${nf.why}`,
+      logs: f?.logs ?? { out: join(this.runDir, 'agents.log'), err: join(this.runDir, 'agents.log') },
+      ...(f?.diagnostics ? { diagnostics: f.diagnostics } : {}),
+    };
+    return this.failedResult(failure);
+  }
+
+  /** The stack is ready once every node is and the services here are. */
+  private maybeReady(): void {
+    if (this.readyMs !== undefined || !this.allNodesReady || (this.local && !this.localReady)) return;
+    this.readyMs = Math.round(performance.now() - this.t0);
+    const doc = this.endpointsNow();
+    try {
+      this.o.onReady?.(doc);
+    } catch {
+      // the caller's problem, not the stack's
+    }
+    this.whenReady.resolve(doc);
+  }
+
+  private async main(): Promise<StackResult> {
+    const first = this.plan.nodes[0]!;
+    this.addresses = await nodeAddresses([...new Set([first, ...this.plan.agentNodes])]);
+    writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
+    const { stackFile, berth: b, onMessage: _m, pollMs: _p, ...ro } = this.o;
+    const agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];
+    this.step = new AgentsStep(this.runDir, this.plan.agentNodes, agentArgv, this.o.env ?? process.env, () => this.wake?.());
+    this.step.start();
+    if (this.plan.local.services.length > 0) {
+      this.local = runStack(this.plan.local, {
+        ...ro,
+        runDir: this.runDir,
+        externalServices: graphNodes(this.plan.nodeServices),
+        stopExternal: () => this.stopAgents(),
+        onReady: () => {
+          this.localReady = true;
+          this.maybeReady();
+        },
+      });
+      void this.local.ready.catch((e: Error) => this.whenReady.reject(e));
+      void this.local.done.then((r) => {
+        this.localDone = r;
+        this.wake?.();
+      });
+    } else {
+      this.recorder = {
+        run: createRunDir({ stack: this.spec.file, dir: this.runDir }),
+        console: new StackConsole({ stdout: this.o.stdout === undefined ? process.stdout : this.o.stdout, stderr: this.o.stderr === undefined ? process.stderr : this.o.stderr, status: this.o.status ?? 'off', ...(this.o.env ? { env: this.o.env } : {}) }),
+      };
+    }
+    this.msg(`berth: starting ${this.plan.nodeServices.map((s) => s.name).join(', ')} on ${compressHostlist(this.plan.agentNodes)} (one agent per node, srun step; run directory ${this.runDir})`);
+    let jobDone = false;
+    for (;;) {
+      const files = this.readNodes();
+      this.mirror(files);
+      this.follow();
+      for (const [node, f] of files) {
+        if ((f.state === 'ready' || f.state === 'done') && !this.announced.has(node)) {
+          this.announced.add(node);
+          const list = Object.entries(f.services).flatMap(([s, eps]) => eps.map((e) => `${s}/${e.replica} ${endpointUrl(endpointOnNode(e, node, this.addresses))}`));
+          this.msg(`berth: node ${node} ready: ${list.join(', ') || 'no ports'}`);
+        }
+      }
+      if (!this.nodeFailure && performance.now() - this.t0 > AGENT_START_TIMEOUT_MS) {
+        const missing = this.plan.agentNodes.find((n) => !files.has(n));
+        if (missing) this.nodeFailure = { node: missing, file: undefined, why: `its agent did not start within ${AGENT_START_TIMEOUT_MS / 1000}s (see ${this.step.log}; squeue -s shows the step)` };
+      }
+      if (!this.allNodesReady && !this.nodeFailure && this.plan.agentNodes.every((n) => ['ready', 'done'].includes(files.get(n)?.state ?? ''))) {
+        this.allNodesReady = true;
+        // Before the services waiting for the nodes start: "stack ready" (and --json) come first.
+        if (this.localReady || !this.local) this.maybeReady();
+        const external = externalEndpoints(this.plan, files, this.addresses);
+        for (const s of this.plan.nodeServices) this.local?.setExternal(s.name, external.get(s.name) ?? []);
+      }
+      if (this.allDone(files)) jobDone = true;
+      if (this.nodeFailure || this.localDone || jobDone || (this.stopping && !this.local)) break;
+      await this.sleep(this.o.pollMs ?? POLL_MS);
+    }
+    if (this.local && !this.localDone) void this.local.stop();
+    const localResult = await this.local?.done;
+    await this.stopAgents();
+    this.follow();
+    if (this.nodeFailure) return this.nodeFailureResult();
+    if (jobDone) {
+      const job = this.plan.nodeServices.find((s) => s.job)!;
+      return { exitCode: 0, reason: 'job', job: { service: job.name, replica: 0, status: 0, code: 0, signal: null }, runDir: this.runDir };
+    }
+    if (localResult) return localResult;
+    return this.stoppedResult();
+  }
+
+  private stoppedResult(): StackResult {
+    const sig = this.stopping?.signal;
+    return { exitCode: sig ? 128 + signalNumber(sig) : 0, reason: sig ? 'signal' : 'stopped', ...(sig ? { signal: sig } : {}), runDir: this.runDir };
+  }
+
+  /** `--follow`: the agents' output (their services' lines, their messages), each line prefixed with its node. */
+  private follow(): void {
+    if (!this.o.follow || !this.step) return;
+    for (const line of this.step.tail()) if (line !== '' && !STATUS_LINE.test(line)) this.say(line);
+  }
+
+  /** Every agent asked to stop (each stops its services dependents first); their last states recorded. */
+  private async stopAgents(): Promise<void> {
+    if (!this.step) return;
+    this.agentsStopAsked = true;
+    const grace = Math.max(0, ...this.plan.nodeServices.map((s) => s.stopGraceMs)) * 2;
+    await this.step.stop(this.stopping?.force ? 0 : grace);
+    this.mirror(this.readNodes());
+  }
+}

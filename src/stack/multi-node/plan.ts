@@ -1,0 +1,103 @@
+import { BerthError, EXIT } from '../../errors.js';
+import type { NodeFile, NodeReplica } from '../../slurm/agents.js';
+import { readSlurmEnv, type SlurmEnv } from '../../slurm/env.js';
+import { compressHostlist } from '../../slurm/hostlist.js';
+import type { GraphNode } from '../graph.js';
+import type { Endpoint } from '../placeholders.js';
+import type { ServiceSpec, StackSpec } from '../spec.js';
+
+/* Which node runs what in a multi-node stack, and where other nodes reach it. Pure. */
+
+export interface NodePlan {
+  /** The allocation's nodes, in Slurm's order. */
+  nodes: string[];
+  /** Nodes that run an agent: those with at least one `nodes:` service, in allocation order. */
+  agentNodes: string[];
+  /** Services with `nodes:` (run by the agents). */
+  nodeServices: ServiceSpec[];
+  /** The other services (run here, on the first node, from the start). */
+  local: StackSpec;
+}
+
+type Nodes = NonNullable<ServiceSpec['nodes']>;
+
+/** Whether node `index` (0 = the allocation's first) of `total` runs a service with `nodes: n`. */
+export function onNode(n: Nodes, index: number, total: number): boolean {
+  if (n === 'all') return index < total;
+  if (n === 'others') return index >= 1 && index < total;
+  return index < n;
+}
+
+/** The allocation's nodes a service with `nodes: n` runs on, in order. */
+export function serviceNodes(n: Nodes, nodes: readonly string[]): string[] {
+  return nodes.filter((_, i) => onNode(n, i, nodes.length));
+}
+
+/**
+ * How a stack with `nodes:` services runs here; undefined when it runs on this host alone
+ * (no `nodes:`, or an allocation of one node — or none, outside Slurm — where `nodes: all`
+ * and `nodes: 1` mean this host). Throws BerthError(65) for `nodes: N` beyond the allocation
+ * and for `nodes: others` without another node.
+ */
+export function planNodes(spec: StackSpec, env: NodeJS.ProcessEnv = process.env): NodePlan | undefined {
+  const nodeServices = spec.services.filter((s) => s.nodes !== undefined);
+  if (nodeServices.length === 0) return undefined;
+  // Read only now: a stack without nodes: must not fail over an odd Slurm variable.
+  const slurm: SlurmEnv | undefined = readSlurmEnv(env);
+  const nodes = slurm && slurm.nodeList.length > 0 ? slurm.nodeList : [];
+  const total = Math.max(1, nodes.length);
+  const where = () => (slurm ? `job ${slurm.jobId} has ${total} node${total === 1 ? '' : 's'}${nodes.length > 0 ? ` (${compressHostlist(nodes)})` : ''}` : 'berth up is not inside a Slurm job (one host)');
+  for (const s of nodeServices) {
+    if (typeof s.nodes === 'number' && s.nodes > total) {
+      throw new BerthError(EXIT.DATAERR, `${spec.file}:${s.line}: service "${s.name}": nodes: ${s.nodes}, but ${where()}; ask Slurm for more nodes (sbatch --nodes=${s.nodes}) or lower nodes:`, { service: s.name });
+    }
+    if (s.nodes === 'others' && total < 2) {
+      throw new BerthError(EXIT.DATAERR, `${spec.file}:${s.line}: service "${s.name}": nodes: others runs on every node but the first, but ${where()}; ask Slurm for at least 2 nodes (sbatch --nodes=2), or use nodes: all`, { service: s.name });
+    }
+  }
+  if (total === 1) return undefined;
+  const agentNodes = nodes.filter((_, i) => nodeServices.some((s) => onNode(s.nodes!, i, total)));
+  return { nodes, agentNodes, nodeServices, local: { ...spec, services: spec.services.filter((s) => s.nodes === undefined) } };
+}
+
+/** The services an agent on node `index` of `total` runs. */
+export function agentServices(spec: StackSpec, index: number, total: number): ServiceSpec[] {
+  return spec.services.filter((s) => s.nodes !== undefined && onNode(s.nodes, index, total));
+}
+
+/** Services as graph nodes (for an orchestrator's externalServices). */
+export const graphNodes = (services: readonly ServiceSpec[]): GraphNode[] => services.map((s) => ({ name: s.name, dependsOn: s.dependsOn }));
+
+const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
+const isLoopback = (h: string): boolean => h === 'localhost' || h.startsWith('127.') || h === '::1' || h === '[::1]';
+
+/**
+ * Where other nodes reach a listener of `node`: a wildcard or loopback host at the node's
+ * address (a loopback listener is reachable only there, if at all), a specific one as it is.
+ */
+export function reachAt(host: string | null | undefined, node: string, addresses: ReadonlyMap<string, string>): string {
+  return host === null || host === undefined || WILDCARD.has(host) || isLoopback(host) ? (addresses.get(node) ?? node) : host;
+}
+
+/** A node replica's endpoint as other nodes reach it. */
+export const endpointOnNode = (e: Pick<NodeReplica, 'host' | 'port' | 'ports'>, node: string, addresses: ReadonlyMap<string, string>): Endpoint => ({
+  host: reachAt(e.host, node, addresses),
+  port: e.port!,
+  ...(e.ports ? { ports: e.ports } : {}),
+});
+
+/** Every node's replicas of each service (with a port), in node order, at addresses other nodes reach. */
+export function externalEndpoints(plan: NodePlan, files: ReadonlyMap<string, NodeFile>, addresses: ReadonlyMap<string, string>): Map<string, Endpoint[]> {
+  const out = new Map<string, Endpoint[]>();
+  for (const s of plan.nodeServices) out.set(s.name, []);
+  for (const node of plan.agentNodes) {
+    const f = files.get(node);
+    if (!f) continue;
+    for (const [name, eps] of Object.entries(f.services)) {
+      const list = out.get(name);
+      if (!list) continue;
+      for (const e of eps) list.push(endpointOnNode(e, node, addresses));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,53 @@
+import { readCoordinatorFile, readNodeFile } from '../../slurm/agents.js';
+import type { ServiceSpec, StackSpec } from '../spec.js';
+import type { SharedPorts } from '../stack-types.js';
+import { onNode, reachAt } from './plan.js';
+
+/*
+ * Shared ports (`NAME: shared`, one port for every rank of a multi-node job) live on the
+ * service's first node: that node's agent leases them like any port and publishes them in
+ * its node file (onReserved). Agents on the service's other nodes wait for them here and
+ * pass them on as RunStackOptions.shared, at the address other nodes reach that node by.
+ */
+
+const POLL_MS = 100;
+
+export class SharedWait {
+  /** Service → the node its rank 0 runs on, for services whose rank 0 is elsewhere. */
+  private readonly elsewhere = new Map<string, string>();
+
+  constructor(
+    spec: StackSpec,
+    services: readonly ServiceSpec[],
+    nodes: readonly string[],
+    index: number,
+    private readonly runDir: string,
+  ) {
+    void spec;
+    for (const s of services) {
+      if (s.shared.length === 0 || s.nodes === undefined) continue;
+      const first = nodes.findIndex((_, i) => onNode(s.nodes!, i, nodes.length));
+      if (first >= 0 && first !== index) this.elsewhere.set(s.name, nodes[first]!);
+    }
+  }
+
+  needed(): boolean {
+    return this.elsewhere.size > 0;
+  }
+
+  /** Every such service's shared ports, once their nodes have published them (undefined if `stopped` first). */
+  async wait(stopped: () => boolean): Promise<Map<string, SharedPorts> | undefined> {
+    const out = new Map<string, SharedPorts>();
+    while (!stopped()) {
+      const coord = readCoordinatorFile(this.runDir);
+      for (const [service, node] of this.elsewhere) {
+        if (out.has(service) || !coord) continue;
+        const got = readNodeFile(this.runDir, node)?.shared?.[service];
+        if (got) out.set(service, { host: reachAt(got.host, node, new Map(Object.entries(coord.addresses))), ports: got.ports });
+      }
+      if (out.size === this.elsewhere.size) return out;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    return undefined;
+  }
+}
