@@ -1,0 +1,42 @@
+"""One step of a data-parallel job: every rank adds (rank + 1) into one all_reduce over gloo.
+
+torch.distributed's env:// init reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, which the
+stack fills from berth's placeholders; rank 0 listens on MASTER_PORT (its TCPStore), every other
+rank connects there. The sum of 1..WORLD_SIZE proves every rank joined the same group.
+Exits 0 when the sum is right, 1 when it is not.
+"""
+import os
+import socket
+import sys
+import time
+
+rank = int(os.environ['RANK'])
+world_size = int(os.environ['WORLD_SIZE'])
+
+# The recipe's failure test: this rank dies before joining, as a rank would on a bad GPU or a
+# missing file, once rank 0 listens on MASTER_PORT (it is then waiting in init_process_group for
+# every rank); berth must end the job with its status and stop the ranks left waiting for it.
+if os.environ.get('FAIL_RANK') == str(rank):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    print(f'rank {rank}: failing on purpose before init_process_group', file=sys.stderr, flush=True)
+    sys.exit(3)
+
+import torch  # noqa: E402  (after the failure hook: importing torch takes a second)
+import torch.distributed as dist  # noqa: E402
+
+dist.init_process_group('gloo', init_method='env://')
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t, op=dist.ReduceOp.SUM)
+want = world_size * (world_size + 1) // 2
+got = int(t.item())
+node = os.environ.get('BERTH_NODE', '?')
+print(f'rank {rank}/{world_size} local_rank {os.environ.get("LOCAL_RANK")} node {node} '
+      f'master {os.environ["MASTER_ADDR"]}:{os.environ["MASTER_PORT"]}: all_reduce sum {got} (want {want})', flush=True)
+dist.destroy_process_group()
+sys.exit(0 if got == want else 1)
