@@ -188,7 +188,7 @@ test('stack files: what a job of many ranks and shared ports may not say', async
     ],
     [
       `services:\n  t:\n    replicas: 2\n    ports: { master: shared }\n    command: [true]\n  c:\n    job: true\n    depends_on: { t: started }\n    command: [echo, "{t.port}"]\n`,
-      /service "c": command\[1\] uses \{t\.port\}, but "t" has only shared ports \(master\)/,
+      /service "c": command\[1\] uses \{t\.port\}, but "t" has only shared ports; use \{t\.port\.master\} \(or \.host \/ \.hostport after it\)/,
     ],
     [`services:\n  t:\n    ports: { master: share }\n    command: [true]\n`, /port "master" must be 1 \(one port\), shared/],
   ];
@@ -227,6 +227,30 @@ services:
       const text = readFileSync(join(b.runDir, 'templates', `trainer-${rank}`, 'rank.conf'), 'utf8');
       assert.equal(text, `rank=${rank}/2 local=${rank} node=0/1 master=127.0.0.1:${port} {keep}\n`);
     }
+  } finally {
+    b.cleanup();
+  }
+});
+
+test("a dependent reads a service's shared port: one value, even across replicas", async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box(`
+services:
+  server:
+    replicas: 2
+    ports: { http: shared, dist: shared }
+    command: [sh, -c, 'if [ "$BERTH_REPLICA" = 0 ]; then exec ${PY} -m http.server "$BERTH_PORT_HTTP" --bind 127.0.0.1; fi; exec sleep 60']
+    ready: "cmd:curl -fsS http://{ports.http.hostport}/"
+  client:
+    job: true
+    depends_on: { server: ready }
+    command: [sh, -c, 'curl -fsS -o /dev/null "http://$0/" && echo "reached $0 dist $1"', "{server.port.http.hostport}", "{server.port.dist}"]
+`);
+  try {
+    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
+    assert.equal(r.code, 0, r.stderr);
+    const shared = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.server;
+    assert.match(r.stdout, new RegExp(`reached 127\\.0\\.0\\.1:${shared.ports.http} dist ${shared.ports.dist}`));
   } finally {
     b.cleanup();
   }

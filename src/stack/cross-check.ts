@@ -219,12 +219,8 @@ export class CrossCheck {
           say(`, but "${ph.service}" has no port (${target.source?.kind === 'none' ? '"port: none"' : 'a job without band, port, range or {port}'})`);
           continue;
         }
-        if (!target.portsBroken && target.spec.ports.length === 0 && !self) {
-          say(`, but "${ph.service}" has only shared ports (${target.spec.shared.join(', ')}), which its own replicas read as {ports.NAME}`);
-          continue;
-        }
-        if (ph.port !== undefined && !target.portsBroken && target.spec.shared.includes(ph.port) && !self) {
-          say(`, but "${ph.port}" is a shared port of "${ph.service}", for its own replicas ({ports.${ph.port}}); give this service a port of its own`);
+        if (ph.port === undefined && !target.portsBroken && target.spec.ports.length === 0) {
+          say(`, but "${ph.service}" has only shared ports; use {${ph.service}.port.${target.spec.shared[0]}} (or .host / .hostport after it)`);
           continue;
         }
         if (ph.port !== undefined && !target.portsBroken) {
@@ -234,7 +230,8 @@ export class CrossCheck {
             continue;
           }
         }
-        if ((ph.field === 'port' || ph.field === 'url' || ph.field === 'host' || ph.field === 'hostport') && target.spec.replicas !== 1) {
+        const sharedPort = ph.port !== undefined && target.spec.shared.includes(ph.port);
+        if (!sharedPort && (ph.field === 'port' || ph.field === 'url' || ph.field === 'host' || ph.field === 'hostport') && target.spec.replicas !== 1) {
           const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
           const rest = ph.text.slice(ph.service.length + 1 + ph.field.length + 1, -1);
           say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s${rest}} (all of them, comma-separated)`);
@@ -321,7 +318,7 @@ export class CrossCheck {
 /** ", but … has no port NAME; …" when a placeholder names a port the set does not have. */
 function portNameProblem(ph: Placeholder, owner: Draft, whose: string): string | undefined {
   const name = ph.kind === 'own' || ph.kind === 'service' ? ph.port : undefined;
-  if (name === undefined || owner.spec.ports.some((e) => e.name === name) || (ph.kind === 'own' && owner.spec.shared.includes(name))) return undefined;
+  if (name === undefined || owner.spec.ports.some((e) => e.name === name) || owner.spec.shared.includes(name)) return undefined;
   const names = [...owner.spec.ports.map((e) => e.name), ...owner.spec.shared];
   return `, but ${whose} ports are ${names.join(', ')}${didYouMean(name, names)}${owner.spec.portsDeclared ? '' : ' (without "ports:" a service has one port, named "port")'}`;
 }

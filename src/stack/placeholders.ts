@@ -15,7 +15,8 @@ import type { Rank } from './ranks.js';
  *                                                  on replica 0's host)
  *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on (primary port)
  *   {svc.port.NAME} {svc.ports.NAME}               its port NAME: replica 0's / every replica's
- *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}
+ *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}      (FIELD also host, hostport; a shared
+ *                                                  port NAME is the one of every replica)
  * FIELD is first, last, range (LO-HI) or count; without it a block gives its first port.
  * Read by position, so nothing is ambiguous: a leading "ports" is always the own set (no
  * service may be called "ports"), a FIELD only ever follows a port NAME.
@@ -36,7 +37,7 @@ export type Placeholder =
   /** {templates.NAME}: the path of this replica's rendered config file NAME. */
   | { kind: 'template'; template: string; text: string }
   /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
-  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: PortField; text: string };
+  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: OwnPart; text: string };
 
 export type TemplatePart = string | Placeholder;
 
@@ -87,7 +88,7 @@ function classify(inner: string, text: string): Placeholder | undefined {
   const [service, field, port] = seg as [string, string, string | undefined];
   if (!SERVICE_NAME_RE.test(service) || !SERVICE_FIELDS.includes(field)) return undefined;
   if (port === undefined) return { kind: 'service', service, field: field as ServiceField, text };
-  const part = portPart(seg[3]);
+  const part = seg[3] === 'host' || seg[3] === 'hostport' ? seg[3] : portPart(seg[3]);
   if ((field !== 'port' && field !== 'ports') || !PORT_NAME_RE.test(port) || part === false) return undefined;
   return { kind: 'service', service, field: field as ServiceField, port, ...(part !== undefined ? { part } : {}), text };
 }
@@ -180,6 +181,8 @@ export interface ResolveContext {
   ports?: readonly AssignedPorts[];
   /** Where each shared port is reached (replica 0's host), by name. */
   sharedHosts?: ReadonlyMap<string, string>;
+  /** Shared ports of the services it depends on, by service ({svc.port.NAME} of a shared NAME). */
+  sharedOf?: ReadonlyMap<string, { host: string; ports: readonly AssignedPorts[] }>;
   /** Its rank (ranks.ts); {rank} and the others need it. */
   rank?: Rank;
   /** Started replicas of other services, in replica order. */
@@ -213,12 +216,12 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     const a = ctx.ports?.find((x) => x.name === p.port);
     // Load-time checks name every port a template uses: reaching here is a bug.
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
-    if (p.part === 'host' || p.part === 'hostport') {
-      const host = ctx.sharedHosts?.get(p.port) ?? reachableHost(ctx.host);
-      return p.part === 'host' ? host : endpointHostPort({ host, port: a.ports[0]! });
-    }
-    return portValue(a, p.part);
+    return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
   }
+  // A shared port is the service's, not a replica's: one value, even without replicas of its own.
+  const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;
+  const sp = shared?.ports.find((a) => a.name === p.port);
+  if (sp) return portAt(sp, shared!.host, p.part);
   const eps = ctx.endpoints.get(p.service);
   if (!eps || eps.length === 0) {
     // Load-time checks make every referenced service a started dependency: reaching here is a bug.
@@ -228,7 +231,7 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     const named = (e: Endpoint): string => {
       const a = e.ports?.find((x) => x.name === p.port);
       if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no port "${p.port}"`);
-      return portValue(a, p.part);
+      return portAt(a, e.host, p.part);
     };
     return p.field === 'port' ? named(eps[0]!) : eps.map(named).join(',');
   }
@@ -250,6 +253,13 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     case 'hostports':
       return eps.map(endpointHostPort).join(',');
   }
+}
+
+/** A port's value, or where it is reached (host, HOST:PORT of its first port). */
+function portAt(a: AssignedPorts, host: string, part: OwnPart | undefined): string {
+  if (part === 'host') return reachableHost(host);
+  if (part === 'hostport') return endpointHostPort({ host, port: a.ports[0]! });
+  return portValue(a, part);
 }
 
 /** Fills every placeholder of a template. Throws BerthError(DATAERR) for a malformed one. */

@@ -3,6 +3,7 @@ import { launch } from '../launch/launch.js';
 import type { LaunchEvent, LaunchOptions, ReadySpec } from '../launch/types.js';
 import { portSetEnv } from '../allocate/port-set.js';
 import { rankEnv, rankOf } from './ranks.js';
+import type { SharedPorts } from './stack-types.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
 import { renderReplicaTemplates } from './render-templates.js';
 import { endAbandoned } from './restart.js';
@@ -36,7 +37,12 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   const peers = rep.svc.replicas.filter((r) => r.port !== undefined);
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map(endpointOf));
-  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
+  const sharedOf = new Map<string, SharedPorts>();
+  for (const name of [...rep.svc.spec.dependsOn.map((d) => d.service), rep.svc.spec.name]) {
+    const sp = st.byName.get(name)?.shared ?? st.o.shared?.get(name);
+    if (sp) sharedOf.set(name, 'assigned' in sp ? { host: sp.host, ports: sp.assigned } : sp);
+  }
+  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
   if (rep.port !== undefined) ctx.port = rep.port;
   const shared = rep.svc.shared;
   if (rep.set || shared) ctx.ports = [...(rep.set?.assigned ?? []), ...(shared?.assigned ?? [])];
