@@ -54,8 +54,12 @@ export interface NodeFile {
   replicas?: NodeReplica[];
   /** Shared ports (`NAME: shared`) this node leased for services whose rank 0 runs here, once leased. */
   shared?: Record<string, SharedPorts>;
-  /** A job's rank that failed here: the first one (global rank), with its status. */
-  rankFailure?: { service: string; replica: number; rank: number; status: number };
+  /**
+   * The first rank of a job that failed here (exited non-zero or killed, not stopped by berth):
+   * written at once, before the node's teardown, so berth up can stop every node and name the
+   * first failing rank of all nodes (earliest `t`).
+   */
+  rankFailure?: { service: string; replica: number; rank: number; status: number; t: string };
   /** When it ended: the agent's exit status. */
   exitCode?: number;
   /** When it failed: what, where its diagnostics are (absolute paths on the shared filesystem). */

@@ -8,7 +8,8 @@ import { compressHostlist } from '../../slurm/hostlist.js';
 import { conditionStatus, type ReplicaStatus } from '../graph.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../orchestrate.js';
 import type { Endpoint } from '../placeholders.js';
-import { assignedOfRecord, sharedOfDocument, type EndpointsDocument } from '../run-dir.js';
+import { rankOf } from '../ranks.js';
+import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../run-dir.js';
 import type { DependCondition, ServiceSpec, StackSpec } from '../spec.js';
 import { prefixLines } from './prefix-lines.js';
 import { agentServices, graphNodes, reachAt } from './plan.js';
@@ -76,6 +77,8 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   if (index < 0) throw new BerthError(EXIT.SOFTWARE, `agent: this node ${node} is not in SLURM_JOB_NODELIST (${compressHostlist(slurm.nodeList)})`);
   const services = agentServices(spec, index, slurm.nodeList.length);
   const mine = new Set(services.map((s) => s.name));
+  const jobs = new Set(services.filter((s) => s.job).map((s) => s.name));
+  const isRankFailure = rankFailureCheck(jobs);
   const local = spec.services.filter((s) => s.nodes === undefined && services.some((x) => x.dependsOn.some((d) => d.service === s.name)));
   const file: NodeFile = { node, pid: process.pid, state: 'starting', updated: new Date().toISOString(), services: {} };
   const publish = (patch: Partial<NodeFile> = {}) => {
@@ -143,11 +146,18 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
         topology: { node, nodeIndex: index, nodes: slurm.nodeList },
         ...(sharedPorts ? { shared: sharedPorts } : {}),
         onReserved: (doc) => {
-          if (doc.shared) publish({ shared: sharedOfDocument(doc) });
+          // Shared ports whose rank 0 is here: the service's other nodes wait for them (shared-wait.ts).
+          const own = Object.entries(sharedOfDocument(doc)).filter(([svc]) => !shared.elsewhere.has(svc));
+          if (own.length > 0) publish({ shared: Object.fromEntries(own) });
         },
         onEvent: (e) => {
           if (e.code !== undefined) codes.set(`${e.service}/${e.replica}`, e.code);
-          publishSoon();
+          if (isRankFailure(e) && !file.rankFailure && !stopAsked) {
+            const svc = services.find((s) => s.name === e.service)!;
+            const here = handle?.endpoints().replicas.filter((r) => r.service === e.service).length ?? 1;
+            const rank = rankOf(svc, e.replica, here, { node, nodeIndex: index, nodes: slurm.nodeList }).rank;
+            publish({ rankFailure: { service: e.service, replica: e.replica, rank, status: e.code!, t: e.t }, replicas: replicas() });
+          } else publishSoon();
         },
         ...(local.length > 0 ? { externalServices: graphNodes(local) } : {}),
         ...(o.procRoot !== undefined ? { procRoot: o.procRoot } : {}),
@@ -206,6 +216,20 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   });
   // Stopped on request, or done, is a normal end for an agent.
   return failed || jobFailed ? result.exitCode : 0;
+}
+
+/**
+ * Whether an event is a job's rank ending on its own with a non-zero status: a rank berth
+ * stopped (the teardown reports it 'stopping' first) did not fail.
+ */
+function rankFailureCheck(jobs: ReadonlySet<string>): (e: StackEvent) => boolean {
+  const stopping = new Set<string>();
+  return (e) => {
+    if (!jobs.has(e.service)) return false;
+    const key = `${e.service}/${e.replica}`;
+    if (e.state === 'stopping') stopping.add(key);
+    return e.state === 'exited' && !stopping.has(key) && e.code !== undefined && e.code !== null && e.code !== 0;
+  };
 }
 
 /** Polls berth up's endpoints.json until each of `local` meets what this node's services ask of it. */

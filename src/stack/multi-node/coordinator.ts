@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { nodesDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
+import { nodeRunDir, nodesDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { deferred } from '../../util/deferred.js';
@@ -13,7 +13,7 @@ import { createRunDir, makeRunDir, PREVIOUS_RUN, type EndpointsDocument, type Re
 import type { StackSpec } from '../spec.js';
 import { StackConsole } from '../stack-console.js';
 import { AgentsStep } from './agents-step.js';
-import { endpointOnNode, externalEndpoints, graphNodes, onNode, reachAt, type NodePlan } from './plan.js';
+import { endpointOnNode, externalEndpoints, graphNodes, onNode, reachAt, serviceNodes, type NodePlan } from './plan.js';
 
 /*
  * berth up of a multi-node stack, on the allocation's first node (see ../multi-node.ts):
@@ -31,6 +31,12 @@ const POLL_MS = 100;
 const AGENT_START_TIMEOUT_MS = 120_000;
 /** A line of an agent's status display ("[n2] 12:00:01.234 engine/0 ready …"): mirrored already, not followed. */
 const STATUS_LINE = /^\[[^\]]*\] \d\d:\d\d:\d\d\.\d{3} /;
+
+/** The node that failed first: the earliest failing job rank, else the node file that said failed first. */
+function firstFailure(files: ReadonlyMap<string, NodeFile>): NodeFile | undefined {
+  const at = (f: NodeFile) => f.rankFailure?.t ?? f.updated;
+  return [...files.values()].filter((f) => f.rankFailure || f.state === 'failed').sort((a, b) => at(a).localeCompare(at(b)))[0];
+}
 
 export interface MultiNodeOptions extends RunStackOptions {
   /** The stack file as the agents open it (absolute: they may start elsewhere). */
@@ -193,8 +199,7 @@ class MultiNodeStack {
       if (f) files.set(node, f);
     }
     if (!this.nodeFailure) {
-      // The earliest failure when several nodes failed since the last look (a job's first failing rank).
-      const failed = [...files.values()].filter((f) => f.state === 'failed').sort((a, b) => a.updated.localeCompare(b.updated))[0];
+      const failed = firstFailure(files);
       if (failed) this.nodeFailure = { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
     }
     const step = this.step;
@@ -236,6 +241,22 @@ class MultiNodeStack {
   private nodeFailureResult(): StackResult {
     const nf = this.nodeFailure!;
     const f = nf.file?.failure;
+    const rf = nf.file?.rankFailure;
+    if (rf) {
+      // A job's rank: its status is the stack's, named with its global rank and its node.
+      const spec = this.plan.nodeServices.find((s) => s.name === rf.service);
+      const world = spec && typeof spec.replicas === 'number' ? spec.replicas * serviceNodes(spec.nodes!, this.plan.nodes).length : undefined;
+      const logs = join(nodeRunDir(this.runDir, nf.node), 'logs', `${rf.service}-${rf.replica}`);
+      const same = f && f.service === rf.service && f.replica === rf.replica;
+      return this.failedResult({
+        service: rf.service,
+        replica: rf.replica,
+        exitCode: rf.status,
+        reason: `on node ${nf.node}: rank ${rf.rank}${world !== undefined ? ` of ${world}` : ''} exited with status ${rf.status}; every other rank, on every node, was stopped`,
+        logs: { out: `${logs}.out`, err: `${logs}.err` },
+        ...(same && f.diagnostics ? { diagnostics: f.diagnostics } : {}),
+      });
+    }
     const failure: StackFailure = {
       service: f?.service ?? '(agent)',
       replica: f?.replica ?? 0,
@@ -322,6 +343,11 @@ class MultiNodeStack {
     const localResult = await this.local?.done;
     await this.stopAgents();
     this.follow();
+    if (this.nodeFailure?.file?.rankFailure) {
+      // Ranks on several nodes may have failed at about the same time: the first of all is the one.
+      const first = firstFailure(this.readNodes());
+      if (first?.rankFailure) this.nodeFailure = { node: first.node, file: first, why: '' };
+    }
     if (this.nodeFailure) return this.nodeFailureResult();
     if (jobDone) {
       const job = this.plan.nodeServices.find((s) => s.job)!;

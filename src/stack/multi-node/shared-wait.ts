@@ -14,7 +14,7 @@ const POLL_MS = 100;
 
 export class SharedWait {
   /** Service → the node its rank 0 runs on, for services whose rank 0 is elsewhere. */
-  private readonly elsewhere = new Map<string, string>();
+  readonly elsewhere = new Map<string, string>();
 
   constructor(
     spec: StackSpec,
