@@ -191,6 +191,8 @@ test('stack files: what a job of many ranks and shared ports may not say', async
       /service "c": command\[1\] uses \{t\.port\}, but "t" has only shared ports; use \{t\.port\.master\} \(or \.host \/ \.hostport after it\)/,
     ],
     [`services:\n  t:\n    ports: { master: share }\n    command: [true]\n`, /port "master" must be 1 \(one port\), shared/],
+    [`services:\n  t:\n    ports: { w: { block: window, shared: true } }\n    command: [true]\n`, /port "w": a shared block has a size/],
+    [`services:\n  t:\n    ports: { d: { block: 4, shared: yes } }\n    command: [true]\n`, /port "d": shared must be true or false/],
   ];
   for (const [yaml, re] of cases) {
     const b = box(yaml);
@@ -251,6 +253,30 @@ services:
     assert.equal(r.code, 0, r.stderr);
     const shared = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.server;
     assert.match(r.stdout, new RegExp(`reached 127\\.0\\.0\\.1:${shared.ports.http} dist ${shared.ports.dist}`));
+  } finally {
+    b.cleanup();
+  }
+});
+
+test('a shared block: one block of contiguous ports for every replica (SGLang binds after its --dist-init-addr port)', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box(`
+services:
+  server:
+    job: true
+    replicas: 2
+    ports:
+      dist: { block: 4, shared: true }
+    command: [sh, -c, 'echo "replica $BERTH_REPLICA dist {ports.dist.range} $BERTH_PORT_DIST_FIRST-$BERTH_PORT_DIST_LAST count $BERTH_PORT_DIST_COUNT at {ports.dist.hostport}"']
+`);
+  try {
+    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: { ephemeral: '9000 60999' }, env: { BERTH_STATE_DIR: b.stateDir } });
+    assert.equal(r.code, 0, r.stderr);
+    const dist = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.server.ports.dist;
+    assert.equal(dist.count, 4);
+    assert.equal(dist.last - dist.first, 3);
+    assert.ok(dist.last < 9000 || dist.first > 60999, 'outside the ephemeral range');
+    for (const rep of [0, 1]) assert.match(r.stdout, new RegExp(`replica ${rep} dist ${dist.first}-${dist.last} ${dist.first}-${dist.last} count 4 at 127\\.0\\.0\\.1:${dist.first}`));
   } finally {
     b.cleanup();
   }

@@ -7,8 +7,8 @@ import { BerthError, EXIT } from '../errors.js';
  *   block   N contiguous ports, leased for the replica's life and never held once leased:
  *           the program binds inside it itself (vLLM's VLLM_PORT scan, Ray's worker range)
  *   window  a block of the replica's whole band window (stacks and --instance only)
- *   shared  one port for every replica (rank) of a stack service, bound by replica 0 (a
- *           torch.distributed MASTER_PORT): leased once on rank 0's host, not per replica
+ *   shared  one port (or block) for every replica (rank) of a stack service, bound by
+ *           replica 0 (a torch.distributed MASTER_PORT): leased once on rank 0's host
  * Pure: parsing, naming and the values placeholders and env vars take.
  */
 
@@ -16,7 +16,8 @@ export type PortEntry =
   | { name: string; kind: 'single' }
   | { name: string; kind: 'block'; count: number }
   | { name: string; kind: 'window' }
-  | { name: string; kind: 'shared' };
+  /** count 1: one port; more: a block (e.g. SGLang binds ports after its --dist-init-addr port). */
+  | { name: string; kind: 'shared'; count: number };
 
 /** An entry once allocated: a single has one port, a block its ports in ascending order. */
 export interface AssignedPorts {

@@ -108,7 +108,7 @@ export class CrossCheck {
       this.add(d.portsLine!, `service "${s.name}": ports: ${text}`);
     };
     // A shared port comes from replica 0's window or share: count it for every replica.
-    const need = portsNeeded(s.ports) + s.shared.length;
+    const need = portsNeeded(s.ports) + portsNeeded(s.shared);
     const windows = s.ports.filter((e) => e.kind === 'window');
     const desc = `${s.ports.length === 1 ? 'its port' : `its ${s.ports.length} entries`} need${s.ports.length === 1 ? 's' : ''} ${need} port${need === 1 ? '' : 's'}${windows.length > 0 ? ` (with at least 1 for "${windows[0]!.name}")` : ''}`;
     if (windows.length > 1) return say(`${windows.map((w) => `"${w.name}"`).join(' and ')} are both { block: window }; a replica has one window`);
@@ -167,7 +167,7 @@ export class CrossCheck {
     const label = `service "${d.spec.name}"`;
     if (d.spec.ready?.kind === 'tcp' && d.spec.source.kind === 'none') this.add(d.readyLine, `${label}: "ready: tcp" needs a port, but the service has "port: none"`);
     const onlyShared = d.spec.source.kind !== 'none' && d.spec.ports.length === 0 && !d.portsBroken;
-    if (d.spec.ready?.kind === 'tcp' && onlyShared) this.add(d.readyLine, `${label}: "ready: tcp" probes the replica's own port, but its only ports are shared (${d.spec.shared.join(', ')}); add a port of its own or use ready: http/cmd`);
+    if (d.spec.ready?.kind === 'tcp' && onlyShared) this.add(d.readyLine, `${label}: "ready: tcp" probes the replica's own port, but its only ports are shared (${d.spec.shared.map((e) => e.name).join(', ')}); add a port of its own or use ready: http/cmd`);
     const deps = new Set(d.spec.dependsOn.map((x) => x.service));
     const reported = new Set<string>();
     for (const t of d.templates) {
@@ -196,7 +196,7 @@ export class CrossCheck {
         }
         if (ph.kind === 'self') {
           if (ph.field === 'port' && d.spec.source.kind === 'none') say(', but the service has "port: none"');
-          else if (ph.field === 'port' && onlyShared) say(`, but its only ports are shared; use {ports.${d.spec.shared[0]}}`);
+          else if (ph.field === 'port' && onlyShared) say(`, but its only ports are shared; use {ports.${d.spec.shared[0]!.name}}`);
           if (ph.field === 'gpu' && d.spec.replicas !== 'gpus') say(', but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)');
           continue;
         }
@@ -220,7 +220,7 @@ export class CrossCheck {
           continue;
         }
         if (ph.port === undefined && !target.portsBroken && target.spec.ports.length === 0) {
-          say(`, but "${ph.service}" has only shared ports; use {${ph.service}.port.${target.spec.shared[0]}} (or .host / .hostport after it)`);
+          say(`, but "${ph.service}" has only shared ports; use {${ph.service}.port.${target.spec.shared[0]!.name}} (or .host / .hostport after it)`);
           continue;
         }
         if (ph.port !== undefined && !target.portsBroken) {
@@ -230,7 +230,7 @@ export class CrossCheck {
             continue;
           }
         }
-        const sharedPort = ph.port !== undefined && target.spec.shared.includes(ph.port);
+        const sharedPort = ph.port !== undefined && target.spec.shared.some((e) => e.name === ph.port);
         if (!sharedPort && (ph.field === 'port' || ph.field === 'url' || ph.field === 'host' || ph.field === 'hostport') && target.spec.replicas !== 1) {
           const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
           const rest = ph.text.slice(ph.service.length + 1 + ph.field.length + 1, -1);
@@ -318,7 +318,7 @@ export class CrossCheck {
 /** ", but … has no port NAME; …" when a placeholder names a port the set does not have. */
 function portNameProblem(ph: Placeholder, owner: Draft, whose: string): string | undefined {
   const name = ph.kind === 'own' || ph.kind === 'service' ? ph.port : undefined;
-  if (name === undefined || owner.spec.ports.some((e) => e.name === name) || owner.spec.shared.includes(name)) return undefined;
-  const names = [...owner.spec.ports.map((e) => e.name), ...owner.spec.shared];
+  if (name === undefined || owner.spec.ports.some((e) => e.name === name) || owner.spec.shared.some((e) => e.name === name)) return undefined;
+  const names = [...owner.spec.ports, ...owner.spec.shared].map((e) => e.name);
   return `, but ${whose} ports are ${names.join(', ')}${didYouMean(name, names)}${owner.spec.portsDeclared ? '' : ' (without "ports:" a service has one port, named "port")'}`;
 }

@@ -17,7 +17,7 @@ import { checkNodes } from './nodes-check.js';
 import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
 import { readTemplatesKey } from './templates-key.js';
-import { IMPLICIT_SET } from '../allocate/port-set.js';
+import { IMPLICIT_SET, type PortEntry } from '../allocate/port-set.js';
 import { shownPath } from './stack-messages.js';
 import {
   DEFAULT_HOST,
@@ -369,7 +369,7 @@ class StackParser extends YamlSource {
           const entries = readPortsKey(v, kLine, label, this.reader);
           if (entries) {
             spec.ports = entries.filter((e) => e.kind !== 'shared');
-            spec.shared = entries.filter((e) => e.kind === 'shared').map((e) => e.name);
+            spec.shared = entries.flatMap((e): PortEntry[] => (e.kind !== 'shared' ? [] : e.count === 1 ? [{ name: e.name, kind: 'single' }] : [{ name: e.name, kind: 'block', count: e.count }]));
           }
           else d.portsBroken = d.broken = true;
           break;

@@ -10,6 +10,7 @@ import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-source.js';
  *     dist: { block: 32 }      # 32 contiguous ports, exclusively this replica's
  *     workers: { block: window }  # the rest of the replica's band window, as one block
  *     master: shared           # one port for all replicas (ranks), bound by replica 0
+ *     dist: { block: 8, shared: true }   # a block for all replicas
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
  * against the service's source (window sizes, bands) are in cross-check.ts.
  */
@@ -63,26 +64,42 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
   const text = scalarText(v);
   if (text !== undefined || (v && isScalar(v))) {
     if (text?.trim() === '1') return { name, kind: 'single' };
-    if (text?.trim() === 'shared') return { name, kind: 'shared' };
+    if (text?.trim() === 'shared') return { name, kind: 'shared', count: 1 };
     y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${kindOf(v)}`);
     return undefined;
   }
-  if (!v || !isMap(v) || v.items.length !== 1 || y.keyName(v.items[0]!) !== 'block') {
+  // { block: N, shared: true }: a block for every replica, like `shared` is one port.
+  const sharedKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'shared') : undefined;
+  let shared = false;
+  if (sharedKey) {
+    const sv = y.deref(sharedKey.value as Node | null, at, label);
+    if (!sv || !isScalar(sv) || typeof sv.value !== 'boolean') {
+      y.add(y.lineOf(sv, at), `${what}: shared must be true or false, found ${kindOf(sv)}`);
+      return undefined;
+    }
+    shared = sv.value;
+  }
+  const items = v && isMap(v) ? v.items.filter((p) => p !== sharedKey) : [];
+  if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') {
     y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
     return undefined;
   }
-  const bv = y.deref(v.items[0]!.value as Node | null, at, label);
+  const bv = y.deref(items[0]!.value as Node | null, at, label);
   const bt = scalarText(bv)?.trim();
-  if (bt === 'window') return { name, kind: 'window' };
+  if (bt === 'window') {
+    if (!shared) return { name, kind: 'window' };
+    y.add(y.lineOf(bv, at), `${what}: a shared block has a size ({ block: N, shared: true }); the window is each replica's own`);
+    return undefined;
+  }
   const n = bt === undefined ? undefined : toUint(bt);
   if (n === undefined || n < 1 || n > MAX_BLOCK) {
     y.add(y.lineOf(bv, at), `${what}: block must be a number of ports 1-${MAX_BLOCK} or "window" (the replica's band window), found ${kindOf(bv)}`);
     return undefined;
   }
-  return { name, kind: 'block', count: n };
+  return shared ? { name, kind: 'shared', count: n } : { name, kind: 'block', count: n };
 }
 
 /** Ports a replica's set needs at least (a window entry needs one, it takes the rest of the window). */
 export function portsNeeded(entries: readonly PortEntry[]): number {
-  return entries.reduce((n, e) => n + (e.kind === 'block' ? e.count : e.kind === 'shared' ? 0 : 1), 0);
+  return entries.reduce((n, e) => n + (e.kind === 'block' || e.kind === 'shared' ? e.count : 1), 0);
 }

@@ -1,4 +1,3 @@
-import type { PortEntry } from '../allocate/port-set.js';
 import { namedReservation, namedSetRequests } from '../allocate/reserve-named.js';
 import { setOptions } from '../allocate/reserve.js';
 import { reserveSet, type SetRequest } from '../allocate/reserve-set.js';
@@ -42,8 +41,8 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
       const spec = rep.svc.spec;
       if (rep.index === 0 && spec.shared.length > 0 && !st.o.shared?.has(spec.name)) {
         sharing.push(rep);
-        const shared = namedSetRequests(sharedEntries(spec.shared), { ...base, name: `${st.spec.file}:${spec.name}` });
-        shared.forEach((r, i) => owners.push({ rep, entry: spec.shared[i]! }));
+        const shared = namedSetRequests(spec.shared, { ...base, name: `${st.spec.file}:${spec.name}` });
+        shared.forEach((r, i) => owners.push({ rep, entry: spec.shared[i]!.name }));
         requests.push(...shared);
       }
       if (spec.ports.length === 0) continue; // only shared ports: its replicas have none of their own
@@ -72,7 +71,7 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
   for (const rep of reps) {
     const spec = rep.svc.spec;
     if (sharing.includes(rep)) {
-      const set = namedReservation(sharedEntries(spec.shared), take(spec.shared.length));
+      const set = namedReservation(spec.shared, take(spec.shared.length));
       rep.svc.shared = { host: reachableHost(spec.host), assigned: set.assigned, set };
     }
     if (wanting.includes(rep)) rep.set = namedReservation(spec.ports, take(spec.ports.length));
@@ -99,9 +98,6 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
   }
   return true;
 }
-
-/** Shared ports are leased as singles: one port each, held like any single until replica 0 starts. */
-const sharedEntries = (names: readonly string[]): PortEntry[] => names.map((name) => ({ name, kind: 'single' }));
 
 function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
   if (rep.svc.spec.source.kind === 'default') st.host ??= readSysctls(st.procRoot);

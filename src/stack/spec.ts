@@ -66,11 +66,12 @@ export interface ServiceSpec {
   /** The stack file has `ports:` for this service (BERTH_PORT_<NAME> and {ports.NAME} are its names). */
   portsDeclared: boolean;
   /**
-   * Names of its `NAME: shared` entries, in order: one port for every replica (rank), leased
-   * on replica 0's host and released right before replica 0 starts (it binds it, like
-   * torch.distributed's MASTER_PORT). Not in `ports` (that is each replica's own set).
+   * Its `NAME: shared` (and `{ block: N, shared: true }`) entries, in order, as a single or
+   * a block: one port (block) for every replica (rank), leased on replica 0's host; a single
+   * is held until right before replica 0 starts (it binds it, like torch.distributed's
+   * MASTER_PORT). Not in `ports` (that is each replica's own set).
    */
-  shared: string[];
+  shared: PortEntry[];
   /**
    * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
    * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.

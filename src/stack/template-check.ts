@@ -32,7 +32,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     replicas: typeof spec.replicas === 'number' ? spec.replicas : 1,
     host: spec.host,
     dir: '/run',
-    ...(hasPort ? { port: spec.ports.length > 0 ? 1 : undefined, ports: standIn([...spec.ports, ...spec.shared.map((name) => ({ name, kind: 'single' as const }))]) } : {}),
+    ...(hasPort ? { port: spec.ports.length > 0 ? 1 : undefined, ports: standIn([...spec.ports, ...spec.shared]) } : {}),
     rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node' },
     ...(spec.replicas === 'gpus' ? { gpu: 0 } : {}),
     dependencies: deps,
