@@ -52,6 +52,8 @@ test('a job of 6 ranks on 3 nodes: global ranks, one master port for all, every 
   // The coordinator's endpoints.json: every rank of every node, exited.
   const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: { service: string; node?: string; replica: number; state: string }[] };
   assert.deepEqual(doc.replicas.map((x) => `${x.service}/${x.replica}@${x.node} ${x.state}`).sort(), ['n1', 'n2', 'n3'].flatMap((n) => [0, 1].map((i) => `trainer/${i}@${n} exited`)).sort());
+  // …and the master port, where every node reaches it (the python client's Stack.shared reads this).
+  assert.deepEqual((doc as unknown as { shared: unknown }).shared, { trainer: { host: '127.0.0.1', ports: { master } } });
   assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${v}`, 5_000)).left, []);
   t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
 });

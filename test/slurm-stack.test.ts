@@ -166,6 +166,38 @@ test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocati
   assert.equal(nodeKey('..'), 'node_..');
 });
 
+test('nodes: others: every node but the first (no agent there); beyond one node only; loopback and wildcard hosts are reached at the node\'s address', async () => {
+  const { planNodes, agentServices } = await import('../src/stack/multi-node.js');
+  const { reachAt, serviceNodes } = await import('../src/stack/multi-node/plan.js');
+  const s = parseStack(
+    `services:
+  head: { host: 0.0.0.0, command: [h, "{port}"] }
+  worker: { nodes: others, command: [w, "{port}", "{head.url}"], depends_on: { head: ready } }
+  cache: { nodes: 2, command: [c, "{port}"] }
+`,
+    's.yaml',
+    '.',
+  );
+  const plan = planNodes(s, { SLURM_JOB_ID: '9', SLURM_JOB_NODELIST: 'gpu[1-4]' })!;
+  assert.deepEqual(plan.agentNodes, ['gpu1', 'gpu2', 'gpu3', 'gpu4']);
+  assert.deepEqual(plan.local.services.map((x) => x.name), ['head']);
+  assert.deepEqual(agentServices(s, 0, 4).map((x) => x.name), ['cache']);
+  assert.deepEqual(agentServices(s, 1, 4).map((x) => x.name), ['worker', 'cache']);
+  assert.deepEqual(agentServices(s, 3, 4).map((x) => x.name), ['worker']);
+  assert.deepEqual(serviceNodes('others', ['a', 'b', 'c']), ['b', 'c']);
+  const only = parseStack('services:\n  head: { command: [h] }\n  worker: { nodes: others, command: [w], depends_on: [head] }\n', 's.yaml', '.');
+  assert.deepEqual(planNodes(only, { SLURM_JOB_ID: '9', SLURM_JOB_NODELIST: 'gpu[1-3]' })!.agentNodes, ['gpu2', 'gpu3'], 'no agent on the first node when it has no nodes: service');
+  assert.throws(
+    () => planNodes(only, { SLURM_JOB_ID: '9', SLURM_JOB_NODELIST: 'gpu1' }),
+    (e: unknown) => e instanceof BerthError && e.exitCode === 65 && /^s\.yaml:3: service "worker": nodes: others runs on every node but the first, but job 9 has 1 node \(gpu1\)/.test(e.message),
+  );
+  assert.throws(() => planNodes(only, {}), /nodes: others .* berth up is not inside a Slurm job/);
+  const addr = new Map([['gpu2', '10.0.0.2']]);
+  for (const h of ['0.0.0.0', '::', '127.0.0.1', '::1', 'localhost', null]) assert.equal(reachAt(h, 'gpu2', addr), '10.0.0.2', String(h));
+  assert.equal(reachAt('10.1.2.3', 'gpu2', addr), '10.1.2.3');
+  assert.equal(reachAt('0.0.0.0', 'gpu9', addr), 'gpu9', 'a node without a known address: its name');
+});
+
 test('berth up refuses replicas: gpus in a job without GPUs (65, file:line), before making a run directory', async () => {
   const { runStack } = await import('../src/stack/orchestrate.js');
   const s = parseStack(`${BANDS}services:\n  engine:\n    replicas: gpus\n    band: engines\n    command: [x, "{port}"]\n`, 's.yaml', '.');

@@ -38,6 +38,14 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
       if (st.reserved) schedule(st);
     },
     recordExternal: (u) => st.record(u),
+    recordShared: (service, shared) => {
+      st.run.shared[service] = shared;
+      try {
+        if (!st.closed) st.run.writeEndpoints();
+      } catch {
+        // kept by the run directory: the next state change reports it
+      }
+    },
   };
   // After the caller has its handle (a stack without ports could otherwise be ready
   // before runStack() returns).

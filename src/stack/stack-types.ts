@@ -124,4 +124,6 @@ export interface StackHandle {
   setExternal(service: string, endpoints: readonly Endpoint[], statuses?: readonly ReplicaStatus[]): void;
   /** A replica running elsewhere (another node's), into events.jsonl, endpoints.json and the status view. */
   recordExternal(u: ReplicaUpdate): void;
+  /** Shared ports of a service whose rank 0 runs elsewhere, into endpoints.json's `shared`. */
+  recordShared(service: string, shared: SharedPorts): void;
 }

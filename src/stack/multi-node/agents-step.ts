@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { agentStepArgv } from '../../slurm/agents.js';
 
 /*
@@ -25,6 +26,7 @@ export class AgentsStep {
   private stopped: Promise<void> | undefined;
   private offset = 0;
   private partial = '';
+  private readonly decoder = new StringDecoder('utf8');
 
   constructor(
     runDir: string,
@@ -98,7 +100,7 @@ export class AgentsStep {
         const n = readSync(fd, buf, 0, buf.length, this.offset);
         if (n <= 0) break;
         this.offset += n;
-        text += buf.subarray(0, n).toString('utf8');
+        text += this.decoder.write(buf.subarray(0, n));
       }
       const lines = (this.partial + text).split('\n');
       this.partial = lines.pop() ?? '';

@@ -11,6 +11,7 @@ import { runStack, type RunStackOptions, type StackFailure, type StackHandle, ty
 import { endpointUrl } from '../placeholders.js';
 import { createRunDir, makeRunDir, PREVIOUS_RUN, type EndpointsDocument, type ReplicaUpdate, type RunDir } from '../run-dir.js';
 import type { StackSpec } from '../spec.js';
+import type { SharedPorts } from '../stack-types.js';
 import { StackConsole } from '../stack-console.js';
 import { AgentsStep } from './agents-step.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, reachAt, serviceNodes, type NodePlan } from './plan.js';
@@ -88,6 +89,7 @@ class MultiNodeStack {
   /** node/service/replica → what was last recorded of it. */
   private readonly seen = new Map<string, string>();
   private readonly announced = new Set<string>();
+  private readonly sharedSeen = new Set<string>();
   private readonly whenReady = deferred<EndpointsDocument>();
   private readonly whenDone = deferred<StackResult>();
   private readonly t0 = performance.now();
@@ -121,6 +123,7 @@ class MultiNodeStack {
       say: (text) => this.say(text),
       setExternal: (service, endpoints, statuses) => this.local?.setExternal(service, endpoints, statuses),
       recordExternal: (u) => this.record(u),
+      recordShared: (service, shared) => this.recordShared(service, shared),
     };
     void this.main().then(
       (r) => this.finish(r),
@@ -174,6 +177,28 @@ class MultiNodeStack {
       this.o.onEvent?.(ev);
     } catch {
       // a broken run directory: the end says so (writeEndpoints)
+    }
+  }
+
+  private recordShared(service: string, shared: SharedPorts): void {
+    if (this.local) return this.local.recordShared(service, shared);
+    if (!this.recorder) return;
+    this.recorder.run.shared[service] = shared;
+    try {
+      this.recorder.run.writeEndpoints();
+    } catch {
+      // a broken run directory: the end says so (writeEndpoints)
+    }
+  }
+
+  /** Shared ports a node leased (rank 0's node of a `nodes:` job), once, at the address other nodes reach it. */
+  private mirrorShared(files: ReadonlyMap<string, NodeFile>): void {
+    for (const [node, f] of files) {
+      for (const [service, s] of Object.entries(f.shared ?? {})) {
+        if (this.sharedSeen.has(service)) continue;
+        this.sharedSeen.add(service);
+        this.recordShared(service, { host: reachAt(s.host, node, this.addresses), ports: s.ports });
+      }
     }
   }
 
@@ -311,10 +336,20 @@ class MultiNodeStack {
         console: new StackConsole({ stdout: this.o.stdout === undefined ? process.stdout : this.o.stdout, stderr: this.o.stderr === undefined ? process.stderr : this.o.stderr, status: this.o.status ?? 'off', ...(this.o.env ? { env: this.o.env } : {}) }),
       };
     }
+    // A service here that other nodes' services depend on must listen where they reach it.
+    for (const s of this.plan.local.services) {
+      if (!this.plan.nodeServices.some((n) => n.dependsOn.some((d) => d.service === s.name))) continue;
+      if (/^(127\.|localhost$|::1$|\[::1\]$)/.test(s.host)) {
+        const msg = `service "${s.name}" listens on ${s.host}, but services on other nodes depend on it (they are given ${this.addresses.get(first)}); give it host: 0.0.0.0 unless every node is this host`;
+        this.say(`berth: warning: ${msg}`);
+        this.o.onWarning?.(msg);
+      }
+    }
     this.msg(`berth: starting ${this.plan.nodeServices.map((s) => s.name).join(', ')} on ${compressHostlist(this.plan.agentNodes)} (one agent per node, srun step; run directory ${this.runDir})`);
     let jobDone = false;
     for (;;) {
       const files = this.readNodes();
+      this.mirrorShared(files);
       this.mirror(files);
       this.follow();
       for (const [node, f] of files) {
