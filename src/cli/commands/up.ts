@@ -64,9 +64,11 @@ took one. Listeners outside a replica's ports are warned about once (endpoints.j
 
 Under Slurm (docs/slurm.md): "replicas: gpus" starts one replica per GPU of the job, the one
 on GPU g in window g of its band, with {gpu} and CUDA_VISIBLE_DEVICES set. Services with
-"nodes: all" (or N) run on every node of a multi-node allocation: berth up starts one agent
-per node with srun (--agent DIR is that agent, not for use by hand); their logs, node files
-and diagnostics are under RUN_DIR/nodes/.
+"nodes: all" (or N, or others: every node but the first) run on the nodes of a multi-node
+allocation: berth up starts one agent per node with srun (--agent DIR is that agent, not for
+use by hand); their logs, node files and diagnostics are under RUN_DIR/nodes/, and every
+node's replicas are in RUN_DIR/endpoints.json, --json and the status view as
+SERVICE/REPLICA@NODE (--follow streams their output too, prefixed with the node).
 
 Examples:
   berth up examples/demo/stack.yaml
