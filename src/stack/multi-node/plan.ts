@@ -57,7 +57,35 @@ export function planNodes(spec: StackSpec, env: NodeJS.ProcessEnv = process.env)
   }
   if (total === 1) return undefined;
   const agentNodes = nodes.filter((_, i) => nodeServices.some((s) => onNode(s.nodes!, i, total)));
-  return { nodes, agentNodes, nodeServices, local: { ...spec, services: spec.services.filter((s) => s.nodes === undefined) } };
+  return { nodes, agentNodes, nodeServices, local: localStack(spec, nodeServices) };
+}
+
+/** Whether service `from` depends on `to`, directly or through others. */
+function dependsOn(byName: ReadonlyMap<string, ServiceSpec>, from: string, to: string, seen = new Set<string>()): boolean {
+  if (seen.has(from)) return false;
+  seen.add(from);
+  return (byName.get(from)?.dependsOn ?? []).some((d) => d.service === to || dependsOn(byName, d.service, to, seen));
+}
+
+/**
+ * The first node's services. The agents stop all of a node's services at once, so one here
+ * that depends on a `nodes:` service must be stopped before every `nodes:` service, not only
+ * that one: it is given a `started` dependency on each other `nodes:` service (all become
+ * known at the same moment, so this never delays its start), except those that themselves
+ * depend on it (a cycle; they stop with the agents anyway).
+ */
+function localStack(spec: StackSpec, nodeServices: readonly ServiceSpec[]): StackSpec {
+  const byName = new Map(spec.services.map((s) => [s.name, s]));
+  const services = spec.services
+    .filter((s) => s.nodes === undefined)
+    .map((s) => {
+      if (!s.dependsOn.some((d) => byName.get(d.service)?.nodes !== undefined)) return s;
+      const extra = nodeServices
+        .filter((n) => !s.dependsOn.some((d) => d.service === n.name) && !dependsOn(byName, n.name, s.name))
+        .map((n) => ({ service: n.name, condition: 'started' as const, line: s.line }));
+      return extra.length === 0 ? s : { ...s, dependsOn: [...s.dependsOn, ...extra] };
+    });
+  return { ...spec, services };
 }
 
 /** The services an agent on node `index` of `total` runs. */
