@@ -141,3 +141,22 @@ test('nodes: others waits for a service of the first node (a head): workers reac
   assert.deepEqual(gone.left, [], 'processes left running');
   t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
 });
+
+test('the first node\'s head fails while the other nodes wait for it: exit 70 naming it, every node stopped, nothing left running', async (t) => {
+  if (!requireSlurm(t)) return;
+  const [k, v] = tag().split('=') as [string, string];
+  const r = await sbatch(`${B} up ${STACKS}/nodes-head-fail-stack.yaml --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
+  assert.equal(r.code, 70, describeJob(r));
+  assert.match(r.err, /berth: head\/0 failed: the service exited with status 5 before it was ready/, describeJob(r));
+  assert.match(r.err, /head: cannot start/);
+  for (const n of ['n1', 'n2', 'n3']) {
+    const f = JSON.parse(read(`${r.dir}/run/nodes/${n}.json`)) as { state: string; replicas: Rec[] };
+    assert.equal(f.state, 'stopped', `${n}: ${JSON.stringify(f)}`);
+    // The sidecars ran and were stopped; the workers never started.
+    assert.deepEqual(f.replicas.filter((x) => x.service === 'sidecar').map((x) => x.state), ['exited'], n);
+    for (const w of f.replicas.filter((x) => x.service === 'worker')) assert.notEqual(w.state, 'ready', `${n} worker ${w.state}`);
+  }
+  assert.equal(events(`${r.dir}/run/nodes/n2/events.jsonl`).filter((e) => e.service === 'worker' && e.state === 'starting').length, 0, 'no worker started');
+  assert.deepEqual((await waitGone(`${k}=${v}`, 5_000)).left, [], 'processes left running');
+  t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
+});
