@@ -6,7 +6,7 @@
  * skips loudly; in CI (CI=true) that is a failure.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -31,11 +31,35 @@ export function startCluster(): string | undefined {
   const log = `${r.stdout ?? ''}${r.stderr ?? ''}`;
   state = r.status === 0 ? { ok: true, seconds: (Date.now() - t0) / 1000, log } : { ok: false, why: `scripts/slurm/start.sh failed (${r.error?.message ?? `exit ${r.status}`}):\n${log}` };
   if (state.ok) process.stderr.write(`# slurm cluster ready in ${state.seconds.toFixed(1)}s\n${log.replace(/^/gm, '# ')}\n`);
+  if (state.ok) {
+    // Test files may run in parallel: each says it uses the cluster, the last one out stops it.
+    mkdirSync(USERS, { recursive: true });
+    writeFileSync(join(USERS, String(process.pid)), '');
+  }
   return state.ok ? undefined : state.why;
 }
 
+const USERS = join(SLURM_DIR, 'test-users');
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Stops the cluster, unless another test process still uses it (or BERTH_SLURM_KEEP is set). */
 export function stopCluster(): void {
   if (!state?.ok || process.env.BERTH_SLURM_KEEP) return;
+  rmSync(join(USERS, String(process.pid)), { force: true });
+  let others: string[] = [];
+  try {
+    others = readdirSync(USERS).filter((p) => alive(Number(p)));
+  } catch {
+    // no one registered
+  }
+  if (others.length > 0) return;
   spawnSync('bash', [join(SCRIPTS, 'stop.sh')], { env: { ...process.env, ...CLUSTER_ENV }, stdio: 'ignore', timeout: 60_000 });
 }
 
