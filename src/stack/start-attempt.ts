@@ -39,7 +39,8 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map(endpointOf));
   const sharedOf = new Map<string, SharedPorts>();
   for (const name of [...rep.svc.spec.dependsOn.map((d) => d.service), rep.svc.spec.name]) {
-    const sp = st.byName.get(name)?.shared ?? st.o.shared?.get(name);
+    // st.run.shared: a `nodes:` service's, leased on its first node and mirrored here by the coordinator.
+    const sp = st.byName.get(name)?.shared ?? st.o.shared?.get(name) ?? st.run.shared[name];
     if (sp) sharedOf.set(name, 'assigned' in sp ? { host: sp.host, ports: sp.assigned } : sp);
   }
   const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
