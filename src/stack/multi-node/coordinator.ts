@@ -47,8 +47,9 @@ export interface MultiNodeOptions extends RunStackOptions {
   /** Progress lines ("agents started on n[1-3]", "node n2 ready"). */
   onMessage?: (text: string) => void;
   /**
-   * How often the node files are read (default 100 ms). Each look reads every node's file: on a
-   * shared filesystem that is one open and read per node per look (docs/scale.md).
+   * How often the node files are read while the nodes start (default 100 ms; twice that once
+   * they are ready). Each look reads every node's file: on a shared filesystem that is one
+   * open and read per node per look (docs/scale.md).
    */
   pollMs?: number;
 }
@@ -90,6 +91,8 @@ class MultiNodeStack {
   private readonly seen = new Map<string, string>();
   private readonly announced = new Set<string>();
   private readonly sharedSeen = new Set<string>();
+  /** Nodes whose replicas are in this run directory's records (see mirror). */
+  private readonly listed = new Set<string>();
   private readonly whenReady = deferred<EndpointsDocument>();
   private readonly whenDone = deferred<StackResult>();
   private readonly t0 = performance.now();
@@ -240,10 +243,22 @@ class MultiNodeStack {
     return this.jobNodes.length > 0 && this.jobNodes.every((n) => files.get(n)?.state === 'done');
   }
 
-  /** Every node replica whose state changed since the last look, into this run directory. */
+  /**
+   * Every node replica whose state changed since the last look, into this run directory. A
+   * node's replicas are first recorded only after every earlier node's (or its end): the
+   * records stay in node order, whichever node reports first.
+   */
   private mirror(files: ReadonlyMap<string, NodeFile>): void {
-    for (const [node, f] of files) {
-      for (const r of f.replicas ?? []) {
+    let inOrder = true;
+    for (const node of this.plan.agentNodes) {
+      const f = files.get(node);
+      if (!this.listed.has(node)) {
+        const known = f !== undefined && (f.replicas !== undefined || ['failed', 'stopped', 'done'].includes(f.state));
+        inOrder &&= known;
+        if (!inOrder) continue;
+        this.listed.add(node);
+      }
+      for (const r of f?.replicas ?? []) {
         const key = `${node}\0${r.service}\0${r.replica}`;
         const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}`;
         if (this.seen.get(key) === sig) continue;
@@ -372,7 +387,7 @@ class MultiNodeStack {
       }
       if (this.allDone(files)) jobDone = true;
       if (this.nodeFailure || this.localDone || jobDone || (this.stopping && !this.local)) break;
-      await this.sleep(this.o.pollMs ?? POLL_MS);
+      await this.sleep((this.o.pollMs ?? POLL_MS) * (this.allNodesReady ? 2 : 1));
     }
     if (this.local && !this.localDone) void this.local.stop();
     const localResult = await this.local?.done;
