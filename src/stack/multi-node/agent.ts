@@ -1,18 +1,16 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { redactText } from '../../launch/redact.js';
-import { nodeRunDir, readCoordinatorFile, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
+import { nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
 import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
-import { conditionStatus, type ReplicaStatus } from '../graph.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../orchestrate.js';
-import type { Endpoint } from '../placeholders.js';
 import { rankOf } from '../ranks.js';
 import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../run-dir.js';
-import type { DependCondition, ServiceSpec, StackSpec } from '../spec.js';
+import type { StackSpec } from '../spec.js';
+import { waitForLocal } from './local-deps.js';
 import { prefixLines } from './prefix-lines.js';
-import { agentServices, graphNodes, reachAt } from './plan.js';
+import { agentServices, graphNodes } from './plan.js';
 import { SharedWait } from './shared-wait.js';
 
 /*
@@ -23,7 +21,6 @@ import { SharedWait } from './shared-wait.js';
  * (RUN_DIR/endpoints.json) shows them meeting the condition, at the first node's address.
  */
 
-const POLL_MS = 100;
 /** Node file writes are batched: a node's replicas change state in bursts. */
 const PUBLISH_GAP_MS = 50;
 
@@ -35,31 +32,6 @@ export interface AgentOptions extends Pick<RunStackOptions, 'env' | 'procRoot' |
   /** Where stop requests come from (default process.stdin; "stop" or EOF). */
   control?: NodeJS.ReadableStream;
   stderr?: NodeJS.WritableStream;
-}
-
-/** The strongest condition this node's services ask of `dep` (completed > ready > started). */
-function neededCondition(services: readonly ServiceSpec[], dep: string): DependCondition {
-  const conds = services.flatMap((s) => s.dependsOn.filter((d) => d.service === dep).map((d) => d.condition));
-  return conds.includes('completed') ? 'completed' : conds.includes('ready') ? 'ready' : 'started';
-}
-
-interface CoordinatorRecord {
-  service: string;
-  node?: string;
-  state: ReplicaStatus['state'];
-  host: string | null;
-  port: number | null;
-  ports?: Parameters<typeof assignedOfRecord>[0];
-}
-
-/** Services of the first node as berth up's endpoints.json has them now (none while it is unreadable). */
-function coordinatorRecords(runDir: string): CoordinatorRecord[] {
-  try {
-    const doc = JSON.parse(readFileSync(join(runDir, 'endpoints.json'), 'utf8')) as { replicas?: CoordinatorRecord[] };
-    return (doc.replicas ?? []).filter((r) => r.node === undefined);
-  } catch {
-    return [];
-  }
 }
 
 /**
@@ -230,25 +202,4 @@ function rankFailureCheck(jobs: ReadonlySet<string>): (e: StackEvent) => boolean
     if (e.state === 'stopping') stopping.add(key);
     return e.state === 'exited' && !stopping.has(key) && e.code !== undefined && e.code !== null && e.code !== 0;
   };
-}
-
-/** Polls berth up's endpoints.json until each of `local` meets what this node's services ask of it. */
-async function waitForLocal(runDir: string, services: readonly ServiceSpec[], local: readonly ServiceSpec[], h: StackHandle, ended: () => boolean): Promise<void> {
-  const left = new Map(local.map((s) => [s.name, neededCondition(services, s.name)]));
-  let address: string | undefined;
-  while (left.size > 0 && !ended()) {
-    address ??= readCoordinatorFile(runDir)?.address;
-    const recs = address === undefined ? [] : coordinatorRecords(runDir);
-    for (const [name, cond] of [...left]) {
-      const mine = recs.filter((r) => r.service === name);
-      const statuses: ReplicaStatus[] = mine.map((r) => ({ state: r.state, ...(r.state === 'exited' ? { code: 0 } : {}) }));
-      if (mine.length === 0 || conditionStatus(cond, statuses) !== 'met') continue;
-      const eps: Endpoint[] = mine
-        .filter((r) => r.port !== null)
-        .map((r) => ({ host: reachAt(r.host, '', new Map([['', address!]])), port: r.port!, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) }));
-      left.delete(name);
-      h.setExternal(name, eps, statuses);
-    }
-    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
-  }
 }

@@ -14,7 +14,8 @@ import type { StackSpec } from '../spec.js';
 import type { SharedPorts } from '../stack-types.js';
 import { StackConsole } from '../stack-console.js';
 import { AgentsStep } from './agents-step.js';
-import { endpointOnNode, externalEndpoints, graphNodes, onNode, reachAt, serviceNodes, type NodePlan } from './plan.js';
+import { NodeMirror } from './node-mirror.js';
+import { endpointOnNode, externalEndpoints, graphNodes, onNode, serviceNodes, type NodePlan } from './plan.js';
 
 /*
  * berth up of a multi-node stack, on the allocation's first node (see ../multi-node.ts):
@@ -87,12 +88,8 @@ class MultiNodeStack {
   private localDone: StackResult | undefined;
   private allNodesReady = false;
   private readyMs: number | undefined;
-  /** node/service/replica → what was last recorded of it. */
-  private readonly seen = new Map<string, string>();
   private readonly announced = new Set<string>();
-  private readonly sharedSeen = new Set<string>();
-  /** Nodes whose replicas are in this run directory's records (see mirror). */
-  private readonly listed = new Set<string>();
+  private mirrorer: NodeMirror | undefined;
   private readonly whenReady = deferred<EndpointsDocument>();
   private readonly whenDone = deferred<StackResult>();
   private readonly t0 = performance.now();
@@ -194,17 +191,6 @@ class MultiNodeStack {
     }
   }
 
-  /** Shared ports a node leased (rank 0's node of a `nodes:` job), once, at the address other nodes reach it. */
-  private mirrorShared(files: ReadonlyMap<string, NodeFile>): void {
-    for (const [node, f] of files) {
-      for (const [service, s] of Object.entries(f.shared ?? {})) {
-        if (this.sharedSeen.has(service)) continue;
-        this.sharedSeen.add(service);
-        this.recordShared(service, { host: reachAt(s.host, node, this.addresses), ports: s.ports });
-      }
-    }
-  }
-
   private failedResult(failure: StackFailure): StackResult {
     return { exitCode: failure.exitCode, reason: 'failed', failure, runDir: this.runDir };
   }
@@ -241,41 +227,6 @@ class MultiNodeStack {
 
   private allDone(files: ReadonlyMap<string, NodeFile>): boolean {
     return this.jobNodes.length > 0 && this.jobNodes.every((n) => files.get(n)?.state === 'done');
-  }
-
-  /**
-   * Every node replica whose state changed since the last look, into this run directory. A
-   * node's replicas are first recorded only after every earlier node's (or its end): the
-   * records stay in node order, whichever node reports first.
-   */
-  private mirror(files: ReadonlyMap<string, NodeFile>): void {
-    let inOrder = true;
-    for (const node of this.plan.agentNodes) {
-      const f = files.get(node);
-      if (!this.listed.has(node)) {
-        const known = f !== undefined && (f.replicas !== undefined || ['failed', 'stopped', 'done'].includes(f.state));
-        inOrder &&= known;
-        if (!inOrder) continue;
-        this.listed.add(node);
-      }
-      for (const r of f?.replicas ?? []) {
-        const key = `${node}\0${r.service}\0${r.replica}`;
-        const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}`;
-        if (this.seen.get(key) === sig) continue;
-        this.seen.set(key, sig);
-        this.record({
-          service: r.service,
-          replica: r.replica,
-          node,
-          state: r.state,
-          host: reachAt(r.host, node, this.addresses),
-          ...(r.port !== null ? { port: r.port } : {}),
-          ...(r.pid !== null ? { pid: r.pid } : {}),
-          ...(r.ports ? { ports: r.ports } : {}),
-          ...(r.code !== undefined && (r.state === 'exited' || r.state === 'failed') ? { code: r.code } : {}),
-        });
-      }
-    }
   }
 
   private nodeFailureResult(): StackResult {
@@ -324,6 +275,7 @@ class MultiNodeStack {
   private async main(): Promise<StackResult> {
     const first = this.plan.nodes[0]!;
     this.addresses = await nodeAddresses([...new Set([first, ...this.plan.agentNodes])]);
+    this.mirrorer = new NodeMirror(this.plan.agentNodes, this.addresses, (u) => this.record(u), (service, shared) => this.recordShared(service, shared));
     writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
     const { stackFile, berth: b, onMessage: _m, pollMs: _p, ...ro } = this.o;
     const agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];
@@ -364,8 +316,7 @@ class MultiNodeStack {
     let jobDone = false;
     for (;;) {
       const files = this.readNodes();
-      this.mirrorShared(files);
-      this.mirror(files);
+      this.mirrorer!.update(files);
       this.follow();
       for (const [node, f] of files) {
         if ((f.state === 'ready' || f.state === 'done') && !this.announced.has(node)) {
@@ -424,6 +375,6 @@ class MultiNodeStack {
     this.agentsStopAsked = true;
     const grace = Math.max(0, ...this.plan.nodeServices.map((s) => s.stopGraceMs)) * 2;
     await this.step.stop(this.stopping?.force ? 0 : grace);
-    this.mirror(this.readNodes());
+    this.mirrorer?.update(this.readNodes());
   }
 }

@@ -1,0 +1,64 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readCoordinatorFile } from '../../slurm/agents.js';
+import { conditionStatus, type ReplicaStatus } from '../graph.js';
+import type { StackHandle } from '../orchestrate.js';
+import type { Endpoint } from '../placeholders.js';
+import { assignedOfRecord } from '../run-dir.js';
+import type { DependCondition, ServiceSpec } from '../spec.js';
+import { reachAt } from './plan.js';
+
+/*
+ * An agent's dependencies on services of the first node (berth up's own, e.g. a Ray head):
+ * external services of the agent's orchestrator, known once berth up's endpoints.json
+ * (RUN_DIR/endpoints.json, replaced atomically) shows them meeting the condition asked, at the
+ * first node's address (RUN_DIR/coordinator.json) for a loopback or wildcard host.
+ */
+
+const POLL_MS = 100;
+
+/** The strongest condition this node's services ask of `dep` (completed > ready > started). */
+function neededCondition(services: readonly ServiceSpec[], dep: string): DependCondition {
+  const conds = services.flatMap((s) => s.dependsOn.filter((d) => d.service === dep).map((d) => d.condition));
+  return conds.includes('completed') ? 'completed' : conds.includes('ready') ? 'ready' : 'started';
+}
+
+interface CoordinatorRecord {
+  service: string;
+  node?: string;
+  state: ReplicaStatus['state'];
+  host: string | null;
+  port: number | null;
+  ports?: Parameters<typeof assignedOfRecord>[0];
+}
+
+/** Services of the first node as berth up's endpoints.json has them now (none while it is unreadable). */
+function coordinatorRecords(runDir: string): CoordinatorRecord[] {
+  try {
+    const doc = JSON.parse(readFileSync(join(runDir, 'endpoints.json'), 'utf8')) as { replicas?: CoordinatorRecord[] };
+    return (doc.replicas ?? []).filter((r) => r.node === undefined);
+  } catch {
+    return [];
+  }
+}
+
+/** Polls berth up's endpoints.json until each of `local` meets what this node's services ask of it. */
+export async function waitForLocal(runDir: string, services: readonly ServiceSpec[], local: readonly ServiceSpec[], h: StackHandle, ended: () => boolean): Promise<void> {
+  const left = new Map(local.map((s) => [s.name, neededCondition(services, s.name)]));
+  let address: string | undefined;
+  while (left.size > 0 && !ended()) {
+    address ??= readCoordinatorFile(runDir)?.address;
+    const recs = address === undefined ? [] : coordinatorRecords(runDir);
+    for (const [name, cond] of [...left]) {
+      const mine = recs.filter((r) => r.service === name);
+      const statuses: ReplicaStatus[] = mine.map((r) => ({ state: r.state, ...(r.state === 'exited' ? { code: 0 } : {}) }));
+      if (mine.length === 0 || conditionStatus(cond, statuses) !== 'met') continue;
+      const eps: Endpoint[] = mine
+        .filter((r) => r.port !== null)
+        .map((r) => ({ host: reachAt(r.host, '', new Map([['', address!]])), port: r.port!, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) }));
+      left.delete(name);
+      h.setExternal(name, eps, statuses);
+    }
+    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}

@@ -1,0 +1,71 @@
+import type { NodeFile } from '../../slurm/agents.js';
+import type { ReplicaUpdate } from '../run-dir.js';
+import type { SharedPorts } from '../stack-types.js';
+import { reachAt } from './plan.js';
+
+/*
+ * The nodes' replicas, as their node files show them, recorded in berth up's own run
+ * directory (endpoints.json, events.jsonl, the status view) with their node and a host other
+ * nodes reach: each change once, in node order.
+ */
+export class NodeMirror {
+  /** node/service/replica → what was last recorded of it. */
+  private readonly seen = new Map<string, string>();
+  private readonly sharedSeen = new Set<string>();
+  /** Nodes whose replicas are recorded (see update). */
+  private readonly listed = new Set<string>();
+
+  constructor(
+    private readonly nodes: readonly string[],
+    private readonly addresses: ReadonlyMap<string, string>,
+    private readonly record: (u: ReplicaUpdate) => void,
+    private readonly recordShared: (service: string, shared: SharedPorts) => void,
+  ) {}
+
+  /**
+   * Every node replica whose state changed since the last look, into this run directory. A
+   * node's replicas are first recorded only after every earlier node's (or its end): the
+   * records stay in node order, whichever node reports first.
+   */
+  update(files: ReadonlyMap<string, NodeFile>): void {
+    this.shared(files);
+    let inOrder = true;
+    for (const node of this.nodes) {
+      const f = files.get(node);
+      if (!this.listed.has(node)) {
+        const known = f !== undefined && (f.replicas !== undefined || ['failed', 'stopped', 'done'].includes(f.state));
+        inOrder &&= known;
+        if (!inOrder) continue;
+        this.listed.add(node);
+      }
+      for (const r of f?.replicas ?? []) {
+        const key = `${node}\0${r.service}\0${r.replica}`;
+        const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}`;
+        if (this.seen.get(key) === sig) continue;
+        this.seen.set(key, sig);
+        this.record({
+          service: r.service,
+          replica: r.replica,
+          node,
+          state: r.state,
+          host: reachAt(r.host, node, this.addresses),
+          ...(r.port !== null ? { port: r.port } : {}),
+          ...(r.pid !== null ? { pid: r.pid } : {}),
+          ...(r.ports ? { ports: r.ports } : {}),
+          ...(r.code !== undefined && (r.state === 'exited' || r.state === 'failed') ? { code: r.code } : {}),
+        });
+      }
+    }
+  }
+
+  /** Shared ports a node leased (rank 0's node of a `nodes:` job), once, at the address other nodes reach it. */
+  private shared(files: ReadonlyMap<string, NodeFile>): void {
+    for (const [node, f] of files) {
+      for (const [service, s] of Object.entries(f.shared ?? {})) {
+        if (this.sharedSeen.has(service)) continue;
+        this.sharedSeen.add(service);
+        this.recordShared(service, { host: reachAt(s.host, node, this.addresses), ports: s.ports });
+      }
+    }
+  }
+}
