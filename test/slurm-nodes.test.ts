@@ -161,3 +161,28 @@ test('the first node\'s head fails while the other nodes wait for it: exit 70 na
   assert.deepEqual((await waitGone(`${k}=${v}`, 5_000)).left, [], 'processes left running');
   t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
 });
+
+test('SIGTERM while the other nodes wait for the first node\'s head: 143, the waiting agents stop, nothing left running', async (t) => {
+  if (!requireSlurm(t)) return;
+  const [k, v] = tag().split('=') as [string, string];
+  const r = await sbatch(
+    `${B} up ${STACKS}/nodes-head-slow-stack.yaml --run-dir "$PWD/run" 2> up.err &
+pid=$!
+for i in $(seq 600); do [ -f run/nodes/n2.json ] && [ -f run/nodes/n3.json ] && break; sleep 0.05; done
+sleep 0.5
+kill -TERM $pid
+wait $pid
+echo "up exit $?"`,
+    { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 },
+  );
+  const err = read(`${r.dir}/up.err`);
+  assert.match(r.out, /up exit 143/, `${describeJob(r)}\n--- up.err\n${err}`);
+  for (const n of ['n2', 'n3']) {
+    const f = JSON.parse(read(`${r.dir}/run/nodes/${n}.json`)) as { state: string; replicas?: Rec[] };
+    assert.equal(f.state, 'stopped', `${n}: ${JSON.stringify(f)}`);
+    for (const w of f.replicas ?? []) assert.notEqual(w.state, 'ready', `${n} worker ${w.state}`);
+  }
+  assert.ok(events(`${r.dir}/run/events.jsonl`).some((e) => e.service === 'head' && e.state === 'exited'), 'the head was stopped');
+  assert.deepEqual((await waitGone(`${k}=${v}`, 5_000)).left, [], 'processes left running');
+  t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
+});
