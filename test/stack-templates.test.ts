@@ -93,7 +93,8 @@ test('host-only and host:port placeholders; a service\'s own replicas (peers) ar
   assert.equal(resolveTemplate('{etcd.hostports}', ctx), '127.0.0.1:2000,127.0.0.1:2002,[::1]:2004');
   assert.equal(resolveTemplate('{etcd.hosts}', ctx), '127.0.0.1,127.0.0.1,::1');
   assert.equal(resolveTemplate('{one.host} {one.hostport}', ctx), '::1 [::1]:7');
-  // One replica of several is ambiguous, as {svc.port} is; a multi-node service cannot see its peers.
+  // One replica of several is ambiguous, as {svc.port} is; a multi-node service sees its peers on every node.
   assert.match(refusal(`services:\n  e:\n    replicas: 2\n    command: [e, "{e.hostport}"]\n`), /uses \{e\.hostport\}, but "e" has 2 replicas; use \{e\.hostports\}/);
-  assert.match(refusal(`services:\n  e:\n    nodes: all\n    command: [e, "{e.ports}"]\n`), /its own service, which runs on several nodes/);
+  assert.equal(parseStack(`services:\n  e:\n    nodes: all\n    command: [e, "{e.ports}"]\n`, 'stack.yaml', dir).services.length, 1);
+  assert.match(refusal(`services:\n  e:\n    nodes: all\n    command: [e, "{e.hostport}"]\n`), /uses \{e\.hostport\}, but "e" has replicas on several nodes \(nodes:\); use \{e\.hostports\}/);
 });

@@ -52,6 +52,11 @@ export interface NodeFile {
   services: Record<string, NodeEndpoint[]>;
   /** Every replica of the node with its state, kept current while the agent runs. */
   replicas?: NodeReplica[];
+  /**
+   * Every replica's leased endpoints of this node's services (host as it binds), once leased
+   * and before any starts: agents of a service that names itself wait for every node's (peer-wait.ts).
+   */
+  peers?: Record<string, NodeEndpoint[]>;
   /** Shared ports (`NAME: shared`) this node leased for services whose rank 0 runs here, once leased. */
   shared?: Record<string, SharedPorts>;
   /**

@@ -200,12 +200,8 @@ export class CrossCheck {
           if (ph.field === 'gpu' && d.spec.replicas !== 'gpus') say(', but the service does not have "replicas: gpus" (one replica per GPU of the Slurm job)');
           continue;
         }
+        // Its own service is fine with nodes: too: the agents wait until every node's replicas are leased (peer-wait.ts).
         const self = ph.service === d.spec.name;
-        if (self && d.spec.nodes !== undefined) {
-          // Its replicas on other nodes are leased there, after this file is read.
-          say(', its own service, which runs on several nodes: its other replicas\' ports are not known where this one starts');
-          continue;
-        }
         const target = this.byName.get(ph.service);
         if (!target) {
           say(`, but there is no service "${ph.service}"${didYouMean(ph.service, this.names)}; services: ${this.names.join(', ')}`);
@@ -231,8 +227,9 @@ export class CrossCheck {
           }
         }
         const sharedPort = ph.port !== undefined && target.spec.shared.some((e) => e.name === ph.port);
-        if (!sharedPort && (ph.field === 'port' || ph.field === 'url' || ph.field === 'host' || ph.field === 'hostport') && target.spec.replicas !== 1) {
-          const n = target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
+        const acrossNodes = self && target.spec.nodes !== undefined;
+        if (!sharedPort && (ph.field === 'port' || ph.field === 'url' || ph.field === 'host' || ph.field === 'hostport') && (target.spec.replicas !== 1 || acrossNodes)) {
+          const n = acrossNodes ? 'replicas on several nodes (nodes:)' : target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`;
           const rest = ph.text.slice(ph.service.length + 1 + ph.field.length + 1, -1);
           say(`, but "${ph.service}" has ${n}; use {${ph.service}.${ph.field}s${rest}} (all of them, comma-separated)`);
         }

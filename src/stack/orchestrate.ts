@@ -37,6 +37,10 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
       // Only once the ports are reserved: main() schedules for the first time itself.
       if (st.reserved) schedule(st);
     },
+    setPeers: (service, endpoints) => {
+      st.peers.set(service, [...endpoints]);
+      if (st.reserved) schedule(st);
+    },
     recordExternal: (u) => st.record(u),
     recordShared: (service, shared) => {
       st.run.shared[service] = shared;

@@ -16,7 +16,8 @@ export function schedule(st: StackRun): void {
   if (st.ending) return;
   checkStackReady(st);
   for (const svc of st.services) {
-    if (svc.launched || st.ending) continue;
+    // Its replicas on other nodes (RunStackOptions.peerServices) are not known yet: setPeers schedules again.
+    if (svc.launched || st.ending || st.waitsForPeers(svc.spec.name)) continue;
     if (svc.spec.dependsOn.every((d) => conditionStatus(d.condition, st.statuses(d.service)) === 'met')) startService(st, svc);
   }
   if (st.ending) return;

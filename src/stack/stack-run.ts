@@ -136,6 +136,14 @@ export class StackRun {
   /** External services known so far (RunStackOptions.external, then StackHandle.setExternal). */
   readonly external = new Map<string, { endpoints: readonly Endpoint[]; statuses: readonly ReplicaStatus[] }>();
 
+  /** Every node's replicas of a service in RunStackOptions.peerServices, once StackHandle.setPeers gave them. */
+  readonly peers = new Map<string, readonly Endpoint[]>();
+
+  /** A peerServices service whose peers are not known yet: it may not start. */
+  waitsForPeers(name: string): boolean {
+    return this.o.peerServices?.includes(name) === true && !this.peers.has(name);
+  }
+
   /** The replicas of a service as its dependents' conditions see them (an external one: pending until it is known). */
   statuses(name: string): ReplicaStatus[] {
     const ext = this.byName.has(name) ? undefined : this.external.get(name);

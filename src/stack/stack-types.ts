@@ -60,6 +60,13 @@ export interface RunStackOptions {
   shared?: ReadonlyMap<string, SharedPorts>;
   /** Every port of the stack is leased (nothing started yet): the document has `shared`. */
   onReserved?: (doc: EndpointsDocument) => void;
+  /**
+   * Services whose own replicas run on other nodes too (a berth agent's `nodes:` services
+   * that name themselves, as an etcd member its --initial-cluster): each starts only once
+   * StackHandle.setPeers has given every node's replicas, which its own-service placeholders
+   * ({svc.hostports}, the template's svc.replicas) then list instead of this host's alone.
+   */
+  peerServices?: readonly string[];
 }
 
 /** A service's shared ports and where they are reached (replica 0's host). */
@@ -124,6 +131,8 @@ export interface StackHandle {
   setExternal(service: string, endpoints: readonly Endpoint[], statuses?: readonly ReplicaStatus[]): void;
   /** A replica running elsewhere (another node's), into events.jsonl, endpoints.json and the status view. */
   recordExternal(u: ReplicaUpdate): void;
+  /** Every node's replicas of a peerServices service, in node order: it may start now. */
+  setPeers(service: string, endpoints: readonly Endpoint[]): void;
   /** Shared ports of a service whose rank 0 runs elsewhere, into endpoints.json's `shared`. */
   recordShared(service: string, shared: SharedPorts): void;
 }

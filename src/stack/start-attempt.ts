@@ -35,8 +35,9 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     );
   }
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
-  const peers = rep.svc.replicas.filter((r) => r.port !== undefined);
-  if (peers.length > 0) endpoints.set(rep.svc.spec.name, peers.map(endpointOf));
+  // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
+  const peers = st.peers.get(rep.svc.spec.name) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map(endpointOf);
+  if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
   const sharedOf = new Map<string, SharedPorts>();
   for (const name of [...rep.svc.spec.dependsOn.map((d) => d.service), rep.svc.spec.name]) {
     // st.run.shared: a `nodes:` service's, leased on its first node and mirrored here by the coordinator.

@@ -25,7 +25,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     if (t && t.source.kind !== 'none') deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports) }]);
   }
   const hasPort = spec.source.kind !== 'none';
-  if (hasPort && spec.nodes === undefined) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(spec.ports) }]);
+  if (hasPort) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(spec.ports) }]);
   const ctx = templateContext({
     name: spec.name,
     replica: 0,
@@ -53,9 +53,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
         const why =
           services.get(tag.name)!.source.kind === 'none'
             ? 'which has no port'
-            : tag.name === spec.name
-              ? 'its own service, which runs on several nodes: its other replicas\' ports are not known where this one starts'
-              : 'which is not in its depends_on; add depends_on: { ' + tag.name + ': ready }';
+            : 'which is not in its depends_on; add depends_on: { ' + tag.name + ': ready }';
         out.push([t.line, `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.name}…}}, ${why}`]);
       }
     }

@@ -17,7 +17,8 @@ import type { Rank } from './ranks.js';
  *                                                                      temp paths of the server)
  *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
  *                                                                      values, and joined lists)
- *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last}   each of its replicas
+ *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last,self}   each of its replicas
+ *                                                                      (self: this replica's own entry)
  *   services[] {name, replicas[], …}                                   every dependency, in order, then the service itself (its peers)
  *
  * A dependency whose name is one of this replica's own fields (a service called "host") is
@@ -52,6 +53,8 @@ export interface TemplateReplica {
   ports: Record<string, TemplatePort>;
   first: boolean;
   last: boolean;
+  /** The entry that is this replica itself (in its own service's list: an etcd member's advertise URL). */
+  self: boolean;
 }
 
 export interface TemplateService {
@@ -139,11 +142,11 @@ function templatePorts(set: readonly AssignedPorts[] | undefined, host: string, 
   return out;
 }
 
-function service(name: string, eps: readonly TemplateEndpoint[]): TemplateService {
+function service(name: string, eps: readonly TemplateEndpoint[], self?: number): TemplateService {
   const replicas = eps.map((e, index): TemplateReplica => {
     const host = reachableHost(e.host);
     const hp = endpointHostPort(e);
-    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1 };
+    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1, self: index === self };
   });
   const r0 = replicas[0];
   return {
@@ -162,7 +165,8 @@ function service(name: string, eps: readonly TemplateEndpoint[]): TemplateServic
 
 /** The context one replica's templates are rendered with. Pure. */
 export function templateContext(input: TemplateInput): TemplateContext {
-  const services = [...input.dependencies].map(([name, eps]) => service(name, eps));
+  // Its own entry among its peers: its rank (= its replica on one host; node order across nodes).
+  const services = [...input.dependencies].map(([name, eps]) => service(name, eps, name === input.name ? (input.rank?.rank ?? input.replica) : undefined));
   const ctx: TemplateContext = {
     name: input.name,
     replica: input.replica,

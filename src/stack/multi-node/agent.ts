@@ -11,6 +11,7 @@ import type { StackSpec } from '../spec.js';
 import { waitForLocal } from './local-deps.js';
 import { prefixLines } from './prefix-lines.js';
 import { agentServices, graphNodes } from './plan.js';
+import { leasedPeers, namesItself, waitForPeers } from './peer-wait.js';
 import { SharedWait } from './shared-wait.js';
 
 /*
@@ -97,6 +98,9 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
     (control as NodeJS.ReadStream).pause?.();
   };
   const shared = new SharedWait(spec, services, slurm.nodeList, index, o.runDir);
+  const hostOf = new Map(services.map((s) => [s.name, s.host]));
+  // Services that name themselves start once every node's replicas are known (peer-wait.ts).
+  const peerServices = services.filter(namesItself);
   let sharedPorts: RunStackOptions['shared'];
   try {
     // Shared ports whose rank 0 runs on another node: that node's agent publishes them.
@@ -117,10 +121,12 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
         follow: o.follow === true,
         topology: { node, nodeIndex: index, nodes: slurm.nodeList },
         ...(sharedPorts ? { shared: sharedPorts } : {}),
+        ...(peerServices.length > 0 ? { peerServices: peerServices.map((s) => s.name) } : {}),
         onReserved: (doc) => {
           // Shared ports whose rank 0 is here: the service's other nodes wait for them (shared-wait.ts).
           const own = Object.entries(sharedOfDocument(doc)).filter(([svc]) => !shared.elsewhere.has(svc));
-          if (own.length > 0) publish({ shared: Object.fromEntries(own) });
+          // Every replica's leased endpoints: the other nodes' peer services wait for them (peer-wait.ts).
+          publish({ peers: leasedPeers(doc.replicas, hostOf), ...(own.length > 0 ? { shared: Object.fromEntries(own) } : {}) });
         },
         onEvent: (e) => {
           if (e.code !== undefined) codes.set(`${e.service}/${e.replica}`, e.code);
@@ -145,7 +151,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   }
   const h = handle;
   if (stopAsked) void h.stop();
-  const hostOf = new Map(services.map((s) => [s.name, s.host]));
+  if (peerServices.length > 0) void waitForPeers(o.runDir, peerServices, slurm.nodeList, (svc, eps) => h.setPeers(svc, eps), () => ended || stopAsked);
   h.ready.then(
     (doc: EndpointsDocument) => {
       const eps: Record<string, NodeEndpoint[]> = {};

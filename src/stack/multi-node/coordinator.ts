@@ -122,6 +122,8 @@ class MultiNodeStack {
       },
       say: (text) => this.say(text),
       setExternal: (service, endpoints, statuses) => this.local?.setExternal(service, endpoints, statuses),
+      // Peers are an agent's business (peer-wait.ts): the first node's services get none.
+      setPeers: () => {},
       recordExternal: (u) => this.record(u),
       recordShared: (service, shared) => this.recordShared(service, shared),
     };

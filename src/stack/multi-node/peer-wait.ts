@@ -1,0 +1,74 @@
+import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from '../../slurm/agents.js';
+import { readInputFile } from '../../util/safe-file.js';
+import type { Endpoint } from '../placeholders.js';
+import { placeholdersOf } from '../placeholders.js';
+import { assignedOfRecord, type EndpointRecord } from '../run-dir.js';
+import type { ServiceSpec } from '../spec.js';
+import { templateTagNames } from '../templates.js';
+import { endpointOnNode, serviceNodes } from './plan.js';
+
+/*
+ * Peers across nodes: a `nodes:` service that names itself ({etcd.hostports}, an etcd
+ * member's --initial-cluster) needs every node's replicas before any starts. Every port is
+ * leased up front on each node, so each agent publishes its replicas' endpoints in its node
+ * file right after reservation (NodeFile.peers), and waits here until every node of the
+ * service has; the orchestrator holds the service back until then (RunStackOptions.peerServices).
+ */
+
+const POLL_MS = 100;
+
+/** Whether a service names its own service in a placeholder (command, env, ready) or a template file. */
+export function namesItself(s: ServiceSpec): boolean {
+  const texts = [...s.command, ...Object.values(s.env)];
+  if (s.ready?.kind === 'http') texts.push(s.ready.url);
+  else if (s.ready?.kind === 'cmd') texts.push(s.ready.command);
+  if (texts.some((t) => placeholdersOf(t).some((p) => p.kind === 'service' && p.service === s.name))) return true;
+  return s.templates.some((t) => {
+    try {
+      return templateTagNames(readInputFile(t.file)).some((tag) => tag.name === s.name || tag.name === 'services');
+    } catch {
+      return false; // the load-time check reported it
+    }
+  });
+}
+
+/** This node's replicas of each service, as leased (for NodeFile.peers). */
+export function leasedPeers(replicas: readonly EndpointRecord[], hostOf: ReadonlyMap<string, string>): Record<string, NodeEndpoint[]> {
+  const out: Record<string, NodeEndpoint[]> = {};
+  for (const r of replicas) {
+    if (r.port === null || !hostOf.has(r.service)) continue;
+    (out[r.service] ??= []).push({ replica: r.replica, host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1', port: r.port, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) });
+  }
+  for (const eps of Object.values(out)) eps.sort((a, b) => a.replica - b.replica);
+  return out;
+}
+
+/**
+ * Calls `found` with each service's replicas on every node (node order, then replica order,
+ * at addresses other nodes reach) once every node running it has published them; gives up
+ * when `stopped` says so.
+ */
+export async function waitForPeers(runDir: string, services: readonly ServiceSpec[], nodes: readonly string[], found: (service: string, endpoints: Endpoint[]) => void, stopped: () => boolean): Promise<void> {
+  const left = new Map(services.map((s) => [s.name, serviceNodes(s.nodes!, nodes)]));
+  while (left.size > 0 && !stopped()) {
+    const coord = readCoordinatorFile(runDir);
+    if (coord) {
+      const addresses = new Map(Object.entries(coord.addresses));
+      const files = new Map<string, Record<string, NodeEndpoint[]> | undefined>();
+      const peersOf = (node: string) => {
+        if (!files.has(node)) files.set(node, readNodeFile(runDir, node)?.peers);
+        return files.get(node);
+      };
+      for (const [service, on] of left) {
+        const per = on.map((node) => peersOf(node)?.[service]);
+        if (per.some((p) => p === undefined)) continue;
+        left.delete(service);
+        found(
+          service,
+          per.flatMap((eps, i) => eps!.map((e) => endpointOnNode(e, on[i]!, addresses))),
+        );
+      }
+    }
+    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
