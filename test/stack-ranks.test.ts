@@ -9,12 +9,26 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { BERTH, berth } from './helpers/cli.js';
-import { netnsArgv, requireNetns, runCollect } from './helpers/netns.js';
-import { at, box, events } from './fixtures/up/harness.js';
+import { netnsArgv, requireNetns, runCollect, type NetnsSysctls } from './helpers/netns.js';
+import { at, box, events, type Box } from './fixtures/up/harness.js';
 
 const PY = '/usr/bin/python3';
+
+/** A stack in a private folder, removed after the test. */
+function stackBox(t: TestContext, yaml: string): Box {
+  const b = box(yaml);
+  t.after(() => b.cleanup());
+  return b;
+}
+
+/** `berth up` on it, in a new network namespace unless `netns` is null. */
+function upIn(b: Box, netns: NetnsSysctls | null = {}, extra: string[] = []) {
+  return berth(['up', b.stack, '--run-dir', b.runDir, ...extra], { ...(netns ? { netns } : {}), env: { BERTH_STATE_DIR: b.stateDir } });
+}
+
+const endpoints = (b: Box) => JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
 
 /**
  * Rank 0 listens on MASTER_PORT (as torch's TCPStore does); every other rank connects to
@@ -65,32 +79,30 @@ ${extra}`;
 
 test('three ranks meet on the shared port rank 0 binds; the stack exits 0 once all have', async (t) => {
   if (!requireNetns(t)) return;
-  const b = box('');
-  try {
-    writeFileSync(b.stack, rendezvousStack(b.dir));
-    // A low ephemeral range: the shared port must still be outside it.
-    const r = await berth(['up', b.stack, '--run-dir', b.runDir, '--json'], { netns: { ephemeral: '9000 60999' }, env: { BERTH_STATE_DIR: b.stateDir } });
-    assert.equal(r.code, 0, r.stderr);
-    const m = /sum (\d+) world 3 port (\d+)/.exec(r.stdout);
-    assert.ok(m, r.stdout);
-    assert.equal(Number(m[1]), 1 + 2);
-    const port = Number(m[2]);
-    assert.ok(port < 9000 || port > 60999, `shared port ${port} inside the ephemeral range 9000-60999`);
-    const doc = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8'));
-    assert.deepEqual(doc.shared, { trainer: { host: '127.0.0.1', ports: { master: port } } });
-    const evs = events(b);
-    for (const rank of [0, 1, 2]) assert.ok(evs.some((e) => e.service === 'trainer' && e.replica === rank && e.state === 'exited' && e.code === 0), `rank ${rank} exited 0`);
-    // Its lease is given back with the stack.
-    const leases = await berth(['leases', '--json'], { env: { BERTH_STATE_DIR: b.stateDir } });
-    assert.deepEqual(JSON.parse(leases.stdout), []);
-  } finally {
-    b.cleanup();
-  }
+  const b = stackBox(t, '');
+  writeFileSync(b.stack, rendezvousStack(b.dir));
+  // A low ephemeral range: the shared port must still be outside it.
+  const r = await upIn(b, { ephemeral: '9000 60999' }, ['--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const m = /sum (\d+) world 3 port (\d+)/.exec(r.stdout);
+  assert.ok(m, r.stdout);
+  assert.equal(Number(m[1]), 1 + 2);
+  const port = Number(m[2]);
+  assert.ok(port < 9000 || port > 60999, `shared port ${port} inside the ephemeral range 9000-60999`);
+  const doc = endpoints(b);
+  assert.deepEqual(doc.shared, { trainer: { host: '127.0.0.1', ports: { master: port } } });
+  assert.match(r.stderr, /stack ready after [\d.]+s: nothing to wait for, the job starts/);
+  assert.match(r.stderr, new RegExp(`\n  trainer shared master ${port} at 127\\.0\\.0\\.1\n`));
+  const evs = events(b);
+  for (const rank of [0, 1, 2]) assert.ok(evs.some((e) => e.service === 'trainer' && e.replica === rank && e.state === 'exited' && e.code === 0), `rank ${rank} exited 0`);
+  // Its lease is given back with the stack.
+  const leases = await berth(['leases', '--json'], { env: { BERTH_STATE_DIR: b.stateDir } });
+  assert.deepEqual(JSON.parse(leases.stdout), []);
 });
 
 test('a failing rank ends the stack with its status; the other ranks are stopped, not left waiting', async (t) => {
   if (!requireNetns(t)) return;
-  const b = box(`
+  const b = stackBox(t, `
 services:
   trainer:
     job: true
@@ -100,27 +112,23 @@ services:
       master: shared
     command: [sh, -c, 'if [ "$BERTH_RANK" = 1 ]; then echo "rank 1: CUDA error: out of memory" >&2; sleep 0.5; exit 3; fi; exec sleep 60']
 `);
-  try {
-    const t0 = Date.now();
-    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
-    const took = Date.now() - t0;
-    assert.equal(r.code, 3, r.stderr);
-    assert.ok(took < 10_000, `took ${took} ms: the other ranks were not stopped promptly`);
-    assert.match(r.stderr, /trainer\/1 failed: rank 1 of 3 exited with status 3/);
-    assert.match(r.stderr, /rank 1: CUDA error: out of memory/, 'the failing rank\'s stderr tail');
-    assert.match(r.stderr, /diagnostics: .*trainer-1/);
-    const evs = events(b);
-    for (const rank of [0, 2]) assert.ok(evs.some((e) => e.replica === rank && e.state === 'stopping'), `rank ${rank} was stopped`);
-    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('sleep 60'));
-    assert.deepEqual(left, [], 'no rank left running');
-  } finally {
-    b.cleanup();
-  }
+  const t0 = Date.now();
+  const r = await upIn(b);
+  const took = Date.now() - t0;
+  assert.equal(r.code, 3, r.stderr);
+  assert.ok(took < 10_000, `took ${took} ms: the other ranks were not stopped promptly`);
+  assert.match(r.stderr, /trainer\/1 failed: rank 1 of 3 exited with status 3/);
+  assert.match(r.stderr, /rank 1: CUDA error: out of memory/, 'the failing rank\'s stderr tail');
+  assert.match(r.stderr, /diagnostics: .*trainer-1/);
+  const evs = events(b);
+  for (const rank of [0, 2]) assert.ok(evs.some((e) => e.replica === rank && e.state === 'stopping'), `rank ${rank} was stopped`);
+  const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('sleep 60'));
+  assert.deepEqual(left, [], 'no rank left running');
 });
 
 test('rank 0 exiting first is not the end: the stack waits for every rank', async (t) => {
   if (!requireNetns(t)) return;
-  const b = box(`
+  const b = stackBox(t, `
 services:
   trainer:
     job: true
@@ -128,37 +136,32 @@ services:
     port: none
     command: [sh, -c, 'if [ "$BERTH_RANK" = 0 ]; then exit 0; fi; sleep 1; echo "rank $BERTH_RANK of $BERTH_WORLD_SIZE finished"']
 `);
-  try {
-    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /rank 1 of 3 finished/);
-    assert.match(r.stdout, /rank 2 of 3 finished/);
-    const evs = events(b);
-    assert.ok(at(evs, 'trainer/0', 'exited') < at(evs, 'trainer/1', 'exited'), 'rank 0 ended first');
-    assert.ok(!evs.some((e) => e.state === 'stopping'), 'no rank was stopped');
-  } finally {
-    b.cleanup();
-  }
+  const r = await upIn(b);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /rank 1 of 3 finished/);
+  assert.match(r.stdout, /rank 2 of 3 finished/);
+  const evs = events(b);
+  assert.ok(at(evs, 'trainer/0', 'exited') < at(evs, 'trainer/1', 'exited'), 'rank 0 ended first');
+  assert.ok(!evs.some((e) => e.state === 'stopping'), 'no rank was stopped');
 });
 
 test('the shared port is held by berth until rank 0 starts, then rank 0 binds it', async (t) => {
   if (!requireNetns(t)) return;
   // Rank 0 waits for a dependency that is slow to be ready; meanwhile the port is held.
-  const b = box('');
-  try {
-    writeFileSync(
-      b.stack,
-      rendezvousStack(
-        b.dir,
-        `    depends_on: { gate: ready }
+  const b = stackBox(t, '');
+  writeFileSync(
+    b.stack,
+    rendezvousStack(
+      b.dir,
+      `    depends_on: { gate: ready }
   gate:
     port: none
     command: [sh, -c, 'sleep 1.5; touch gate.ok; exec sleep 60']
     ready: 'cmd:test -f gate.ok'
 `,
-      ),
-    );
-    const script = `
+    ),
+  );
+  const script = `
 set -e
 ${JSON.stringify(process.execPath)} ${BERTH} up ${b.stack} --run-dir ${b.runDir} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
 for i in $(seq 100); do [ -f ${b.runDir}/endpoints.json ] && grep -q '"shared"' ${b.runDir}/endpoints.json && break; sleep 0.05; done
@@ -167,16 +170,13 @@ port=$(${PY} -c 'import json,sys; print(json.load(open(sys.argv[1]))["shared"]["
 ${PY} -c 'import socket,sys; s=socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1])))' $port 2>/dev/null && echo "bound-while-held" || echo "held $port"
 wait
 `;
-    const r = await runCollect([...netnsArgv({}), 'sh', '-c', script], { env: { ...process.env, BERTH_STATE_DIR: b.stateDir }, timeoutMs: 30_000 });
-    assert.match(r.stdout, /held \d+/, r.stdout + r.stderr);
-    const out = readFileSync(join(b.dir, 'out.txt'), 'utf8');
-    assert.match(out, /sum 3 world 3/, out + readFileSync(join(b.dir, 'err.txt'), 'utf8'));
-  } finally {
-    b.cleanup();
-  }
+  const r = await runCollect([...netnsArgv({}), 'sh', '-c', script], { env: { ...process.env, BERTH_STATE_DIR: b.stateDir }, timeoutMs: 30_000 });
+  assert.match(r.stdout, /held \d+/, r.stdout + r.stderr);
+  const out = readFileSync(join(b.dir, 'out.txt'), 'utf8');
+  assert.match(out, /sum 3 world 3/, out + readFileSync(join(b.dir, 'err.txt'), 'utf8'));
 });
 
-test('stack files: what a job of many ranks and shared ports may not say', async () => {
+test('stack files: what a job of many ranks and shared ports may not say', async (t) => {
   const cases: [string, RegExp][] = [
     [
       `services:\n  t:\n    job: true\n    replicas: 2\n    restart: on-failure\n    command: [true]\n`,
@@ -195,21 +195,16 @@ test('stack files: what a job of many ranks and shared ports may not say', async
     [`services:\n  t:\n    ports: { d: { block: 4, shared: yes } }\n    command: [true]\n`, /port "d": shared must be true or false/],
   ];
   for (const [yaml, re] of cases) {
-    const b = box(yaml);
-    try {
-      const r = await berth(['up', b.stack, '--run-dir', b.runDir], { env: { BERTH_STATE_DIR: b.stateDir } });
-      assert.equal(r.code, 65, r.stderr);
-      assert.match(r.stderr, re);
-      assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
-    } finally {
-      b.cleanup();
-    }
+    const r = await upIn(stackBox(t, yaml), null);
+    assert.equal(r.code, 65, r.stderr);
+    assert.match(r.stderr, re);
+    assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
   }
 });
 
 test('config templates see each rank and the shared port', async (t) => {
   if (!requireNetns(t)) return;
-  const b = box(`
+  const b = stackBox(t, `
 services:
   trainer:
     job: true
@@ -220,23 +215,19 @@ services:
       conf: rank.conf.mustache
     command: [cat, "{templates.conf}"]
 `);
-  try {
-    writeFileSync(join(b.dir, 'rank.conf.mustache'), 'rank={{rank}}/{{world_size}} local={{local_rank}} node={{node_rank}}/{{node_count}} master={{ports.master.hostport}} {keep}\n');
-    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
-    assert.equal(r.code, 0, r.stderr);
-    const port = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.trainer.ports.master;
-    for (const rank of [0, 1]) {
-      const text = readFileSync(join(b.runDir, 'templates', `trainer-${rank}`, 'rank.conf'), 'utf8');
-      assert.equal(text, `rank=${rank}/2 local=${rank} node=0/1 master=127.0.0.1:${port} {keep}\n`);
-    }
-  } finally {
-    b.cleanup();
+  writeFileSync(join(b.dir, 'rank.conf.mustache'), 'rank={{rank}}/{{world_size}} local={{local_rank}} node={{node_rank}}/{{node_count}} master={{ports.master.hostport}} {keep}\n');
+  const r = await upIn(b);
+  assert.equal(r.code, 0, r.stderr);
+  const port = endpoints(b).shared.trainer.ports.master;
+  for (const rank of [0, 1]) {
+    const text = readFileSync(join(b.runDir, 'templates', `trainer-${rank}`, 'rank.conf'), 'utf8');
+    assert.equal(text, `rank=${rank}/2 local=${rank} node=0/1 master=127.0.0.1:${port} {keep}\n`);
   }
 });
 
 test("a dependent reads a service's shared port: one value, even across replicas", async (t) => {
   if (!requireNetns(t)) return;
-  const b = box(`
+  const b = stackBox(t, `
 services:
   server:
     replicas: 2
@@ -248,19 +239,15 @@ services:
     depends_on: { server: ready }
     command: [sh, -c, 'curl -fsS -o /dev/null "http://$0/" && echo "reached $0 dist $1"', "{server.port.http.hostport}", "{server.port.dist}"]
 `);
-  try {
-    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir } });
-    assert.equal(r.code, 0, r.stderr);
-    const shared = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.server;
-    assert.match(r.stdout, new RegExp(`reached 127\\.0\\.0\\.1:${shared.ports.http} dist ${shared.ports.dist}`));
-  } finally {
-    b.cleanup();
-  }
+  const r = await upIn(b);
+  assert.equal(r.code, 0, r.stderr);
+  const shared = endpoints(b).shared.server;
+  assert.match(r.stdout, new RegExp(`reached 127\\.0\\.0\\.1:${shared.ports.http} dist ${shared.ports.dist}`));
 });
 
 test('a shared block: one block of contiguous ports for every replica (SGLang binds after its --dist-init-addr port)', async (t) => {
   if (!requireNetns(t)) return;
-  const b = box(`
+  const b = stackBox(t, `
 services:
   server:
     job: true
@@ -269,15 +256,11 @@ services:
       dist: { block: 4, shared: true }
     command: [sh, -c, 'echo "replica $BERTH_REPLICA dist {ports.dist.range} $BERTH_PORT_DIST_FIRST-$BERTH_PORT_DIST_LAST count $BERTH_PORT_DIST_COUNT at {ports.dist.hostport}"']
 `);
-  try {
-    const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: { ephemeral: '9000 60999' }, env: { BERTH_STATE_DIR: b.stateDir } });
-    assert.equal(r.code, 0, r.stderr);
-    const dist = JSON.parse(readFileSync(join(b.runDir, 'endpoints.json'), 'utf8')).shared.server.ports.dist;
-    assert.equal(dist.count, 4);
-    assert.equal(dist.last - dist.first, 3);
-    assert.ok(dist.last < 9000 || dist.first > 60999, 'outside the ephemeral range');
-    for (const rep of [0, 1]) assert.match(r.stdout, new RegExp(`replica ${rep} dist ${dist.first}-${dist.last} ${dist.first}-${dist.last} count 4 at 127\\.0\\.0\\.1:${dist.first}`));
-  } finally {
-    b.cleanup();
-  }
+  const r = await upIn(b, { ephemeral: '9000 60999' });
+  assert.equal(r.code, 0, r.stderr);
+  const dist = endpoints(b).shared.server.ports.dist;
+  assert.equal(dist.count, 4);
+  assert.equal(dist.last - dist.first, 3);
+  assert.ok(dist.last < 9000 || dist.first > 60999, 'outside the ephemeral range');
+  for (const rep of [0, 1]) assert.match(r.stdout, new RegExp(`replica ${rep} dist ${dist.first}-${dist.last} ${dist.first}-${dist.last} count 4 at 127\\.0\\.0\\.1:${dist.first}`));
 });

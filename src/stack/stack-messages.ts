@@ -52,13 +52,19 @@ export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: numbe
   // A multi-node stack counts every node's replicas (service/replica@node) and says of how many services.
   const services = new Set(reps.map((r) => r.service)).size;
   const spread = reps.some((r) => r.node !== undefined) ? ` of ${services} service${services === 1 ? '' : 's'}` : '';
-  const head = `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'}${spread} (endpoints: ${shownPath(`${doc.runDir}/endpoints.json`, opts.cwd)})`;
+  const where = `(endpoints: ${shownPath(`${doc.runDir}/endpoints.json`, opts.cwd)})`;
+  // Only a job: nothing had to be ready before it starts.
+  const head = reps.length === 0 && (opts.skip?.size ?? 0) > 0 ? `stack ready${after}: nothing to wait for, the job starts ${where}` : `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'}${spread} ${where}`;
   const names = reps.map((r) => (r.node === undefined ? `${r.service}/${r.replica}` : `${r.service}/${r.replica}@${r.node}`));
   const width = Math.max(0, ...names.map((x) => x.length));
   const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : '(no port)'));
   const uwidth = Math.max(0, ...urls.map((x) => x.length));
   const lines = reps.map((r, i) => `  ${names[i]!.padEnd(width)}  ${urls[i]!.padEnd(uwidth)}${r.pid === null ? '' : `  pid ${r.pid}`}${otherPorts(r)}`);
-  return [head, ...lines].join('\n');
+  // Shared ports (a torch MASTER_PORT) are the service's, not a replica's: one line each.
+  const shared = Object.entries(doc.shared ?? {}).flatMap(([svc, sp]) =>
+    Object.entries(sp.ports).map(([name, v]) => `  ${svc} shared ${name} ${typeof v === 'number' ? v : `${v.first}-${v.last}`} at ${sp.host}`),
+  );
+  return [head, ...lines, ...shared].join('\n');
 }
 
 /** "  grpc 20001  dist 20002-20033": a replica's named ports beyond the primary (in its url). */
