@@ -235,10 +235,13 @@ test('a failing node ends the job with exit 70 and its diagnostics in the run di
   assert.match(await logOf(`${r.dir}/run/nodes/n2/diagnostics/engine-0/stderr.log`), /failed to load model/);
   const n2 = JSON.parse(await logOf(`${r.dir}/run/nodes/n2.json`)) as { state: string; exitCode: number };
   assert.deepEqual([n2.state, n2.exitCode], ['failed', 70]);
-  // The other nodes were stopped, not left running; the client never started.
+  // The other nodes were stopped, not left running; the client never started. srun must not
+  // have aborted the step (it kills every agent before it stops: stop-request.ts says when).
+  const agents = await logOf(`${r.dir}/run/agents.log`);
+  assert.doesNotMatch(agents, /Job step aborted|io error with slurmstepd/, agents);
   for (const node of ['n1', 'n3']) {
     const f = JSON.parse(await logOf(`${r.dir}/run/nodes/${node}.json`)) as { state: string };
-    assert.equal(f.state, 'stopped', node);
+    assert.equal(f.state, 'stopped', `${node}\n--- agents.log\n${agents}`);
   }
   assert.doesNotMatch(r.out, /client: \d+ requests/);
 });

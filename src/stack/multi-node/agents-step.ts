@@ -3,14 +3,16 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { agentStepArgv } from '../../slurm/agents.js';
+import { requestAgentsStop } from './stop-request.js';
 
 /*
  * The agents' srun step: one `berth up STACK --agent RUN_DIR` per node, every agent's output
- * (prefixed "[node] ") into RUN_DIR/agents.log. They are stopped by "stop" on the step's
- * stdin (srun --input=all hands it to every agent), never by signals: Slurm signals every
- * process of a step, which would hit the services before their dependents are stopped. EOF
- * (berth up died) stops them too. srun writes the log itself, so the agents' output survives
- * berth up; `--follow` reads it back (tail()).
+ * (prefixed "[node] ") into RUN_DIR/agents.log. They are stopped by a stop file in the run
+ * directory (stop-request.ts), never by signals: Slurm signals every process of a step, which
+ * would hit the services before their dependents are stopped. Nothing is written to the
+ * step's stdin (see stop-request.ts: srun would abort the step); its EOF (berth up died) stops
+ * them too (srun --input=all hands it to every agent). srun writes the log itself, so the
+ * agents' output survives berth up; `--follow` reads it back (tail()).
  */
 
 const AGENT_STOP_GRACE_MS = 5_000;
@@ -29,7 +31,7 @@ export class AgentsStep {
   private readonly decoder = new StringDecoder('utf8');
 
   constructor(
-    runDir: string,
+    private readonly runDir: string,
     private readonly nodes: readonly string[],
     /** The agent's argv without the srun part. */
     private readonly agent: readonly string[],
@@ -42,7 +44,7 @@ export class AgentsStep {
 
   start(): void {
     const argv = agentStepArgv({ nodes: this.nodes, agent: this.agent });
-    // --input=all: every agent reads the coordinator's stop request (and EOF) from its stdin.
+    // --input=all: every agent sees EOF when berth up dies (the pipe stays open, idle, until then).
     argv.splice(1, 0, '--input=all');
     const log = openSync(this.log, 'a', 0o600);
     try {
@@ -71,13 +73,18 @@ export class AgentsStep {
     return this.child !== undefined && this.code === undefined;
   }
 
-  /** "stop" to every agent, then EOF; srun is killed if they outlive `graceMs` (0: at once). Idempotent. */
+  /** The stop file for every agent; srun is killed if they outlive `graceMs` (0: at once). Idempotent. */
   stop(graceMs: number): Promise<void> {
     if (graceMs === 0) this.child?.kill('SIGKILL');
     this.stopped ??= (async () => {
       const child = this.child;
       if (!child || this.code !== undefined) return;
-      child.stdin?.end('stop\n');
+      // Not on srun's stdin: an agent ending at this moment would make srun abort the step (stop-request.ts).
+      try {
+        requestAgentsStop(this.runDir);
+      } catch {
+        // an unwritable run directory: srun is killed after the grace, Slurm ends the agents
+      }
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + AGENT_STOP_GRACE_MS);
       await this.exit;
       clearTimeout(timer);
