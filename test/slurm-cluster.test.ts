@@ -236,7 +236,7 @@ test('a failing node ends the job with exit 70 and its diagnostics in the run di
   const n2 = JSON.parse(await logOf(`${r.dir}/run/nodes/n2.json`)) as { state: string; exitCode: number };
   assert.deepEqual([n2.state, n2.exitCode], ['failed', 70]);
   // The other nodes were stopped, not left running; the client never started. srun must not
-  // have aborted the step (it kills every agent before it stops: stop-request.ts says when).
+  // have aborted the step (it kills every agent before it stops: agents-step.ts says when).
   const agents = await logOf(`${r.dir}/run/agents.log`);
   assert.doesNotMatch(agents, /Job step aborted|io error with slurmstepd/, agents);
   for (const node of ['n1', 'n3']) {

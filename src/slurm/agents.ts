@@ -14,8 +14,6 @@ import { compressHostlist } from './hostlist.js';
  *   nodes/<node>.json    its node file, replaced atomically (temp file + rename) on each change
  *   coordinator.json     berth up's node and the address other nodes reach it at (for agents
  *                        whose services depend on services of the first node)
- *   agents.stop          berth up's request that every agent stop (never srun's stdin:
- *                        ../stack/multi-node/stop-request.ts says why)
  */
 
 /** done: every rank of its job exited 0 and nothing else of it runs (the stack ends once every node is done). */

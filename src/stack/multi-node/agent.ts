@@ -13,7 +13,6 @@ import { prefixLines } from './prefix-lines.js';
 import { agentServices, graphNodes } from './plan.js';
 import { leasedPeers, namesItself, waitForPeers } from './peer-wait.js';
 import { SharedWait } from './shared-wait.js';
-import { watchAgentsStop } from './stop-request.js';
 
 /*
  * One node's agent: runs this node's `nodes:` services with the ordinary orchestrator, in
@@ -78,7 +77,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
       if (!ended) publish({ replicas: replicas() });
     }, PUBLISH_GAP_MS);
   };
-  // Stop on berth up's stop file, "stop" or EOF on stdin (berth up gone), also while waiting to start.
+  // Stop on "stop" or EOF from the coordinator (through srun's stdin), also while waiting to start.
   const control = o.control ?? process.stdin;
   let stopAsked = false;
   let buf = '';
@@ -93,13 +92,14 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   control.on('data', onData);
   control.on('end', stop);
   control.on('error', stop);
-  // berth up asks through a file in the run directory, never on srun's stdin (stop-request.ts).
-  const unwatchStop = watchAgentsStop(o.runDir, stop);
   const unlisten = () => {
-    unwatchStop();
     control.off('data', onData);
     control.off('end', stop);
-    (control as NodeJS.ReadStream).pause?.();
+    // Not paused: stdin (still flowing) keeps this process alive until srun forwards EOF. An
+    // agent that ended on its own (failed, done) and exited at once would close its
+    // slurmstepd's I/O connection while srun may still forward "stop"/EOF to it: the reset
+    // makes srun abort the whole step and kill the other agents before they stop and write
+    // their final node file (agents-step.ts). So every agent exits only after EOF.
   };
   const shared = new SharedWait(spec, services, slurm.nodeList, index, o.runDir);
   const hostOf = new Map(services.map((s) => [s.name, s.host]));

@@ -3,16 +3,18 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { agentStepArgv } from '../../slurm/agents.js';
-import { requestAgentsStop } from './stop-request.js';
 
 /*
  * The agents' srun step: one `berth up STACK --agent RUN_DIR` per node, every agent's output
- * (prefixed "[node] ") into RUN_DIR/agents.log. They are stopped by a stop file in the run
- * directory (stop-request.ts), never by signals: Slurm signals every process of a step, which
- * would hit the services before their dependents are stopped. Nothing is written to the
- * step's stdin (see stop-request.ts: srun would abort the step); its EOF (berth up died) stops
- * them too (srun --input=all hands it to every agent). srun writes the log itself, so the
- * agents' output survives berth up; `--follow` reads it back (tail()).
+ * (prefixed "[node] ") into RUN_DIR/agents.log. They are stopped by "stop" on the step's
+ * stdin (srun --input=all hands it to every agent), never by signals: Slurm signals every
+ * process of a step, which would hit the services before their dependents are stopped. EOF
+ * (berth up died) stops them too. An agent exits only after that EOF, even one that ended on
+ * its own: stdin srun forwards to a node whose agent has just exited resets its slurmstepd's
+ * I/O connection, and srun then aborts the step ("step_launch_notify_io_failure: aborting, io
+ * error with slurmstepd on node N"), killing every other agent before it stops its services
+ * and writes its final node file. srun writes the log itself, so the agents' output survives
+ * berth up; `--follow` reads it back (tail()).
  */
 
 const AGENT_STOP_GRACE_MS = 5_000;
@@ -31,7 +33,7 @@ export class AgentsStep {
   private readonly decoder = new StringDecoder('utf8');
 
   constructor(
-    private readonly runDir: string,
+    runDir: string,
     private readonly nodes: readonly string[],
     /** The agent's argv without the srun part. */
     private readonly agent: readonly string[],
@@ -44,7 +46,7 @@ export class AgentsStep {
 
   start(): void {
     const argv = agentStepArgv({ nodes: this.nodes, agent: this.agent });
-    // --input=all: every agent sees EOF when berth up dies (the pipe stays open, idle, until then).
+    // --input=all: every agent reads the coordinator's stop request (and EOF) from its stdin.
     argv.splice(1, 0, '--input=all');
     const log = openSync(this.log, 'a', 0o600);
     try {
@@ -73,18 +75,13 @@ export class AgentsStep {
     return this.child !== undefined && this.code === undefined;
   }
 
-  /** The stop file for every agent; srun is killed if they outlive `graceMs` (0: at once). Idempotent. */
+  /** "stop" to every agent, then EOF; srun is killed if they outlive `graceMs` (0: at once). Idempotent. */
   stop(graceMs: number): Promise<void> {
     if (graceMs === 0) this.child?.kill('SIGKILL');
     this.stopped ??= (async () => {
       const child = this.child;
       if (!child || this.code !== undefined) return;
-      // Not on srun's stdin: an agent ending at this moment would make srun abort the step (stop-request.ts).
-      try {
-        requestAgentsStop(this.runDir);
-      } catch {
-        // an unwritable run directory: srun is killed after the grace, Slurm ends the agents
-      }
+      child.stdin?.end('stop\n');
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + AGENT_STOP_GRACE_MS);
       await this.exit;
       clearTimeout(timer);

@@ -15,7 +15,6 @@ import type { SharedPorts } from '../stack-types.js';
 import { StackConsole } from '../stack-console.js';
 import { AgentsStep } from './agents-step.js';
 import { NodeMirror } from './node-mirror.js';
-import { STOP_FILE } from './stop-request.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, serviceNodes, type NodePlan } from './plan.js';
 
 /*
@@ -58,7 +57,7 @@ export interface MultiNodeOptions extends RunStackOptions {
 
 /** The run directory, made before any agent starts: a used one would have them run for nothing. */
 function makeCoordinatorRunDir(o: MultiNodeOptions): string {
-  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes', STOP_FILE]);
+  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes']);
   mkdirSync(nodesDir(path), { mode: 0o700 });
   return path;
 }
