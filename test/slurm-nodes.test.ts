@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { EndpointRecord } from '../src/stack/run-dir.js';
 import { BERTH, tempStateDir } from './helpers/cli.js';
 import { waitGone } from './helpers/procs.js';
 import { describeJob, requireSlurm, sbatch, startCluster, stopCluster } from './helpers/slurm.js';
@@ -21,15 +22,7 @@ before(() => {
 });
 after(() => stopCluster());
 
-interface Rec {
-  service: string;
-  replica: number;
-  node?: string;
-  host: string | null;
-  port: number | null;
-  url: string | null;
-  state: string;
-}
+type Rec = EndpointRecord;
 interface Ev {
   t: string;
   service: string;
