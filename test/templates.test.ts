@@ -121,7 +121,7 @@ test('unknown tags are refused with file, line and tag, all at once (mustache al
   const tpl = `upstream x {\n{{#engine.replicas}}\n  server {{hostprt}};\n{{/engine.replicas}}\n}\nlisten {{prot}};\n{{#nope}}x{{/nope}}\n`;
   const errors = dataErrors('nginx.conf', () => renderTemplateText(tpl, templateContext(proxyInput()), 'nginx.conf'));
   assert.equal(errors.length, 3);
-  assert.match(errors[0]!, /^nginx\.conf:3: unknown template tag \{\{hostprt\}\} \(did you mean "hostport"\?\); names inside this section: name, index, host, port, hostport, url, ports, first, last$/);
+  assert.match(errors[0]!, /^nginx\.conf:3: unknown template tag \{\{hostprt\}\} \(did you mean "hostport"\?\); names inside this section: name, index, host, port, hostport, url, ports, first, last, self$/);
   assert.match(errors[1]!, /^nginx\.conf:6: unknown template tag \{\{prot\}\} \(did you mean "port"\?\); names at the top level: name, replica, replicas, host, ports, services, port, hostport, url, engine$/);
   assert.match(errors[2]!, /^nginx\.conf:7: unknown template tag \{\{#nope\}\}/);
   assert.match(templateProblems('{{#engine.replicas}}{{#last}}{{hots}}{{/last}}{{/engine.replicas}}', templateContext(proxyInput()), 't')[0]!, /^t:1: unknown template tag \{\{hots\}\} \(did you mean "host"\?\); names inside this section: name, index, host,/);
