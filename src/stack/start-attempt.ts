@@ -38,11 +38,12 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
   const peers = st.peers.get(rep.svc.spec.name) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map(endpointOf);
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
+  // Every service's shared ports are in the run's record: leased here or given (reserve-ports.ts),
+  // or a `nodes:` service's, mirrored by the coordinator from its first node.
   const sharedOf = new Map<string, SharedPorts>();
   for (const name of [...rep.svc.spec.dependsOn.map((d) => d.service), rep.svc.spec.name]) {
-    // st.run.shared: a `nodes:` service's, leased on its first node and mirrored here by the coordinator.
-    const sp = st.byName.get(name)?.shared ?? st.o.shared?.get(name) ?? st.run.shared[name];
-    if (sp) sharedOf.set(name, 'assigned' in sp ? { host: sp.host, ports: sp.assigned } : sp);
+    const sp = st.run.shared[name];
+    if (sp) sharedOf.set(name, sp);
   }
   const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
   if (rep.port !== undefined) ctx.port = rep.port;
