@@ -16,13 +16,16 @@ Errors are BerthError subclasses chosen by berth's exit code (64 usage, 65 inval
 diagnostics path and the last lines of the failing service's stderr.
 
 The berth executable: the ``executable=`` argument, else $BERTH (a path or a command line
-such as "node /opt/berth/dist/berth.cjs"), else ``berth`` on PATH, else ``npx --no berth``.
+such as "node /opt/berth/dist/berth.cjs"), else the executable bundled in this package (the
+platform wheels), else ``berth`` on PATH, else node_modules/.bin/berth in the working
+directory or a parent (what ``npx berth`` runs in a clone). ``python -m berth …`` runs it.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 import re
 import shlex
@@ -51,6 +54,8 @@ __all__ = [
     "Stack",
     "Service",
     "find_berth",
+    "bundled_berth",
+    "main",
     "port",
     "release",
     "up",
@@ -137,7 +142,7 @@ class StoppedError(BerthError):
 
 
 class BerthNotFoundError(BerthError):
-    """No berth executable: give executable=, set $BERTH, put berth on PATH, or install npx."""
+    """No berth executable: the message names every place looked at and how to install berth."""
 
 
 _BY_CODE: Dict[int, Type[BerthError]] = {
@@ -157,25 +162,120 @@ def _error(code: int, message: str, **kw: Any) -> BerthError:
 # ---- finding and running berth -----------------------------------------------------------
 
 
-def find_berth(executable: Executable = None) -> List[str]:
-    """The argv prefix that runs berth: executable=, $BERTH, ``berth`` on PATH, or ``npx --no berth``."""
+_INSTALL = (
+    "install berth: `pip install` the berth wheel for this machine (berth-…-manylinux_2_28_<arch>.whl, "
+    "berth included), or copy the single executable (npm run build:bin → dist/bin/berth-linux-<arch>) "
+    "onto PATH, or set BERTH=/path/to/berth (or BERTH='node /path/to/dist/berth.cjs'), or pass executable=PATH"
+)
+
+
+def bundled_berth() -> Optional[str]:
+    """The berth executable inside this package (platform wheels: berth/_bin/berth), or None."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "berth")
+    if not os.path.isfile(path):
+        return None
+    if not os.access(path, os.X_OK):
+        try:  # an unpacker that dropped the mode bits (a copied site-packages)
+            os.chmod(path, os.stat(path).st_mode | 0o111)
+        except OSError:
+            return None
+    return path
+
+
+def _program(argv: List[str], origin: str) -> List[str]:
+    """argv when its program can be run; UsageError/BerthNotFoundError saying why not."""
+    if not argv or not str(argv[0]).strip():
+        raise UsageError(f"{origin} names no program (empty); give the berth executable's path, e.g. executable='/opt/berth/bin/berth'")
+    prog = str(argv[0])
+    if os.sep not in prog:
+        found = shutil.which(prog)
+        if found is None:
+            raise BerthNotFoundError(f"{origin}: {prog!r} is not on PATH; {_INSTALL}")
+        return argv
+    if os.path.isdir(prog):
+        raise UsageError(f"{origin}: {prog} is a directory, not the berth executable (give the file in it, e.g. {os.path.join(prog, 'berth')})")
+    if not os.path.exists(prog):
+        raise BerthNotFoundError(f"{origin}: {prog} does not exist; {_INSTALL}")
+    if not os.access(prog, os.X_OK):
+        raise UsageError(f"{origin}: {prog} is not executable (chmod +x {shlex.quote(prog)}), or its directory is not searchable")
+    return argv
+
+
+def _node_modules_berth(start: str) -> Optional[List[str]]:
+    """What `npx berth` runs in start or a parent: a clone of berth (its dist/berth.cjs) or a
+    project with berth installed (node_modules/.bin/berth); None without node on PATH."""
+    node = shutil.which("node")
+    here = os.path.abspath(start)
+    while node:
+        candidate = os.path.join(here, "node_modules", ".bin", "berth")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return [candidate]
+        script = os.path.join(here, "dist", "berth.cjs")
+        if os.path.isfile(script) and _is_berth_clone(here):
+            return [node, script]
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return None
+
+
+def _is_berth_clone(path: str) -> bool:
+    try:
+        with open(os.path.join(path, "package.json"), encoding="utf-8") as f:
+            return json.load(f).get("name") == "berth"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def find_berth(executable: Executable = None, *, skip: Optional[str] = None) -> List[str]:
+    """The argv prefix that runs berth: executable=, $BERTH, the bundled executable, ``berth``
+    on PATH, or node_modules/.bin/berth above the working directory. ``skip``: a file not to
+    take from PATH (the ``berth`` entry point itself)."""
     if executable is not None:
-        return shlex.split(executable) if isinstance(executable, str) and not os.path.exists(executable) else (
-            [executable] if isinstance(executable, str) else list(executable)
-        )
+        if isinstance(executable, os.PathLike):
+            return _program([os.fspath(executable)], "executable=")
+        if isinstance(executable, str):
+            argv = [executable] if os.path.exists(executable) else shlex.split(executable)
+            return _program(argv, f"executable={executable!r}")
+        return _program([os.fspath(a) for a in executable], f"executable={list(executable)!r}")
     env = os.environ.get("BERTH")
-    if env:
-        return [env] if os.path.exists(env) else shlex.split(env)
-    on_path = shutil.which("berth")
-    if on_path:
-        return [on_path]
-    npx = shutil.which("npx")
-    if npx:
-        return [npx, "--no", "berth"]
-    raise BerthNotFoundError(
-        "cannot find berth: pass executable=, set BERTH=/path/to/berth (or BERTH='node /path/to/dist/berth.cjs'), "
-        "put the berth binary on PATH, or install Node.js so that 'npx berth' works"
-    )
+    if env is not None and env.strip():
+        return _program([env] if os.path.exists(env) else shlex.split(env), f"$BERTH={env!r}")
+    looked = ["executable= (not given)", "$BERTH (not set)"]
+    bundled = bundled_berth()
+    if bundled:
+        return [bundled]
+    looked.append(f"{os.path.join(os.path.dirname(os.path.abspath(__file__)), '_bin', 'berth')} (this package carries no executable)")
+    skip_real = os.path.realpath(skip) if skip else None
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(d or ".", "berth")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and os.path.realpath(candidate) != skip_real:
+            return [candidate]
+    looked.append(f"berth on PATH ({os.environ.get('PATH', '')})")
+    local = _node_modules_berth(os.getcwd())
+    if local:
+        return local
+    looked.append(f"a berth clone (dist/berth.cjs) or node_modules/.bin/berth in {os.getcwd()} or a parent, run by node ({shutil.which('node') or 'not on PATH'})")
+    raise BerthNotFoundError("cannot find berth; looked at: " + "; ".join(looked) + ". To " + _INSTALL)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`berth …` (the wheel's entry point) and `python -m berth …`: exec the berth found."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        prog = find_berth(skip=sys.argv[0] if sys.argv and sys.argv[0] else None)
+    except BerthError as e:
+        sys.stderr.write(f"berth: {e.message}\n")
+        return 127 if isinstance(e, BerthNotFoundError) else 64
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(prog[0], prog + args)
+    except OSError as e:
+        sys.stderr.write(f"berth: cannot run {prog[0]}: {e.strerror}\n")
+        return 126
+    return 0  # pragma: no cover - execvp does not return
 
 
 def _flags(**options: Any) -> List[str]:
@@ -203,10 +303,14 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _duration(value: Duration) -> Optional[str]:
+def _duration(value: Duration, what: str = "duration") -> Optional[str]:
     """'10s' stays; a number is seconds, as Python's own timeouts are."""
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{what}={value!r}: give seconds as a number, or a duration such as '30s' or '5m'")
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        raise UsageError(f"{what}={value!r}: give a finite number of seconds, 0 or more (e.g. {what}=30 or '5m')")
     return f"{int(round(float(value) * 1000))}ms"
 
 
@@ -238,15 +342,18 @@ def _tail_file(path: Optional[str], n: int = _TAIL_LINES) -> List[str]:
     return lines[-n:]
 
 
+# berth's line naming the diagnostics folder: "diagnostics: PATH (diagnostics.json, …)".
+_DIAGNOSTICS = re.compile(r"^diagnostics: (.+?) \(diagnostics\.json", re.M)
+
 _UNKNOWN_OPTION = re.compile(r"Unknown option '(--[a-z-]+)'|unknown option[: ]+'?(--[a-z-]+)", re.I)
 
 
 def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """Run a short berth command with --json and return its document, or raise by exit code."""
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_env(env))
-    except FileNotFoundError as e:
-        raise BerthNotFoundError(f"cannot run berth ({argv[0]}): {e}") from None
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", env=_env(env))
+    except OSError as e:
+        raise _spawn_error(argv, e) from None
     if done.returncode == 0:
         try:
             doc = json.loads(done.stdout)
@@ -260,6 +367,12 @@ def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = N
         flag = unknown.group(1) or unknown.group(2)
         message = f"this berth does not support {flag} ({what}); upgrade berth or leave that option out. berth said: {message}"
     raise _error(done.returncode, message, details=err)
+
+
+def _spawn_error(argv: List[str], e: OSError) -> BerthError:
+    if isinstance(e, FileNotFoundError):
+        return BerthNotFoundError(f"cannot run berth ({argv[0]}): {e.strerror}; {_INSTALL}")
+    return UsageError(f"cannot run berth ({argv[0]}): {e.strerror or e}")
 
 
 def _env(extra: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
@@ -317,8 +430,8 @@ class _Process:
                 cwd=cwd,
                 preexec_fn=_child_setup,
             )
-        except FileNotFoundError as e:
-            raise BerthNotFoundError(f"cannot run berth ({argv[0]}): {e}") from None
+        except OSError as e:
+            raise _spawn_error(argv, e) from None
         self._threads = [
             threading.Thread(target=self._pump, args=(self.popen.stdout, on_stdout, True), daemon=True),
             threading.Thread(target=self._pump, args=(self.popen.stderr, on_stderr, False), daemon=True),
@@ -381,7 +494,14 @@ def _printer(stream: Optional[IO[str]], default: IO[str]) -> Callable[[str], Non
     target = default if stream is None else stream
 
     def write(line: str) -> None:
-        target.write(line + "\n")
+        text = line + "\n"
+        try:
+            target.write(text)
+        except UnicodeEncodeError:
+            # A stream that cannot hold every character (ASCII stdout, encoding="ascii"): the
+            # line is kept, its other characters escaped (\\u00e9), never dropped.
+            encoding = getattr(target, "encoding", None) or "ascii"
+            target.write(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
         target.flush()
 
     return write
@@ -481,7 +601,7 @@ def port(
         count=count,
         block=block,
         owner=owner,
-        ttl=_duration(ttl),
+        ttl=_duration(ttl, "ttl"),
         name=name,
         strategy=strategy,
         allow_ephemeral=allow_ephemeral,
@@ -622,6 +742,8 @@ def _stack_error(proc: _Process, code: int) -> BerthError:
     assert isinstance(logs, dict)
     service = f"{failure['service']}/{failure.get('replica', 0)}" if failure.get("service") else None
     message = str(err.get("message") or "\n".join(list(proc.stderr_tail)[-5:]) or f"berth up exited {code}")
+    if code == 64 and "already holds a run" in message:
+        message += " (from Python: berth.up(..., runs='runs') makes a fresh directory per run)"
     return _error(
         code,
         message,
@@ -633,10 +755,30 @@ def _stack_error(proc: _Process, code: int) -> BerthError:
     )
 
 
+def _fresh_run_dir(parent: str) -> str:
+    """parent/<UTC time>, new (mkdir is the lock), private, named as berth names its own runs."""
+    try:
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    except OSError as e:
+        raise BerthIOError(f"cannot make the runs directory {parent}: {e.strerror}", 74) from None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1, 1001):
+        path = os.path.join(parent, stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise BerthIOError(f"cannot make the run directory {path}: {e.strerror}", 74) from None
+    raise BerthIOError(f"{parent}/{stamp} and 1000 numbered variants exist already; clean up {parent}", 74)
+
+
 def up(
     stack: Union[str, "os.PathLike[str]"],
     *,
     run_dir: Union[str, "os.PathLike[str]", None] = None,
+    runs: Union[str, "os.PathLike[str]", None] = None,
     follow: bool = False,
     on_status: StatusSink = None,
     stdout: Optional[IO[str]] = None,
@@ -650,8 +792,18 @@ def up(
     (default sys.stdout). Use it as a context manager: leaving the block stops the stack in
     order, also on an exception or Ctrl-C. A stack that fails raises the BerthError subclass
     of berth's exit code, with the diagnostics folder and the failing replica's stderr tail.
+
+    Where the run's files go (endpoints.json, events.jsonl, logs/): ``run_dir=`` is that
+    directory and, as with ``berth up --run-dir``, must not hold an earlier run (berth never
+    mixes two runs, nor deletes one: UsageError); ``runs=`` is a parent in which each call
+    makes a fresh ``<UTC time>`` directory (``-2``, ``-3`` … within one second), as berth's
+    default ``./berth-runs/`` does. ``stack.run_dir`` says which one was used.
     """
+    if run_dir is not None and runs is not None:
+        raise UsageError("berth.up: give run_dir= (one run's directory) or runs= (a parent for a fresh directory per run), not both")
     argv = find_berth(executable)
+    if runs is not None:
+        run_dir = _fresh_run_dir(os.path.join(cwd or os.getcwd(), os.fspath(runs)))
     cmd = argv + ["up", os.fspath(stack), "--json"] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
     ready: Dict[str, Any] = {}
     out = _printer(stdout, sys.stdout)
@@ -782,6 +934,9 @@ def run(
     """
     if isinstance(command, str):
         raise TypeError("command is an argv list, e.g. ['python3', '-m', 'http.server', '{port}'] (berth uses no shell)")
+    command = [os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in command]
+    if not command or not command[0].strip():
+        raise UsageError("berth.run: the command is empty; give the service's argv, e.g. ['python3', '-m', 'http.server', '{port}']")
     argv = find_berth(executable)
     own_dir = tempfile.mkdtemp(prefix="berth-py-")
     ready_path = ready_file or os.path.join(own_dir, "ready.json")
@@ -796,11 +951,11 @@ def run(
         env=env_name,
         handoff=handoff,
         ready=ready,
-        ready_timeout=_duration(ready_timeout),
+        ready_timeout=_duration(ready_timeout, "ready_timeout"),
         ready_file=ready_path,
         diag_dir=diag_dir,
         name=name,
-        stop_grace=_duration(stop_grace),
+        stop_grace=_duration(stop_grace, "stop_grace"),
         allow_ephemeral=allow_ephemeral,
     )
     cmd = argv + ["run", "--json"] + flags + ["--"] + [str(a) for a in command]
@@ -837,10 +992,13 @@ def run(
             raise StoppedError("the service exited (status 0) before berth saw it ready", 0)
         err = _trailing_error(proc.stdout) or {}
         message = str(err.get("message") or "\n".join(list(proc.stderr_tail)[-5:]) or f"berth run exited {code}")
-        found = re.search(r"diagnostics: (\S+) \(", message)
+        found = _DIAGNOSTICS.search(message) or _DIAGNOSTICS.search("\n".join(proc.stderr_tail))
         diagnostics = found.group(1) if found else diag_dir
-        tail = _tail_file(os.path.join(diagnostics, "stderr.log")) if diagnostics else []
-        if not tail:
-            tail = [line for line in proc.stderr_tail if not line.startswith(("berth:", '{"event":'))][-_TAIL_LINES:]
-        raise _error(code, message, diagnostics=diagnostics, stderr_tail=tail, service=name or os.path.basename(str(command[0])), details=err)
+        log = os.path.join(diagnostics, "stderr.log") if diagnostics else None
+        if log and os.path.isfile(log):
+            tail = _tail_file(log)  # the service's own stderr, also when it wrote nothing
+        else:
+            # berth's stderr carries the service's lines and berth's own: keep the service's.
+            tail = [line for line in proc.stderr_tail if not line.startswith(("berth:", '{"event":', "diagnostics: "))][-_TAIL_LINES:]
+        raise _error(code, message, diagnostics=diagnostics, stderr_tail=tail, service=name or os.path.basename(command[0]), details=err)
     return Service(proc, info)
