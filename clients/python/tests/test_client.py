@@ -216,7 +216,7 @@ class RunTest(unittest.TestCase):
 
 class FindTest(unittest.TestCase):
     def test_order(self) -> None:
-        self.assertEqual(berth.find_berth(["x", "y"]), ["x", "y"])
+        self.assertEqual(berth.find_berth(["/bin/echo", "y"]), ["/bin/echo", "y"])
         saved = os.environ.get("BERTH")
         try:
             os.environ["BERTH"] = "node /opt/berth/dist/berth.cjs"
@@ -232,6 +232,138 @@ class FindTest(unittest.TestCase):
         finally:
             if saved is not None:
                 os.environ["BERTH"] = saved
+
+
+class NotFoundTest(unittest.TestCase):
+    def test_names_every_place_and_how_to_install(self) -> None:
+        # Outside the clone, no berth on PATH, no $BERTH: never npx's "could not determine executable".
+        saved = dict(os.environ)
+        cwd = os.getcwd()
+        outside = tempfile.mkdtemp(prefix="berth-py-outside-")
+        try:
+            os.environ.pop("BERTH", None)
+            os.environ["PATH"] = outside
+            os.chdir(outside)
+            with self.assertRaises(berth.BerthNotFoundError) as cm:
+                berth.port()
+            text = str(cm.exception)
+            for place in ["executable=", "$BERTH", os.path.join("_bin", "berth"), f"berth on PATH ({outside})", f"in {outside} or a parent"]:
+                self.assertIn(place, text)
+            self.assertIn("pip install", text)
+            self.assertIn("npm run build:bin", text)
+            self.assertNotIn("could not determine", text)
+            done = subprocess.run([PY, "-m", "berth", "--version"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO / "clients/python")))
+            self.assertEqual(done.returncode, 127, done.stderr)
+            self.assertIn("cannot find berth; looked at:", done.stderr)
+        finally:
+            os.chdir(cwd)
+            os.environ.clear()
+            os.environ.update(saved)
+
+    def test_bundled_executable_first_after_explicit_ones(self) -> None:
+        # A package with berth/_bin/berth (as the platform wheels install it): found before PATH,
+        # after executable= and $BERTH. Run from tmp: the working directory would come first on sys.path.
+        tmp = Path(tempfile.mkdtemp(prefix="berth-py-bundled-"))
+        pkg = tmp / "site" / "berth"
+        (pkg / "_bin").mkdir(parents=True)
+        for f in ("__init__.py", "__main__.py"):
+            (pkg / f).write_text((REPO / "clients/python/berth" / f).read_text())
+        exe = pkg / "_bin" / "berth"
+        exe.write_text("#!/bin/sh\necho bundled \"$@\"\n")
+        exe.chmod(0o644)  # an unpacker that dropped the mode: the client restores it
+        on_path = tmp / "bin"
+        on_path.mkdir()
+        (on_path / "berth").write_text("#!/bin/sh\necho from-path\n")
+        (on_path / "berth").chmod(0o755)
+        env = dict(os.environ, PYTHONPATH=str(tmp / "site"), PATH=f"{on_path}:/usr/bin:/bin")
+        env.pop("BERTH", None)
+        show = "import berth; print(berth.find_berth())"
+        out = subprocess.run([PY, "-c", show], capture_output=True, text=True, env=env, cwd=tmp, check=True).stdout
+        self.assertEqual(out.strip(), repr([str(exe)]))
+        out = subprocess.run([PY, "-c", show], capture_output=True, text=True, env=dict(env, BERTH="/bin/echo"), cwd=tmp, check=True).stdout
+        self.assertEqual(out.strip(), repr(["/bin/echo"]))
+        out = subprocess.run([PY, "-m", "berth", "--version"], capture_output=True, text=True, env=env, cwd=tmp, check=True).stdout
+        self.assertEqual(out, "bundled --version\n")
+
+
+class HardeningTest(unittest.TestCase):
+    """Bad arguments are UsageError (or BerthNotFoundError) with a clear message, never a raw
+    IndexError/PermissionError/OverflowError, and never run some other program."""
+
+    def test_empty_command(self) -> None:
+        for command in ([], [""]):
+            with self.assertRaises(berth.UsageError) as cm:
+                berth.run(command)
+            self.assertIn("command is empty", str(cm.exception))
+
+    def test_bad_executables(self) -> None:
+        tmp = Path(tempfile.mkdtemp(prefix="berth-py-exe-"))
+        marker = tmp / "ran"
+        # Programs named like berth's commands on PATH: executable="" must not run them.
+        for name in ("port", "up", "run", "release"):
+            (tmp / name).write_text(f"#!/bin/sh\ntouch {marker}\n")
+            (tmp / name).chmod(0o755)
+        plain = tmp / "not-executable"
+        plain.write_text("#!/bin/sh\n")
+        saved = os.environ["PATH"]
+        os.environ["PATH"] = f"{tmp}:{saved}"
+        try:
+            cases = [("", "names no program"), ("  ", "names no program"), ([], "names no program"), (str(tmp), "is a directory"), (str(plain), "is not executable")]
+            for exe, words in cases:
+                for call in (lambda: berth.port(executable=exe), lambda: berth.up("x.yaml", executable=exe), lambda: berth.run(["true"], executable=exe), lambda: berth.release(all=True, executable=exe)):
+                    with self.assertRaises(berth.UsageError, msg=repr(exe)) as cm:
+                        call()
+                    self.assertIn(words, str(cm.exception))
+            with self.assertRaises(berth.BerthNotFoundError):
+                berth.port(executable=str(tmp / "missing"))
+        finally:
+            os.environ["PATH"] = saved
+        self.assertFalse(marker.exists(), "a program from PATH named like a berth command ran")
+
+    def test_durations(self) -> None:
+        for bad in (float("inf"), float("-inf"), float("nan"), -1, True):
+            with self.assertRaises(berth.UsageError, msg=repr(bad)) as cm:
+                berth.port(ttl=bad)
+            self.assertIn("ttl=", str(cm.exception))
+            with self.assertRaises(berth.UsageError, msg=repr(bad)) as cm:
+                berth.run(["true"], ready_timeout=bad)
+            self.assertIn("ready_timeout=", str(cm.exception))
+
+    def test_output_a_stream_cannot_encode_is_kept(self) -> None:
+        raw = io.BytesIO()
+        ascii_out = io.TextIOWrapper(raw, encoding="ascii")
+        code = "import sys, http.server as h\nfor line in ['caf\u00e9 ready', 'plain', '\u65e5\u672c']: print(line, flush=True)\nh.HTTPServer(('127.0.0.1', int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()"
+        with berth.run([PY, "-c", code, "{port}"], ready="http://127.0.0.1:{port}/", stdout=ascii_out, stderr=io.StringIO()) as svc:
+            deadline = time.monotonic() + 10
+            while raw.getvalue().count(b"\n") < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            svc.stop()
+        ascii_out.flush()
+        self.assertEqual(raw.getvalue().decode("ascii").splitlines(), ["caf\\xe9 ready", "plain", "\\u65e5\\u672c"])
+
+    def test_ready_timeout_tail_is_the_services_stderr(self) -> None:
+        for said, tail in (("loading weights", ["loading weights"]), ("", [])):
+            code = f"import sys, time\nif {said!r}: print({said!r}, file=sys.stderr, flush=True)\ntime.sleep(60)"
+            with self.assertRaises(berth.ReadyTimeoutError) as cm:
+                berth.run([PY, "-c", code], ready="http://127.0.0.1:{port}/", ready_timeout=1, stderr=io.StringIO())
+            self.assertEqual(cm.exception.stderr_tail, tail)
+            self.assertTrue(os.path.isfile(os.path.join(str(cm.exception.diagnostics), "diagnostics.json")))
+
+    def test_up_runs_makes_a_fresh_directory_per_call(self) -> None:
+        tmp = tempfile.mkdtemp(prefix="berth-py-runs-")
+        dirs = []
+        for _ in range(2):
+            with berth.up(FIXTURES / "web.yaml", runs=os.path.join(tmp, "runs"), on_status=lambda line: None) as stack:
+                dirs.append(stack.run_dir)
+        self.assertEqual(len(set(dirs)), 2, dirs)
+        self.assertTrue(all(os.path.dirname(d) == os.path.join(tmp, "runs") for d in dirs), dirs)
+        self.assertTrue(all(os.path.isfile(os.path.join(d, "endpoints.json")) for d in dirs))
+        with self.assertRaises(berth.UsageError) as cm:
+            berth.up(FIXTURES / "web.yaml", run_dir=dirs[0], on_status=lambda line: None)
+        self.assertIn("already holds a run", str(cm.exception))
+        self.assertIn("runs=", str(cm.exception))
+        with self.assertRaises(berth.UsageError):
+            berth.up(FIXTURES / "web.yaml", run_dir=dirs[0], runs=tmp)
 
 
 if __name__ == "__main__":
