@@ -23,13 +23,14 @@ export interface BinaryCopy {
   remove(): void;
 }
 
-export function binaryCopy(): BinaryCopy {
-  const b = spawnSync(process.execPath, ['scripts/build-bin.mjs', '--if-stale'], { encoding: 'utf8', timeout: 300_000 });
-  assert.equal(b.status, 0, `scripts/build-bin.mjs failed:\n${b.stdout}${b.stderr}`);
+/** `arch`: the binary for another CPU (scripts/build-bin.mjs --arch), run here under qemu-user. */
+export function binaryCopy(arch: string = process.arch): BinaryCopy {
+  const b = spawnSync(process.execPath, ['scripts/build-bin.mjs', '--arch', arch, '--if-stale'], { encoding: 'utf8', timeout: 300_000 });
+  assert.equal(b.status, 0, `scripts/build-bin.mjs --arch ${arch} failed:\n${b.stdout}${b.stderr}`);
   const home = mkdtempSync(join(tmpdir(), 'berth-bin-'));
   const scratch = mkdtempSync(join(tmpdir(), 'berth-bin-scratch-'));
   const bin = join(home, 'berth');
-  copyFileSync(BUILT_BINARY, bin);
+  copyFileSync(resolve(`dist/bin/berth-linux-${arch}`), bin);
   chmodSync(bin, 0o755);
   let n = 0;
   return {
