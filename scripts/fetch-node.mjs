@@ -27,9 +27,12 @@ export function pinnedNode({ name, version, integrity }, cacheRoot = 'node_modul
     const tar = spawnSync('tar', ['-xzf', tgz, '-C', work, 'package/bin/node'], { encoding: 'utf8' });
     if (tar.status !== 0) throw new Error(`cannot unpack ${tgz}: ${tar.stderr}`);
     chmodSync(join(work, 'package/bin/node'), 0o755);
-    renameSync(join(work, 'package/bin'), `${dir}.bin-${process.pid}`);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(`${dir}.bin-${process.pid}`, dir);
+    try {
+      renameSync(join(work, 'package/bin'), dir);
+    } catch (e) {
+      // Another build fetched it at the same time: theirs is as good.
+      if (!existsSync(bin)) throw e;
+    }
     return bin;
   } finally {
     rmSync(work, { recursive: true, force: true });
