@@ -91,8 +91,9 @@ function stage() {
 }
 
 function report(file, t0) {
-  const mb = (statSync(file).size / 2 ** 20).toFixed(1);
-  process.stderr.write(`build-wheel: ${file} (${mb} MiB) in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+  const size = statSync(file).size;
+  const shown = size < 2 ** 20 ? `${(size / 1024).toFixed(0)} KiB` : `${(size / 2 ** 20).toFixed(1)} MiB`;
+  process.stderr.write(`build-wheel: ${file} (${shown}) in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
 }
 
 mkdirSync(outDir, { recursive: true });
