@@ -48,6 +48,7 @@ class Watchdog {
   /** What a new watchdog must be told: registration key → its messages so far. */
   private readonly live = new Map<string, string[]>();
   private respawns = 0;
+  private warned = false;
 
   say(key: string, m: WatchMessage): void {
     const line = formatMessage(m);
@@ -73,18 +74,36 @@ class Watchdog {
       return; // no watchdog (out of processes): berth still cleans up when it can
     }
     this.child = child;
-    child.on('error', () => {});
+    child.on('error', (e: NodeJS.ErrnoException) => this.warn(argv[0]!, e.code ?? e.message));
     child.stdin!.on('error', () => {});
-    child.on('exit', () => {
+    child.on('exit', (code, signal) => {
       if (this.child !== child) return;
       this.child = undefined;
       // It died while berth lives (killed by hand, OOM): start another one for what is still running.
-      if (this.live.size > 0 && this.respawns++ < RESPAWN_LIMIT) this.start();
+      if (this.live.size === 0) return;
+      if (this.respawns++ < RESPAWN_LIMIT) this.start();
+      else this.warn(argv[0]!, `it exited ${RESPAWN_LIMIT + 1} times, last ${signal ? `by ${signal}` : `with status ${code}`}`);
     });
     // berth must not wait for its watchdog: it ends when berth does.
     child.unref();
     (child.stdin as unknown as { unref?: () => void }).unref?.();
     for (const lines of this.live.values()) for (const line of lines) child.stdin!.write(line);
+  }
+
+
+  /**
+   * Said once: berth runs on without a watchdog, but a SIGKILL of berth would then leave its
+   * services running. Seen when the kernel cannot run berth's own file again (an aarch64
+   * binary under qemu-user without binfmt_misc: execve fails and exec falls back to sh).
+   */
+  private warn(program: string, why: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    try {
+      process.stderr.write(`berth: warning: its watchdog (${program}) does not run (${why}); if berth is killed with SIGKILL, its services are not stopped for it\n`);
+    } catch {
+      /* stderr closed: nothing to tell */
+    }
   }
 }
 
