@@ -90,7 +90,6 @@ class Watchdog {
     for (const lines of this.live.values()) for (const line of lines) child.stdin!.write(line);
   }
 
-
   /**
    * Said once: berth runs on without a watchdog, but a SIGKILL of berth would then leave its
    * services running. Seen when the kernel cannot run berth's own file again (an aarch64
