@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseStack } from '../src/stack/load.js';
-import { runStack } from '../src/stack/orchestrate.js';
+import { parseStack } from '../src/stack/spec/load.js';
+import { runStack } from '../src/stack/run/orchestrate.js';
 import { tempStateDir } from './helpers/cli.js';
 
 const until = async (what: () => boolean, ms = 10_000) => {

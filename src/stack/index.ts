@@ -7,9 +7,9 @@ export type {
   ServicePorts,
   ServiceSpec,
   StackSpec,
-} from './spec.js';
-export { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, REPLICA_STATES } from './spec.js';
-export { loadStack, parseStack, SERVICE_KEYS } from './load.js';
+} from './spec/spec.js';
+export { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, REPLICA_STATES } from './spec/spec.js';
+export { loadStack, parseStack, SERVICE_KEYS } from './spec/load.js';
 export {
   describeTemplateError,
   endpointUrl,
@@ -20,17 +20,17 @@ export {
   reachableHost,
   resolveTemplate,
   SERVICE_NAME_RE,
-} from './placeholders.js';
-export type { Endpoint, ParsedTemplate, Placeholder, ResolveContext, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
-export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './graph.js';
-export type { Blocked, ConditionStatus, GraphNode, ReplicaStatus, StatusMap } from './graph.js';
-export { applyUpdate, checkRunDir, createRunDir, defaultRunDir, formatEvent, portsRecord, RunDir, runStamp } from './run-dir.js';
-export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, RunDirOptions, StackEvent } from './run-dir.js';
-export { eraseFrame, formatAge, formatClock, formatEventLine, renderTable, StatusView, wantColor } from './status-view.js';
-export type { RenderOptions, StatusRow, StatusStream, StatusViewOptions } from './status-view.js';
-export { replicaSource } from './sources.js';
-export { portsNeeded, readPortsKey } from './ports-key.js';
-export { runStack } from './orchestrate.js';
-export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './orchestrate.js';
-export type { StatusMode } from './stack-console.js';
-export { formatFailure, formatStackReady, shownPath, tailLines } from './stack-messages.js';
+} from './spec/placeholders.js';
+export type { Endpoint, ParsedTemplate, Placeholder, ResolveContext, SelfField, ServiceField, TemplateError, TemplatePart } from './spec/placeholders.js';
+export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './spec/graph.js';
+export type { Blocked, ConditionStatus, GraphNode, ReplicaStatus, StatusMap } from './spec/graph.js';
+export { applyUpdate, checkRunDir, createRunDir, defaultRunDir, formatEvent, portsRecord, RunDir, runStamp } from './record/run-dir.js';
+export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, RunDirOptions, StackEvent } from './record/run-dir.js';
+export { eraseFrame, formatAge, formatClock, formatEventLine, renderTable, StatusView, wantColor } from './record/status-view.js';
+export type { RenderOptions, StatusRow, StatusStream, StatusViewOptions } from './record/status-view.js';
+export { replicaSource } from './spec/sources.js';
+export { portsNeeded, readPortsKey } from './spec/ports-key.js';
+export { runStack } from './run/orchestrate.js';
+export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './run/orchestrate.js';
+export type { StatusMode } from './record/stack-console.js';
+export { formatFailure, formatStackReady, shownPath, tailLines } from './record/stack-messages.js';

@@ -1,9 +1,9 @@
-import { formatRange, rangeSize } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import { DEFAULT_BAND } from '../layout/default-layout.js';
-import type { Band, Layout } from '../layout/types.js';
-import { instanceCount } from '../layout/windows.js';
-import { didYouMean } from '../util/yaml-source.js';
+import { formatRange, rangeSize } from '../../host/intervals.js';
+import type { PortRange } from '../../host/types.js';
+import { DEFAULT_BAND } from '../../layout/default-layout.js';
+import type { Band, Layout } from '../../layout/types.js';
+import { instanceCount } from '../../layout/windows.js';
+import { didYouMean } from '../../util/yaml-source.js';
 import { findCycles } from './graph.js';
 import type { Placeholder, TemplatePart } from './placeholders.js';
 import { portsNeeded } from './ports-key.js';

@@ -1,12 +1,12 @@
 import { readdirSync, rmdirSync, rmSync } from 'node:fs';
-import { BerthError, EXIT } from '../errors.js';
-import { signalNumber } from '../launch/launch.js';
-import { teardownWaves } from './graph.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { signalNumber } from '../../launch/launch.js';
+import { teardownWaves } from '../spec/graph.js';
 import { endAbandoned } from './restart.js';
 import type { Replica, Service } from './replica.js';
-import type { ReplicaState } from './spec.js';
+import type { ReplicaState } from '../spec/spec.js';
 import type { StackRun } from './stack-run.js';
-import type { StackResult } from './stack-types.js';
+import type { StackResult } from './types.js';
 
 /*
  * The end of a stack: dependents first, latest started first, TERM then KILL after each
@@ -62,7 +62,7 @@ async function tearDown(st: StackRun): Promise<void> {
           : 'stack stopping';
   for (const wave of teardownWaves(st.nodes, st.startedOrder)) {
     const reps = wave.flatMap((name) => st.byName.get(name)?.replicas ?? []);
-    // A service running elsewhere (multi-node.ts) is stopped by whoever runs it.
+    // A service running elsewhere (../multi-node/) is stopped by whoever runs it.
     const external = wave.filter((name) => !st.byName.has(name) && st.o.stopExternal);
     await Promise.all([...reps.map((rep) => stopReplica(st, rep, why)), ...external.map((name) => st.o.stopExternal!(name).catch(() => {}))]);
   }

@@ -1,5 +1,5 @@
-import type { AssignedPorts, PortEntry } from '../allocate/port-set.js';
-import { readInputFile } from '../util/safe-file.js';
+import type { AssignedPorts, PortEntry } from '../../allocate/port-set.js';
+import { readInputFile } from '../../util/safe-file.js';
 import type { ServiceSpec } from './spec.js';
 import { templateContext, type TemplateEndpoint } from './template-context.js';
 import { templateProblems, templateTagNames } from './templates.js';

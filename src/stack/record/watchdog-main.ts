@@ -1,4 +1,4 @@
-import { watch } from '../launch/watchdog-process.js';
+import { watch } from '../../launch/watchdog-process.js';
 import { markRunGone } from './run-gone.js';
 
 /*

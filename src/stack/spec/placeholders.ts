@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
-import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../allocate/port-set.js';
-import { BerthError, EXIT } from '../errors.js';
+import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../../allocate/port-set.js';
+import { BerthError, EXIT } from '../../errors.js';
 import type { Rank } from './ranks.js';
 
 /*

@@ -1,4 +1,4 @@
-import { BerthError, EXIT } from '../errors.js';
+import { BerthError, EXIT } from '../../errors.js';
 import { endReplica, firstLine, type Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
 import { startAttempt } from './start-attempt.js';

@@ -1,5 +1,5 @@
-import { EXIT } from '../errors.js';
-import { conditionStatus } from './graph.js';
+import { EXIT } from '../../errors.js';
+import { conditionStatus } from '../spec/graph.js';
 import type { Service } from './replica.js';
 import { startAttempt } from './start-attempt.js';
 import type { StackRun } from './stack-run.js';

@@ -1,14 +1,14 @@
 import { closeSync, constants, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { BerthError, EXIT } from '../errors.js';
-import { redactText } from '../launch/redact.js';
-import type { AssignedPorts } from '../allocate/port-set.js';
-import type { AuditFinding } from '../launch/types.js';
-import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
-import { openForAppend } from '../util/safe-file.js';
-import { endpointUrl } from './placeholders.js';
-import type { ReplicaState } from './spec.js';
-import type { SharedPorts } from './stack-types.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { redactText } from '../../launch/redact.js';
+import type { AssignedPorts } from '../../allocate/port-set.js';
+import type { AuditFinding } from '../../launch/types.js';
+import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../../util/private-dir.js';
+import { openForAppend } from '../../util/safe-file.js';
+import { endpointUrl } from '../spec/placeholders.js';
+import type { ReplicaState } from '../spec/spec.js';
+import type { SharedPorts } from '../run/types.js';
 
 /*
  * The run directory of one `berth up`:

@@ -1,5 +1,5 @@
 import type { StackEvent } from './run-dir.js';
-import type { ReplicaState } from './spec.js';
+import type { ReplicaState } from '../spec/spec.js';
 
 /*
  * What `berth up` shows while it runs. On a terminal: a table of every replica redrawn in

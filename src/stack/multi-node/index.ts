@@ -16,6 +16,6 @@
  *      everything: berth up exits with that node's exit class (70 for a service that failed),
  *      naming its diagnostics under RUN_DIR/nodes/<node>/diagnostics/.
  */
-export { planNodes, agentServices, externalEndpoints, type NodePlan } from './multi-node/plan.js';
-export { runAgent, type AgentOptions } from './multi-node/agent.js';
-export { runMultiNodeStack, type MultiNodeOptions } from './multi-node/coordinator.js';
+export { planNodes, agentServices, externalEndpoints, type NodePlan } from './plan.js';
+export { runAgent, type AgentOptions } from './agent.js';
+export { runMultiNodeStack, type MultiNodeOptions } from './coordinator.js';

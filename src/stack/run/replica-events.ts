@@ -1,5 +1,5 @@
-import { EXIT } from '../errors.js';
-import type { ExitInfo, LaunchEvent } from '../launch/types.js';
+import { EXIT } from '../../errors.js';
+import type { ExitInfo, LaunchEvent } from '../../launch/types.js';
 import { replicaFailed, restart, restartLeft } from './restart.js';
 import { endReplica, firstLine, stripName, type Replica } from './replica.js';
 import { dirname } from 'node:path';

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename, isAbsolute, relative } from 'node:path';
-import type { StackResult } from './orchestrate.js';
+import type { StackResult } from '../run/orchestrate.js';
 import type { EndpointRecord, EndpointsDocument } from './run-dir.js';
 
 /*

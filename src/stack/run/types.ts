@@ -1,10 +1,10 @@
-import type { AssignedPorts } from '../allocate/port-set.js';
-import type { Topology } from './ranks.js';
-import type { GraphNode, ReplicaStatus } from './graph.js';
-import type { EndpointsDocument, ReplicaUpdate, StackEvent } from './run-dir.js';
-import type { Endpoint } from './placeholders.js';
-import type { StackSpec } from './spec.js';
-import type { StatusMode } from './stack-console.js';
+import type { AssignedPorts } from '../../allocate/port-set.js';
+import type { Topology } from '../spec/ranks.js';
+import type { GraphNode, ReplicaStatus } from '../spec/graph.js';
+import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/run-dir.js';
+import type { Endpoint } from '../spec/placeholders.js';
+import type { StackSpec } from '../spec/spec.js';
+import type { StatusMode } from '../record/stack-console.js';
 
 /* The public face of `berth up` as a library: options, handle, result. */
 
@@ -38,7 +38,7 @@ export interface RunStackOptions {
   /** berth's own warnings (launch warnings, listeners outside a replica's ports). */
   onWarning?: (message: string) => void;
   /**
-   * Services running elsewhere (a multi-node stack's other nodes, see multi-node.ts): not in
+   * Services running elsewhere (a multi-node stack's other nodes, see ../multi-node/): not in
    * the spec, always ready, with these endpoints for the placeholders of their dependents.
    */
   external?: ReadonlyMap<string, readonly Endpoint[]>;

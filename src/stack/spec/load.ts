@@ -2,23 +2,23 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, Pair } from 'yaml';
-import { BerthError, EXIT } from '../errors.js';
-import type { PortRange } from '../host/types.js';
-import type { Handoff, ReadySpec } from '../launch/types.js';
-import { DEFAULT_BAND } from '../layout/default-layout.js';
-import { parseLayout } from '../layout/parse.js';
-import type { Layout } from '../layout/types.js';
-import { listenAddressProblem } from '../util/address.js';
-import { DEADLINE, GRACE, parseDuration, timerProblem } from '../util/duration.js';
-import { readInputFile } from '../util/safe-file.js';
-import { didYouMean, isNullish, kindOf, readReason, scalarText, scalarTextOrBool, toUint, YamlSource } from '../util/yaml-source.js';
+import { BerthError, EXIT } from '../../errors.js';
+import type { PortRange } from '../../host/types.js';
+import type { Handoff, ReadySpec } from '../../launch/types.js';
+import { DEFAULT_BAND } from '../../layout/default-layout.js';
+import { parseLayout } from '../../layout/parse.js';
+import type { Layout } from '../../layout/types.js';
+import { listenAddressProblem } from '../../util/address.js';
+import { DEADLINE, GRACE, parseDuration, timerProblem } from '../../util/duration.js';
+import { readInputFile } from '../../util/safe-file.js';
+import { didYouMean, isNullish, kindOf, readReason, scalarText, scalarTextOrBool, toUint, YamlSource } from '../../util/yaml-source.js';
 import { CrossCheck, type Draft } from './cross-check.js';
 import { checkNodes } from './nodes-check.js';
 import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
 import { readTemplatesKey } from './templates-key.js';
-import { IMPLICIT_SET, type PortEntry } from '../allocate/port-set.js';
-import { shownPath } from './stack-messages.js';
+import { IMPLICIT_SET, type PortEntry } from '../../allocate/port-set.js';
+import { shownPath } from '../record/stack-messages.js';
 import {
   DEFAULT_HOST,
   DEFAULT_RESTART_LIMIT,

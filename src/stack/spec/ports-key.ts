@@ -1,7 +1,7 @@
 import { isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
-import { MAX_BLOCK, portSetProblem, type PortEntry } from '../allocate/port-set.js';
-import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-source.js';
+import { MAX_BLOCK, portSetProblem, type PortEntry } from '../../allocate/port-set.js';
+import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js';
 
 /*
  * A service's `ports:` key: its named port set, in order, the first entry the primary port.

@@ -1,10 +1,10 @@
-import { BerthError, EXIT } from '../errors.js';
-import { launch } from '../launch/launch.js';
-import type { LaunchEvent, LaunchOptions, ReadySpec } from '../launch/types.js';
-import { portSetEnv } from '../allocate/port-set.js';
-import { rankEnv, rankOf } from './ranks.js';
-import type { SharedPorts } from './stack-types.js';
-import { resolveTemplate, type Endpoint, type ResolveContext } from './placeholders.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { launch } from '../../launch/launch.js';
+import type { LaunchEvent, LaunchOptions, ReadySpec } from '../../launch/types.js';
+import { portSetEnv } from '../../allocate/port-set.js';
+import { rankEnv, rankOf } from '../spec/ranks.js';
+import type { SharedPorts } from './types.js';
+import { resolveTemplate, type Endpoint, type ResolveContext } from '../spec/placeholders.js';
 import { renderReplicaTemplates } from './render-templates.js';
 import { endAbandoned } from './restart.js';
 import { firstLine, type Replica } from './replica.js';

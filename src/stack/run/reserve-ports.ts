@@ -1,14 +1,14 @@
-import { namedReservation, namedSetRequests } from '../allocate/reserve-named.js';
-import { setOptions } from '../allocate/reserve.js';
-import { reserveSet, type SetRequest } from '../allocate/reserve-set.js';
-import type { PortSource, Reservation, ReserveOptions } from '../allocate/types.js';
-import { BerthError, EXIT } from '../errors.js';
-import { readSysctls } from '../host/sysctl.js';
-import type { HostSysctls } from '../host/types.js';
+import { namedReservation, namedSetRequests } from '../../allocate/reserve-named.js';
+import { setOptions } from '../../allocate/reserve.js';
+import { reserveSet, type SetRequest } from '../../allocate/reserve-set.js';
+import type { PortSource, Reservation, ReserveOptions } from '../../allocate/types.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { readSysctls } from '../../host/sysctl.js';
+import type { HostSysctls } from '../../host/types.js';
 import { firstLine, type Replica } from './replica.js';
-import { replicaSource } from './sources.js';
+import { replicaSource } from '../spec/sources.js';
 import type { StackRun } from './stack-run.js';
-import { reachableHost } from './placeholders.js';
+import { reachableHost } from '../spec/placeholders.js';
 import { releasePorts, releaseShared } from './teardown.js';
 
 /*

@@ -1,4 +1,4 @@
-import { ignoreWriteErrors } from '../util/closed-output.js';
+import { ignoreWriteErrors } from '../../util/closed-output.js';
 import type { StackEvent } from './run-dir.js';
 import { LineBuffer, LinePrefixer, type ChunkConsumer } from './replica-output.js';
 import { canRedraw, StatusView, type StatusStream } from './status-view.js';

@@ -1,16 +1,16 @@
-import { BerthError, EXIT } from '../errors.js';
-import type { HostSysctls } from '../host/types.js';
-import { guardRunDir } from '../launch/watchdog.js';
-import { gpuReplicas, type GpuReplica } from '../slurm/replicas.js';
-import { deferred } from '../util/deferred.js';
-import type { GraphNode, ReplicaStatus } from './graph.js';
-import type { Endpoint } from './placeholders.js';
+import { BerthError, EXIT } from '../../errors.js';
+import type { HostSysctls } from '../../host/types.js';
+import { guardRunDir } from '../../launch/watchdog.js';
+import { gpuReplicas, type GpuReplica } from '../../slurm/replicas.js';
+import { deferred } from '../../util/deferred.js';
+import type { GraphNode, ReplicaStatus } from '../spec/graph.js';
+import type { Endpoint } from '../spec/placeholders.js';
 import { makeService, stripName, type Replica, type Service } from './replica.js';
-import { createRunDir, type EndpointsDocument, type ReplicaUpdate, type RunDir, type StackEvent } from './run-dir.js';
-import { localTopology, type Topology } from './ranks.js';
-import type { StackSpec } from './spec.js';
-import { StackConsole } from './stack-console.js';
-import type { RunStackOptions, StackFailure, StackResult } from './stack-types.js';
+import { createRunDir, type EndpointsDocument, type ReplicaUpdate, type RunDir, type StackEvent } from '../record/run-dir.js';
+import { localTopology, type Topology } from '../spec/ranks.js';
+import type { StackSpec } from '../spec/spec.js';
+import { StackConsole } from '../record/stack-console.js';
+import type { RunStackOptions, StackFailure, StackResult } from './types.js';
 import { beginTeardown } from './teardown.js';
 
 /*

@@ -1,9 +1,9 @@
 import { basename, join } from 'node:path';
 import Mustache from 'mustache';
-import { BerthError, EXIT } from '../errors.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
-import { readInputFile } from '../util/safe-file.js';
-import { didYouMean, readReason } from '../util/yaml-source.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { writeFileAtomic } from '../../util/atomic-write.js';
+import { readInputFile } from '../../util/safe-file.js';
+import { didYouMean, readReason } from '../../util/yaml-source.js';
 
 /*
  * Config files rendered from templates (nginx, haproxy, Prometheus …) with mustache: logic-

@@ -1,11 +1,11 @@
-import type { AssignedPorts } from '../allocate/port-set.js';
-import type { NamedReservation } from '../allocate/reserve-named.js';
-import type { PortSource } from '../allocate/types.js';
-import type { AuditFinding, LaunchHandle } from '../launch/types.js';
-import type { GpuReplica } from '../slurm/replicas.js';
-import { OutputFanout, type ChunkConsumer } from './replica-output.js';
-import type { ReplicaState, ServiceSpec } from './spec.js';
-import type { StackConsole } from './stack-console.js';
+import type { AssignedPorts } from '../../allocate/port-set.js';
+import type { NamedReservation } from '../../allocate/reserve-named.js';
+import type { PortSource } from '../../allocate/types.js';
+import type { AuditFinding, LaunchHandle } from '../../launch/types.js';
+import type { GpuReplica } from '../../slurm/replicas.js';
+import { OutputFanout, type ChunkConsumer } from '../record/replica-output.js';
+import type { ReplicaState, ServiceSpec } from '../spec/spec.js';
+import type { StackConsole } from '../record/stack-console.js';
 
 /* A stack's services and replicas as the orchestrator tracks them while they run. */
 

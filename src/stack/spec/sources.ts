@@ -1,8 +1,8 @@
-import type { PortSource } from '../allocate/types.js';
-import { BerthError, EXIT } from '../errors.js';
-import type { HostSysctls } from '../host/types.js';
-import { requireDefaultBand } from '../layout/default-band.js';
-import { instanceWindow } from '../layout/windows.js';
+import type { PortSource } from '../../allocate/types.js';
+import { BerthError, EXIT } from '../../errors.js';
+import type { HostSysctls } from '../../host/types.js';
+import { requireDefaultBand } from '../../layout/default-band.js';
+import { instanceWindow } from '../../layout/windows.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /**

@@ -1,6 +1,6 @@
 import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic-write.js';
+import { writeFileAtomic } from '../../util/atomic-write.js';
 import { applyUpdate, formatEvent, type EndpointsDocument } from './run-dir.js';
 
 /*

@@ -1,8 +1,8 @@
 import { reserveStackPorts } from './reserve-ports.js';
 import { schedule } from './schedule.js';
-import type { StackSpec } from './spec.js';
+import type { StackSpec } from '../spec/spec.js';
 import { StackRun } from './stack-run.js';
-import type { RunStackOptions, StackHandle } from './stack-types.js';
+import type { RunStackOptions, StackHandle } from './types.js';
 import { stop } from './teardown.js';
 
 /*
@@ -19,7 +19,7 @@ import { stop } from './teardown.js';
  * events.jsonl, then endpoints.json atomically, and the status view).
  */
 
-export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './stack-types.js';
+export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './types.js';
 
 /** Starts a stack. Throws BerthError for a stack it refuses (65) or a run directory it cannot make (64/74). */
 export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHandle {

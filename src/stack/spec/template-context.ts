@@ -1,4 +1,4 @@
-import { portValue, type AssignedPorts } from '../allocate/port-set.js';
+import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
 import { endpointHostPort, reachableHost } from './placeholders.js';
 import type { Rank } from './ranks.js';
 
