@@ -11,7 +11,7 @@ import { runStack, type RunStackOptions, type StackFailure, type StackHandle, ty
 import { endpointUrl } from '../spec/placeholders.js';
 import { createRunDir, makeRunDir, PREVIOUS_RUN, type EndpointsDocument, type ReplicaUpdate, type RunDir } from '../record/run-dir.js';
 import type { StackSpec } from '../spec/spec.js';
-import type { SharedPorts } from '../run/types.js';
+import type { SharedPorts } from '../record/result.js';
 import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
 import { NodeMirror } from './node-mirror.js';

@@ -1,6 +1,6 @@
 import type { NodeFile } from '../../slurm/agents.js';
 import type { ReplicaUpdate } from '../record/run-dir.js';
-import type { SharedPorts } from '../run/types.js';
+import type { SharedPorts } from '../record/result.js';
 import { reachAt } from './plan.js';
 
 /*

@@ -1,6 +1,6 @@
 import { readCoordinatorFile, readNodeFile } from '../../slurm/agents.js';
 import type { ServiceSpec, StackSpec } from '../spec/spec.js';
-import type { SharedPorts } from '../run/types.js';
+import type { SharedPorts } from '../record/result.js';
 import { onNode, reachAt } from './plan.js';
 
 /*

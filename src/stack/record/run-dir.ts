@@ -8,7 +8,7 @@ import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../../uti
 import { openForAppend } from '../../util/safe-file.js';
 import { endpointUrl } from '../spec/placeholders.js';
 import type { ReplicaState } from '../spec/spec.js';
-import type { SharedPorts } from '../run/types.js';
+import type { SharedPorts } from './result.js';
 
 /*
  * The run directory of one `berth up`:

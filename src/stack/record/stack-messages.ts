@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
-import { basename, isAbsolute, relative } from 'node:path';
-import type { StackResult } from '../run/orchestrate.js';
+import { basename } from 'node:path';
+import { shownPath } from '../spec/shown-path.js';
+import type { StackResult } from './result.js';
 import type { EndpointRecord, EndpointsDocument } from './run-dir.js';
 
 /*
@@ -10,11 +11,7 @@ import type { EndpointRecord, EndpointsDocument } from './run-dir.js';
  * apart from reading the tail of a log file.
  */
 
-/** A path for messages: relative to `cwd` when below it. */
-export function shownPath(abs: string, cwd: string = process.cwd()): string {
-  const rel = relative(cwd, abs);
-  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? abs : rel;
-}
+export { shownPath };
 
 /** The last `n` non-empty lines of a file (reads at most its last `maxBytes`); [] when unreadable. */
 export function tailLines(file: string, n: number, maxBytes = 16_384): string[] {

@@ -18,7 +18,7 @@ import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_N
 import { readPortsKey, type YamlReader } from './ports-key.js';
 import { readTemplatesKey } from './templates-key.js';
 import { IMPLICIT_SET, type PortEntry } from '../../allocate/port-set.js';
-import { shownPath } from '../record/stack-messages.js';
+import { shownPath } from './shown-path.js';
 import {
   DEFAULT_HOST,
   DEFAULT_RESTART_LIMIT,
