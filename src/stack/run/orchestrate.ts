@@ -1,5 +1,5 @@
+import { next } from './next.js';
 import { reserveStackPorts } from './reserve-ports.js';
-import { schedule } from './schedule.js';
 import type { StackSpec } from '../spec/spec.js';
 import { StackRun } from './stack-run.js';
 import type { RunStackOptions, StackHandle } from './types.js';
@@ -13,17 +13,19 @@ import { stop } from './teardown.js';
  *   schedule.ts        dependency order: what may start now, the stack being ready
  *   start-attempt.ts   one attempt of one replica: placeholders filled, launch()
  *   replica-events.ts  launch's events and exits become replica states
- *   restart.ts         restart: on-failure, or the failure that ends the stack
+ *   restart.ts         restart: on-failure: the pause, the ports held again
  *   teardown.ts        stop: dependents first, leases back, the run directory made final
- * stack-run.ts holds the state they share and records every state change (RunDir.update:
- * events.jsonl, then endpoints.json atomically, and the status view).
+ * They do not call each other: each reports what happened (happened.ts) and next.ts alone
+ * decides what follows (start, restart, end). stack-run.ts holds the state they share and
+ * records every state change (RunDir.update: events.jsonl, then endpoints.json atomically,
+ * and the status view).
  */
 
 export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './types.js';
 
 /** Starts a stack. Throws BerthError for a stack it refuses (65) or a run directory it cannot make (64/74). */
 export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHandle {
-  const st = new StackRun(spec, opts);
+  const st: StackRun = new StackRun(spec, opts, (h) => next(st, h));
   const handle: StackHandle = {
     spec,
     runDir: st.run.path,
@@ -34,12 +36,12 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
     say: (text) => st.console.message(text),
     setExternal: (service, endpoints, statuses) => {
       st.external.set(service, { endpoints: [...endpoints], statuses: statuses ? [...statuses] : endpoints.length > 0 ? endpoints.map(() => ({ state: 'ready' })) : [{ state: 'ready' }] });
-      // Only once the ports are reserved: main() schedules for the first time itself.
-      if (st.reserved) schedule(st);
+      // Only once the ports are reserved: main() asks what may start for the first time itself.
+      if (st.reserved) next(st, { kind: 'progress' });
     },
     setPeers: (service, endpoints) => {
       st.peers.set(service, [...endpoints]);
-      if (st.reserved) schedule(st);
+      if (st.reserved) next(st, { kind: 'progress' });
     },
     recordExternal: (u) => st.record(u),
     recordShared: (service, shared) => {
@@ -61,7 +63,7 @@ async function main(st: StackRun): Promise<void> {
   try {
     if (await reserveStackPorts(st)) {
       st.reserved = true;
-      schedule(st);
+      next(st, { kind: 'progress' });
     }
   } catch (e) {
     st.internalError(e);

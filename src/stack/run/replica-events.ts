@@ -1,23 +1,19 @@
 import { EXIT } from '../../errors.js';
 import type { ExitInfo, LaunchEvent } from '../../launch/types.js';
-import { replicaFailed, restart, restartLeft } from './restart.js';
-import { endReplica, firstLine, stripName, type Replica } from './replica.js';
 import { dirname } from 'node:path';
-import { schedule } from './schedule.js';
+import type { Happened } from './happened.js';
+import { endReplica, firstLine, stripName, type Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
-import { beginTeardown } from './teardown.js';
 
 /*
  * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings,
- * listeners outside its ports) and how its exit ends it: the job's ranks end the stack (all
- * of them exited, or the first that failed), a one-shot
- * service completes, anything else after it was ready is a failure (restart.ts decides
- * whether it comes back).
- * Events of an earlier attempt are ignored.
+ * listeners outside its ports) and its exit, recorded as replica states and told to next.ts
+ * as what happened: ready or completed (something may start), an attempt failed (restart or
+ * the stack's end), a rank of the job exited. Events of an earlier attempt are ignored.
  */
 
-export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: LaunchEvent): void {
-  if (attempt !== rep.attempt) return;
+export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: LaunchEvent): Happened | undefined {
+  if (attempt !== rep.attempt) return undefined;
   const port = rep.port !== undefined ? { port: rep.port } : {};
   switch (e.type) {
     case 'spawned':
@@ -30,8 +26,7 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       if (rep.port !== undefined && e.info.host !== '') rep.host = e.info.host;
       rep.everReady = true;
       st.update(rep, { state: 'ready', pid: e.info.pid, ...(rep.port !== undefined ? { host: rep.host } : {}) });
-      schedule(st);
-      break;
+      return { kind: 'progress' };
     }
     case 'failed': {
       const d = rep.diag[rep.diag.length - 1];
@@ -41,8 +36,8 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       rep.attemptFailed = true;
       const reason = stripName(firstLine(e.message), rep.label);
       st.update(rep, { state: 'failed', code: e.exitCode, detail: reason });
-      replicaFailed(st, rep, e.exitCode, reason, e.bundle);
-      break;
+      // Its exit comes later (onRunnerExited ends it then).
+      return { kind: 'attempt-failed', rep, exitCode: e.exitCode, reason, bundle: e.bundle, ended: false };
     }
     case 'warning':
       st.warn(e.message);
@@ -60,16 +55,17 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       // stopping is reported when berth asks; exits through the `exited` promise
       break;
   }
+  return undefined;
 }
 
-export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info: ExitInfo): void {
-  if (attempt !== rep.attempt) return;
+export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info: ExitInfo): Happened | undefined {
+  if (attempt !== rep.attempt) return undefined;
   const d = rep.diag[rep.diag.length - 1];
   if (d && info.bundle) d.keep = true;
   if (rep.attemptFailed) {
     // The failure was reported at its 'failed' event; a restart waits for this exit.
     if (rep.final) endReplica(rep);
-    return;
+    return undefined;
   }
   const status = info.exitCode;
   const sig = info.signal ?? undefined;
@@ -77,52 +73,37 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
     st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
     rep.final = true;
     endReplica(rep);
-    return;
+    return undefined;
   }
-  if (rep.svc.spec.job) return jobRankExited(st, rep, info);
+  if (rep.svc.spec.job) return { kind: 'rank-exited', rep, info };
   if (status === 0) {
     // A one-shot service (something may wait for it to complete).
     st.update(rep, { state: 'exited', code: 0 });
     rep.final = true;
     endReplica(rep);
-    schedule(st);
-    return;
+    return { kind: 'progress' };
   }
   const reason = info.signal ? `was killed by ${info.signal} after it was ready` : `exited with status ${status} after it was ready`;
   st.update(rep, { state: 'failed', code: status, ...(sig ? { signal: sig } : {}), detail: reason });
   rep.attemptFailed = true;
-  replicaFailed(st, rep, EXIT.SOFTWARE, reason, info.bundle);
-  if (rep.final) endReplica(rep);
+  return { kind: 'attempt-failed', rep, exitCode: EXIT.SOFTWARE, reason, bundle: info.bundle, ended: true };
 }
 
-/**
- * A rank of the job exited. The stack ends when every rank has (status 0 if all were 0), or
- * at the first that failed: its status is the stack's, and the teardown stops the others so
- * none is left waiting in a collective for the dead one. Rank 0 ending first is no success.
- */
-function jobRankExited(st: StackRun, rep: Replica, info: ExitInfo): void {
-  const status = info.exitCode;
+/** A rank of the job exited for good: recorded, its stream closed. */
+export function rankEnded(st: StackRun, rep: Replica, info: ExitInfo): void {
   const sig = info.signal ?? undefined;
-  const ranks = rep.svc.replicas.length;
-  if (status !== 0 && ranks === 1 && restartLeft(st, rep, EXIT.SOFTWARE)) {
-    st.update(rep, { state: 'failed', code: status, detail: `exited with status ${status}` });
-    restart(st, rep, `exited with status ${status}`);
-    return;
-  }
-  st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+  st.update(rep, { state: 'exited', code: info.exitCode, ...(sig ? { signal: sig } : {}) });
   rep.final = true;
   endReplica(rep);
-  const job = { service: rep.svc.spec.name, replica: rep.index, status, code: info.code, signal: info.signal };
-  if (status !== 0) {
-    st.job = job;
-    const how = sig ? `was killed by ${sig}` : `exited with status ${status}`;
-    const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}; the other ranks are stopped`;
-    st.failure = { service: job.service, replica: rep.index, exitCode: status, reason: who, logs: st.run.logFiles(job.service, rep.index), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
-    beginTeardown(st, 'job');
-    return;
-  }
-  if (rep.svc.replicas.every((r) => r.final)) {
-    st.job = job;
-    beginTeardown(st, 'job');
-  }
+}
+
+/** The job's end as the result tells it; a failed rank is the stack's failure (its status the stack's). */
+export function recordJobEnd(st: StackRun, rep: Replica, info: ExitInfo): void {
+  const status = info.exitCode;
+  const ranks = rep.svc.replicas.length;
+  st.job = { service: rep.svc.spec.name, replica: rep.index, status, code: info.code, signal: info.signal };
+  if (status === 0) return;
+  const how = info.signal ? `was killed by ${info.signal}` : `exited with status ${status}`;
+  const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}; the other ranks are stopped`;
+  st.failure = { service: st.job.service, replica: rep.index, exitCode: status, reason: who, logs: st.run.logFiles(st.job.service, rep.index), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
 }

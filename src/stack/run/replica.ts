@@ -120,6 +120,12 @@ export function endReplica(rep: Replica): void {
   rep.markEnded();
 }
 
+/** A replica waiting for its (re)start when the stack ended. */
+export function endAbandoned(rep: Replica): void {
+  rep.final = true;
+  endReplica(rep);
+}
+
 export function firstLine(text: string): string {
   const i = text.indexOf('\n');
   return i < 0 ? text : text.slice(0, i);

@@ -9,7 +9,7 @@ import { firstLine, type Replica } from './replica.js';
 import { replicaSource } from '../spec/sources.js';
 import type { StackRun } from './stack-run.js';
 import { reachableHost } from '../spec/placeholders.js';
-import { releasePorts, releaseShared } from './teardown.js';
+import { releasePorts, releaseShared } from './release.js';
 
 /*
  * Every port of the stack first, as one set (allocate/reserve-set.ts): each replica's whole

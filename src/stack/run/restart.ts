@@ -1,14 +1,12 @@
 import { BerthError, EXIT } from '../../errors.js';
-import { endReplica, firstLine, type Replica } from './replica.js';
+import { endAbandoned, firstLine, type Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
-import { startAttempt } from './start-attempt.js';
-import { beginTeardown } from './teardown.js';
 
 /*
  * `restart: on-failure`: a replica that failed with a restartable class (a port lost, a
  * crash, a slow start) comes back after a growing pause, up to restart_limit times, on the
  * same ports (its leases are kept, its singles held again in the pause); else its failure
- * fails the stack.
+ * fails the stack (next.ts decides which).
  */
 
 /** Exit classes worth another attempt (a port lost, a crash, a slow start); usage and I/O errors repeat. */
@@ -21,13 +19,8 @@ export function restartLeft(st: StackRun, rep: Replica, exitCode: number): boole
   return !st.ending && r.policy === 'on-failure' && rep.restarts < r.limit && RESTARTABLE.has(exitCode);
 }
 
-export function replicaFailed(st: StackRun, rep: Replica, exitCode: number, reason: string, bundle: string | undefined): void {
-  if (restartLeft(st, rep, exitCode)) {
-    restart(st, rep, reason);
-    return;
-  }
-  rep.final = true;
-  if (st.ending) return;
+/** The failure that ends the stack: which replica, why, where its diagnostics are. */
+export function recordFailure(st: StackRun, rep: Replica, exitCode: number, reason: string, bundle: string | undefined): void {
   const d = rep.diag[rep.diag.length - 1];
   st.failure = {
     service: rep.svc.spec.name,
@@ -37,9 +30,9 @@ export function replicaFailed(st: StackRun, rep: Replica, exitCode: number, reas
     logs: st.run.logFiles(rep.svc.spec.name, rep.index),
     ...(d && bundle ? { diagnostics: d.dir, bundle } : {}),
   };
-  beginTeardown(st, 'failed');
 }
 
+/** The pause, its ports held again, then 'restart-due' (or 'attempt-failed' when one is taken). */
 export function restart(st: StackRun, rep: Replica, reason: string): void {
   rep.restarts++;
   const limit = rep.svc.spec.restart.limit;
@@ -60,11 +53,10 @@ export function restart(st: StackRun, rep: Replica, reason: string): void {
     if (taken) {
       const why = `restart: cannot come back on its ports: ${firstLine(taken.message)}`;
       st.update(rep, { state: 'failed', code: taken.exitCode, detail: why });
-      replicaFailed(st, rep, taken.exitCode, why, undefined);
-      if (rep.final) endReplica(rep);
+      st.next({ kind: 'attempt-failed', rep, exitCode: taken.exitCode, reason: why, ended: true });
       return;
     }
-    startAttempt(st, rep);
+    st.next({ kind: 'restart-due', rep });
   })().catch((e) => st.internalError(e));
 }
 
@@ -80,10 +72,4 @@ async function rehold(rep: Replica): Promise<BerthError | undefined> {
   } catch (e) {
     return e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
   }
-}
-
-/** A replica waiting for its restart when the stack ended. */
-export function endAbandoned(rep: Replica): void {
-  rep.final = true;
-  endReplica(rep);
 }

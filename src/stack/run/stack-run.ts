@@ -11,12 +11,13 @@ import { localTopology, type Topology } from '../spec/ranks.js';
 import type { StackSpec } from '../spec/spec.js';
 import { StackConsole } from '../record/stack-console.js';
 import type { RunStackOptions, StackFailure, StackResult } from './types.js';
-import { beginTeardown } from './teardown.js';
+import type { Happened } from './happened.js';
 
 /*
  * The state of one running stack, shared by its phases (reserve-ports, schedule,
  * start-attempt, replica-events, restart, teardown), and the few things every phase does:
- * record a state change, warn, fail the stack, wait.
+ * record a state change, warn, fail the stack, wait, and tell next.ts what happened
+ * (`next`, given by orchestrate.ts: the phases never call each other).
  */
 export class StackRun {
   readonly run: RunDir;
@@ -47,6 +48,8 @@ export class StackRun {
   constructor(
     readonly spec: StackSpec,
     readonly o: RunStackOptions,
+    /** What happened, for next.ts to decide what comes next. */
+    readonly next: (h: Happened) => void,
   ) {
     this.env = o.env ?? process.env;
     // replicas: gpus — one replica per GPU of the Slurm job, known only now (src/slurm/replicas.ts).
@@ -174,7 +177,7 @@ export class StackRun {
   failStack(rep: Replica, exitCode: number, reason: string): void {
     if (this.ending) return;
     this.failure = { service: rep.svc.spec.name, replica: rep.index, exitCode, reason: stripName(reason, rep.label), logs: this.run.logFiles(rep.svc.spec.name, rep.index) };
-    beginTeardown(this, 'failed');
+    this.next({ kind: 'end', reason: 'failed' });
   }
 
   internalError(e: unknown): void {
@@ -185,6 +188,6 @@ export class StackRun {
     }
     const rep = this.services[0]!.replicas[0]!;
     this.failure = { service: '(berth)', replica: 0, exitCode: EXIT.SOFTWARE, reason: msg, logs: this.run.logFiles(rep.svc.spec.name, rep.index) };
-    beginTeardown(this, 'failed');
+    this.next({ kind: 'end', reason: 'failed' });
   }
 }

@@ -6,15 +6,15 @@ import { rankEnv, rankOf } from '../spec/ranks.js';
 import type { SharedPorts } from './types.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from '../spec/placeholders.js';
 import { renderReplicaTemplates } from './render-templates.js';
-import { endAbandoned } from './restart.js';
-import { firstLine, type Replica } from './replica.js';
+import { endAbandoned, firstLine, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
 
 /*
  * One attempt of one replica: placeholders filled from the dependencies' endpoints as they
  * are now, then one launch() on the replica's reserved ports (or portless). Its events and
- * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored.
+ * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored, and
+ * what they made happen to next.ts (StackRun.next).
  */
 
 const endpointOf = (r: Replica): Endpoint => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) });
@@ -99,7 +99,8 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   }
   const onEvent = (e: LaunchEvent) => {
     try {
-      onRunnerEvent(st, rep, attempt, e);
+      const h = onRunnerEvent(st, rep, attempt, e);
+      if (h) st.next(h);
     } catch (err) {
       st.internalError(err);
     }
@@ -160,7 +161,8 @@ function run(st: StackRun, rep: Replica, attempt: number, lo: LaunchOptions): vo
   rep.runner = runner;
   void runner.exited.then((info) => {
     try {
-      onRunnerExited(st, rep, attempt, info);
+      const h = onRunnerExited(st, rep, attempt, info);
+      if (h) st.next(h);
     } catch (err) {
       st.internalError(err);
     }

@@ -2,8 +2,8 @@ import { readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
 import { teardownWaves } from '../spec/graph.js';
-import { endAbandoned } from './restart.js';
-import type { Replica, Service } from './replica.js';
+import { releasePorts, releaseShared } from './release.js';
+import { endAbandoned, type Replica } from './replica.js';
 import type { ReplicaState } from '../spec/spec.js';
 import type { StackRun } from './stack-run.js';
 import type { StackResult } from './types.js';
@@ -88,30 +88,6 @@ async function stopReplica(st: StackRun, rep: Replica, why: string): Promise<voi
   }
   await runner.exited;
   await rep.ended;
-}
-
-/** The replica's leases back (its holds closed): only once nothing of it runs any more. */
-export async function releasePorts(st: StackRun, rep: Replica): Promise<void> {
-  const set = rep.set;
-  rep.set = undefined;
-  if (!set) return;
-  try {
-    await set.release();
-  } catch (e) {
-    st.warn(`could not release the leases of ${rep.label} (port ${rep.port}): ${(e as Error).message}`);
-  }
-}
-
-/** A service's shared ports back, when leased here. */
-export async function releaseShared(st: StackRun, svc: Service): Promise<void> {
-  const set = svc.shared?.set;
-  if (!set) return;
-  delete svc.shared!.set;
-  try {
-    await set.release();
-  } catch (e) {
-    st.warn(`could not release the shared ports of ${svc.spec.name} (${svc.shared!.assigned.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}): ${(e as Error).message}`);
-  }
 }
 
 function finish(st: StackRun): void {
