@@ -1,7 +1,9 @@
+import { toUint } from '../../util/yaml-source.js';
 import type { ServiceSpec } from './spec.js';
 
 /*
- * Checks of `nodes:` across services. A service with `nodes:` runs on other nodes, in a berth
+ * `nodes:` (Slurm): all, others (every node but the first) or the first N nodes of the
+ * allocation; and its checks across services. A service with `nodes:` runs on other nodes, in a berth
  * agent that starts only the services of its node; so a `nodes:` service it depends on must
  * run on each of its nodes too. A service without `nodes:` (once, on the first node) may be
  * depended on by anything: the agents wait for it through the run directory, and it reaches
@@ -11,6 +13,14 @@ import type { ServiceSpec } from './spec.js';
 type Nodes = NonNullable<ServiceSpec['nodes']>;
 
 const shown = (n: Nodes): string => `nodes: ${n}`;
+
+/** The value of `nodes:`; undefined when it is none of all, others, N ≥ 1. */
+export function readNodesKey(text: string | undefined): Nodes | undefined {
+  const t = text?.trim();
+  if (t === 'all' || t === 'others') return t;
+  const n = t === undefined ? undefined : toUint(t);
+  return n === undefined || n < 1 ? undefined : n;
+}
 
 /** Whether every node of `inner` is a node of `outer`, whatever the allocation's size. */
 function covers(outer: Nodes, inner: Nodes): boolean {
