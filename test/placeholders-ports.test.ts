@@ -5,7 +5,7 @@ import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { BerthError, EXIT } from '../src/errors.js';
 import { parseTemplate, portsRecord, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
-import { assignedOfRecord } from '../src/stack/record/run-dir.js';
+import { assignedOfRecord } from '../src/stack/record/endpoints.js';
 
 /* The named-port placeholders of a stack: grammar (pure parsing) and values. */
 

@@ -24,8 +24,10 @@ export {
 export type { Endpoint, ParsedTemplate, Placeholder, ResolveContext, SelfField, ServiceField, TemplateError, TemplatePart } from './spec/placeholders.js';
 export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './spec/graph.js';
 export type { Blocked, ConditionStatus, GraphNode, ReplicaStatus, StatusMap } from './spec/graph.js';
-export { applyUpdate, checkRunDir, createRunDir, defaultRunDir, formatEvent, portsRecord, RunDir, runStamp } from './record/run-dir.js';
-export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, RunDirOptions, StackEvent } from './record/run-dir.js';
+export { checkRunDir, createRunDir, defaultRunDir, RunDir, runStamp } from './record/run-dir.js';
+export type { RunDirOptions } from './record/run-dir.js';
+export { applyUpdate, formatEvent, portsRecord } from './record/endpoints.js';
+export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, StackEvent } from './record/endpoints.js';
 export { eraseFrame, formatAge, formatClock, formatEventLine, renderTable, StatusView, wantColor } from './record/status-view.js';
 export type { RenderOptions, StatusRow, StatusStream, StatusViewOptions } from './record/status-view.js';
 export { replicaSource } from './spec/sources.js';

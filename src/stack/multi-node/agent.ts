@@ -6,7 +6,7 @@ import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../run/orchestrate.js';
 import { rankOf } from '../spec/ranks.js';
-import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../record/run-dir.js';
+import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../record/endpoints.js';
 import type { StackSpec } from '../spec/spec.js';
 import { waitForLocal } from './local-deps.js';
 import { prefixLines } from './prefix-lines.js';

@@ -4,7 +4,7 @@ import { readCoordinatorFile } from '../../slurm/agents.js';
 import { conditionStatus, type ReplicaStatus } from '../spec/graph.js';
 import type { StackHandle } from '../run/orchestrate.js';
 import type { Endpoint } from '../spec/placeholders.js';
-import { assignedOfRecord } from '../record/run-dir.js';
+import { assignedOfRecord } from '../record/endpoints.js';
 import type { DependCondition, ServiceSpec } from '../spec/spec.js';
 import { reachAt } from './plan.js';
 

@@ -1,5 +1,5 @@
 import type { NodeFile } from '../../slurm/agents.js';
-import type { ReplicaUpdate } from '../record/run-dir.js';
+import type { ReplicaUpdate } from '../record/endpoints.js';
 import type { SharedPorts } from '../record/result.js';
 import { reachAt } from './plan.js';
 

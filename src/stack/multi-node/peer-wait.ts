@@ -2,7 +2,7 @@ import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from '../../slur
 import { readInputFile } from '../../util/safe-file.js';
 import type { Endpoint } from '../spec/placeholders.js';
 import { placeholdersOf } from '../spec/placeholders.js';
-import { assignedOfRecord, type EndpointRecord } from '../record/run-dir.js';
+import { assignedOfRecord, type EndpointRecord } from '../record/endpoints.js';
 import type { ServiceSpec } from '../spec/spec.js';
 import { templateTagNames } from '../spec/templates.js';
 import { endpointOnNode, serviceNodes } from './plan.js';

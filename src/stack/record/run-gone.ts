@@ -1,7 +1,7 @@
 import { closeSync, constants, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../util/atomic-write.js';
-import { applyUpdate, formatEvent, type EndpointsDocument } from './run-dir.js';
+import { applyUpdate, formatEvent, type EndpointsDocument } from './endpoints.js';
 
 /*
  * After berth died, its watchdog (src/launch/watchdog-process.ts) has stopped the services;

@@ -1,5 +1,5 @@
 import { ignoreWriteErrors } from '../../util/closed-output.js';
-import type { StackEvent } from './run-dir.js';
+import type { StackEvent } from './endpoints.js';
 import { LineBuffer, LinePrefixer, type ChunkConsumer } from './replica-output.js';
 import { canRedraw, StatusView, type StatusStream } from './status-view.js';
 

@@ -2,7 +2,7 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
 import { shownPath } from '../spec/shown-path.js';
 import type { StackResult } from './result.js';
-import type { EndpointRecord, EndpointsDocument } from './run-dir.js';
+import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
 
 /*
  * What `berth up` says at its two big moments: the stack is ready (where every replica is),

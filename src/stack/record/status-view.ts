@@ -1,4 +1,4 @@
-import type { StackEvent } from './run-dir.js';
+import type { StackEvent } from './endpoints.js';
 import type { ReplicaState } from '../spec/spec.js';
 
 /*

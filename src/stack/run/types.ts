@@ -1,6 +1,6 @@
 import type { Topology } from '../spec/ranks.js';
 import type { GraphNode, ReplicaStatus } from '../spec/graph.js';
-import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/run-dir.js';
+import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
 import type { Endpoint } from '../spec/placeholders.js';
 import type { StackSpec } from '../spec/spec.js';
 import type { StatusMode } from '../record/stack-console.js';
