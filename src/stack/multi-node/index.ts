@@ -1,5 +1,5 @@
 /*
- * Multi-node stacks (`nodes: all | N | others`) inside a Slurm allocation. `berth up` on the
+ * multi-node/: multi-node stacks (`nodes: all | N | others`) inside a Slurm allocation. `berth up` on the
  * first node becomes the coordinator (multi-node/coordinator.ts):
  *   1. it starts one berth agent per node in a single step, `srun --ntasks-per-node=1
  *      --overlap … berth up STACK --agent RUN_DIR` (Slurm launches them: no ssh, no daemon);
@@ -15,6 +15,8 @@
  *      (with `node`); a node that fails (before or after ready), or agents that end, stop
  *      everything: berth up exits with that node's exit class (70 for a service that failed),
  *      naming its diagnostics under RUN_DIR/nodes/<node>/diagnostics/.
+ * May import: ../run/ (runStack), ../record/, ../spec/, src/slurm, src/launch, src/util,
+ * src/errors.
  */
 export { planNodes, agentServices, externalEndpoints, type NodePlan } from './plan.js';
 export { runAgent, type AgentOptions } from './agent.js';
