@@ -33,7 +33,7 @@ const realRead = fs.readFileSync;
 }) as typeof fs.readFileSync;
 syncBuiltinESMExports();
 
-const { parseStack } = await import('../src/stack/spec/load.js');
+const { parseStack } = await import('../src/stack/file/load.js');
 const { planNodes, runMultiNodeStack } = await import('../src/stack/multi-node/index.js');
 const { compressHostlist } = await import('../src/slurm/hostlist.js');
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseStack } from '../src/stack/spec/load.js';
+import { parseStack } from '../src/stack/file/load.js';
 import { planNodes } from '../src/stack/multi-node/index.js';
 import { graphNodes } from '../src/stack/multi-node/plan.js';
 import { runStack } from '../src/stack/run/orchestrate.js';

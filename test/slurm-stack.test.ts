@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BerthError } from '../src/errors.js';
-import { parseStack } from '../src/stack/spec/load.js';
-import { resolveTemplate } from '../src/stack/spec/placeholders.js';
-import { replicaSource } from '../src/stack/spec/sources.js';
+import { parseStack } from '../src/stack/file/load.js';
+import { resolveTemplate } from '../src/stack/file/placeholders.js';
+import { replicaSource } from '../src/stack/file/sources.js';
 import type { HostSysctls } from '../src/host/types.js';
 
 // Stack files with Slurm's keys: replicas: gpus, {gpu}, nodes: all|N.

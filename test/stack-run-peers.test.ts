@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseStack } from '../src/stack/spec/load.js';
+import { parseStack } from '../src/stack/file/load.js';
 import { runStack } from '../src/stack/run/orchestrate.js';
 import { tempStateDir } from './helpers/cli.js';
 

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { BerthError } from '../../errors.js';
-import { loadStack } from '../../stack/spec/load.js';
+import { loadStack } from '../../stack/file/load.js';
 import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node/index.js';
 import { runStack, type RunStackOptions } from '../../stack/run/orchestrate.js';
 import { formatFailure, formatStackReady, shownPath } from '../../stack/record/stack-messages.js';

@@ -5,9 +5,9 @@ import { nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeR
 import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../run/orchestrate.js';
-import { rankOf } from '../spec/ranks.js';
+import { rankOf } from '../file/ranks.js';
 import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../record/endpoints.js';
-import type { StackSpec } from '../spec/spec.js';
+import type { StackSpec } from '../file/spec.js';
 import { waitForLocal } from './local-deps.js';
 import { prefixLines } from './prefix-lines.js';
 import { agentServices, graphNodes } from './plan.js';

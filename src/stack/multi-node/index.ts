@@ -15,7 +15,7 @@
  *      (with `node`); a node that fails (before or after ready), or agents that end, stop
  *      everything: berth up exits with that node's exit class (70 for a service that failed),
  *      naming its diagnostics under RUN_DIR/nodes/<node>/diagnostics/.
- * May import: ../run/ (runStack), ../record/, ../spec/, src/slurm, src/launch, src/util,
+ * May import: ../run/ (runStack), ../record/, ../file/, src/slurm, src/launch, src/util,
  * src/errors.
  */
 export { planNodes, agentServices, externalEndpoints, type NodePlan } from './plan.js';

@@ -1,5 +1,5 @@
 import { readCoordinatorFile, readNodeFile } from '../../slurm/agents.js';
-import type { ServiceSpec, StackSpec } from '../spec/spec.js';
+import type { ServiceSpec, StackSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { onNode, reachAt } from './plan.js';
 

@@ -1,8 +1,8 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
 import { redactText } from '../../launch/redact.js';
 import type { AuditFinding } from '../../launch/types.js';
-import { endpointUrl } from '../spec/placeholders.js';
-import type { ReplicaState } from '../spec/spec.js';
+import { endpointUrl } from '../file/placeholders.js';
+import type { ReplicaState } from '../file/spec.js';
 import type { SharedPorts } from './result.js';
 
 /*

@@ -5,7 +5,7 @@
  * replicas' prefixed output, replica-output.ts), what `berth up` says (stack-messages.ts),
  * and the watchdog's mark on a run whose berth died (run-gone.ts, watchdog-main.ts).
  * Writes and shows; decides nothing about the run.
- * May import: ../spec/ and src/launch, src/allocate (types), src/util, src/errors; never
+ * May import: ../file/ and src/launch, src/allocate (types), src/util, src/errors; never
  * ../run/ or ../multi-node/.
  */
 export { checkRunDir, createRunDir, defaultRunDir, RunDir, runStamp } from './run-dir.js';

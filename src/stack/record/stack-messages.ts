@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
-import { shownPath } from '../spec/shown-path.js';
+import { shownPath } from '../file/shown-path.js';
 import type { StackResult } from './result.js';
 import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
 

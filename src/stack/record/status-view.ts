@@ -1,5 +1,5 @@
 import type { StackEvent } from './endpoints.js';
-import type { ReplicaState } from '../spec/spec.js';
+import type { ReplicaState } from '../file/spec.js';
 
 /*
  * What `berth up` shows while it runs. On a terminal: a table of every replica redrawn in

@@ -1,6 +1,6 @@
 import { next } from './next.js';
 import { reserveStackPorts } from './reserve-ports.js';
-import type { StackSpec } from '../spec/spec.js';
+import type { StackSpec } from '../file/spec.js';
 import { StackRun } from './stack-run.js';
 import type { RunStackOptions, StackHandle } from './types.js';
 import { stop } from './teardown.js';

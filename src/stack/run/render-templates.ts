@@ -1,11 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
-import type { ResolveContext } from '../spec/placeholders.js';
+import type { ResolveContext } from '../file/placeholders.js';
 import type { Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
-import { templateContext } from '../spec/template-context.js';
-import { renderTemplateFile, type RenderedTemplate } from '../spec/templates.js';
+import { templateContext } from '../file/template-context.js';
+import { renderTemplateFile, type RenderedTemplate } from '../file/templates.js';
 
 /*
  * A replica's config files, rendered before each of its starts into

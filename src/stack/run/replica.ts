@@ -4,7 +4,7 @@ import type { PortSource } from '../../allocate/types.js';
 import type { AuditFinding, LaunchHandle } from '../../launch/types.js';
 import type { GpuReplica } from '../../slurm/replicas.js';
 import { OutputFanout, type ChunkConsumer } from '../record/replica-output.js';
-import type { ReplicaState, ServiceSpec } from '../spec/spec.js';
+import type { ReplicaState, ServiceSpec } from '../file/spec.js';
 import type { StackConsole } from '../record/stack-console.js';
 
 /* A stack's services and replicas as the orchestrator tracks them while they run. */

@@ -6,9 +6,9 @@ import { BerthError, EXIT } from '../../errors.js';
 import { readSysctls } from '../../host/sysctl.js';
 import type { HostSysctls } from '../../host/types.js';
 import { firstLine, type Replica } from './replica.js';
-import { replicaSource } from '../spec/sources.js';
+import { replicaSource } from '../file/sources.js';
 import type { StackRun } from './stack-run.js';
-import { reachableHost } from '../spec/placeholders.js';
+import { reachableHost } from '../file/placeholders.js';
 import { releasePorts, releaseShared } from './release.js';
 
 /*

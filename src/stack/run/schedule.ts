@@ -1,4 +1,4 @@
-import { conditionStatus } from '../spec/graph.js';
+import { conditionStatus } from '../file/graph.js';
 import type { Replica, Service } from './replica.js';
 import type { StackRun } from './stack-run.js';
 

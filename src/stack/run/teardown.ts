@@ -1,10 +1,10 @@
 import { readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { teardownWaves } from '../spec/graph.js';
+import { teardownWaves } from '../file/graph.js';
 import { releasePorts, releaseShared } from './release.js';
 import { endAbandoned, type Replica } from './replica.js';
-import type { ReplicaState } from '../spec/spec.js';
+import type { ReplicaState } from '../file/spec.js';
 import type { StackRun } from './stack-run.js';
 import type { StackResult } from './types.js';
 

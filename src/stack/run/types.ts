@@ -1,8 +1,8 @@
-import type { Topology } from '../spec/ranks.js';
-import type { GraphNode, ReplicaStatus } from '../spec/graph.js';
+import type { Topology } from '../file/ranks.js';
+import type { GraphNode, ReplicaStatus } from '../file/graph.js';
 import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
-import type { Endpoint } from '../spec/placeholders.js';
-import type { StackSpec } from '../spec/spec.js';
+import type { Endpoint } from '../file/placeholders.js';
+import type { StackSpec } from '../file/spec.js';
 import type { StatusMode } from '../record/stack-console.js';
 import type { SharedPorts, StackResult } from '../record/result.js';
 

@@ -1,5 +1,5 @@
 /**
- * The stack loader (stack/spec/load.ts): any text — random, YAML syntax soup, JSON of any shape,
+ * The stack loader (stack/file/load.ts): any text — random, YAML syntax soup, JSON of any shape,
  * stacks with random settings, placeholders and dependency graphs (cycles included) — gives
  * a stack that keeps the loader's promises, or one BerthError 65 listing "file:line: …"
  * problems; never another exception, always quickly.
@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { parseStack } from '../src/stack/spec/load.js';
-import { SERVICE_NAME_RE } from '../src/stack/spec/placeholders.js';
+import { parseStack } from '../src/stack/file/load.js';
+import { SERVICE_NAME_RE } from '../src/stack/file/placeholders.js';
 import { anyText, holds, outcome, tokenSoup, YAML_TOKENS } from './helpers/property.js';
 
 const DATAERR = new Set([65]);

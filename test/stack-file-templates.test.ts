@@ -1,7 +1,7 @@
 /**
  * `templates:` in stack files: load-time checks (exit 65 with the stack file's line and the
  * template's own line) and the {templates.NAME} placeholder. Rendering for real is in
- * test/recipes-servers.test.ts (nginx, haproxy) and test/stack-spec-templates-*.test.ts.
+ * test/recipes-servers.test.ts (nginx, haproxy) and test/stack-file-templates-*.test.ts.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,12 +1,12 @@
 /**
- * Placeholders (stack/spec/placeholders.ts): parsing any template never throws and loses nothing
+ * Placeholders (stack/file/placeholders.ts): parsing any template never throws and loses nothing
  * (literals re-escaped plus placeholders give the template back); resolving gives a string
  * with every placeholder filled, or a BerthError 65 for a malformed template.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseTemplate, resolveTemplate, type ResolveContext } from '../src/stack/spec/placeholders.js';
+import { parseTemplate, resolveTemplate, type ResolveContext } from '../src/stack/file/placeholders.js';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 
 const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}', '{gpu}', '{engine.url}', '{engine.urls}', '{engine.port}', '{engine.ports}', '{db.port}', '{x.y.port}', '{Engine-2.url}', '{.port}', '{port', 'port}', '{}', '{ port }', 'http://', ':'];

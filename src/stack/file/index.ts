@@ -1,5 +1,5 @@
 /*
- * spec/: the stack file, read and checked. load.ts reads the top level, one file per section
+ * file/: the stack file, read and checked. load.ts reads the top level, one file per section
  * (services-key, port-source-key with ports-key, templates-key, nodes-key, bands-key) reads
  * and checks its keys, cross-check.ts what needs every service; spec.ts is the StackSpec
  * they produce. Beside it the pure words every later step uses about a stack: placeholders,

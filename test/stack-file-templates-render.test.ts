@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
-import { templateContext, type TemplateInput } from '../src/stack/spec/template-context.js';
-import { renderedName, renderTemplateFile, renderTemplateText, templateProblems, templateTagNames } from '../src/stack/spec/templates.js';
+import { templateContext, type TemplateInput } from '../src/stack/file/template-context.js';
+import { renderedName, renderTemplateFile, renderTemplateText, templateProblems, templateTagNames } from '../src/stack/file/templates.js';
 import { dataErrors } from './helpers/refusal.js';
 
 // Config-file templates: the context a replica sees, and mustache rendering of real config shapes.

@@ -12,8 +12,8 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, test } from 'node:test';
-import { templateContext } from '../src/stack/spec/template-context.js';
-import { renderTemplateFile } from '../src/stack/spec/templates.js';
+import { templateContext } from '../src/stack/file/template-context.js';
+import { renderTemplateFile } from '../src/stack/file/templates.js';
 import { tsNode } from './helpers/netns.js';
 
 const FIX = resolve('test/fixtures/templates');
