@@ -33,8 +33,8 @@ const realRead = fs.readFileSync;
 }) as typeof fs.readFileSync;
 syncBuiltinESMExports();
 
-const { parseStack } = await import('../src/stack/load.js');
-const { planNodes, runMultiNodeStack } = await import('../src/stack/multi-node.js');
+const { parseStack } = await import('../src/stack/file/load.js');
+const { planNodes, runMultiNodeStack } = await import('../src/stack/multi-node/index.js');
 const { compressHostlist } = await import('../src/slurm/hostlist.js');
 
 const bin = join(cfg.dir, 'bin');

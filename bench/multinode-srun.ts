@@ -9,7 +9,7 @@
  *   protocol  the agents are emulated in this one process: each writes its node file with
  *             the real writeNodeFile() (starting, then ready with 4 endpoints after
  *             BENCH_AGENT_READY_MS ± 20%, stopped on "stop" or EOF), exactly the file
- *             protocol of src/stack/multi-node.ts runAgent, without running services.
+ *             protocol of src/stack/multi-node/agent.ts runAgent, without running services.
  * Writes {nodeFileWrites, agents, lastReadyAt} to BENCH_SRUN_STATS at exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

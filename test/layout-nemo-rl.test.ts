@@ -81,7 +81,7 @@ test('doctor on a host whose ephemeral range starts at 8500: the vLLM band is ex
 
 test('nemo-rl-stack.yaml loads: engine replica r takes window r of the vLLM band as http + a block of the rest', async () => {
   // Loaded here only: the doctor tests above need nothing of the stack code.
-  const { loadStack } = await import('../src/stack/load.js');
+  const { loadStack } = await import('../src/stack/file/load.js');
   const s = loadStack('examples/layouts/nemo-rl-stack.yaml');
   const engine = s.services.find((x) => x.name === 'engine');
   assert.ok(engine);

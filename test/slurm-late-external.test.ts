@@ -10,10 +10,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseStack } from '../src/stack/load.js';
-import { planNodes } from '../src/stack/multi-node.js';
+import { parseStack } from '../src/stack/file/load.js';
+import { planNodes } from '../src/stack/multi-node/index.js';
 import { graphNodes } from '../src/stack/multi-node/plan.js';
-import { runStack } from '../src/stack/orchestrate.js';
+import { runStack } from '../src/stack/run/orchestrate.js';
 import { tempStateDir } from './helpers/cli.js';
 
 const STACK = `services:

@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { EndpointRecord } from '../src/stack/run-dir.js';
+import type { EndpointRecord } from '../src/stack/record/endpoints.js';
 import { BERTH, tempStateDir } from './helpers/cli.js';
 import { waitGone } from './helpers/procs.js';
 import { describeJob, requireSlurm, sbatch, startCluster, stopCluster } from './helpers/slurm.js';

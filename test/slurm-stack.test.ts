@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BerthError } from '../src/errors.js';
-import { parseStack } from '../src/stack/load.js';
-import { resolveTemplate } from '../src/stack/placeholders.js';
-import { replicaSource } from '../src/stack/sources.js';
+import { parseStack } from '../src/stack/file/load.js';
+import { resolveTemplate } from '../src/stack/file/placeholders.js';
+import { replicaSource } from '../src/stack/file/sources.js';
 import type { HostSysctls } from '../src/host/types.js';
 
 // Stack files with Slurm's keys: replicas: gpus, {gpu}, nodes: all|N.
@@ -121,7 +121,7 @@ test('nodes: errors name the line: bad values, node dependencies some nodes cann
 });
 
 test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocation is 65; one node runs locally', async () => {
-  const { planNodes, agentServices, externalEndpoints } = await import('../src/stack/multi-node.js');
+  const { planNodes, agentServices, externalEndpoints } = await import('../src/stack/multi-node/index.js');
   const { agentStepArgv, nodeKey } = await import('../src/slurm/agents.js');
   const s = parseStack(
     `services:
@@ -167,7 +167,7 @@ test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocati
 });
 
 test('nodes: others: every node but the first (no agent there); beyond one node only; loopback and wildcard hosts are reached at the node\'s address', async () => {
-  const { planNodes, agentServices } = await import('../src/stack/multi-node.js');
+  const { planNodes, agentServices } = await import('../src/stack/multi-node/index.js');
   const { reachAt, serviceNodes } = await import('../src/stack/multi-node/plan.js');
   const s = parseStack(
     `services:
@@ -199,7 +199,7 @@ test('nodes: others: every node but the first (no agent there); beyond one node 
 });
 
 test('berth up refuses replicas: gpus in a job without GPUs (65, file:line), before making a run directory', async () => {
-  const { runStack } = await import('../src/stack/orchestrate.js');
+  const { runStack } = await import('../src/stack/run/orchestrate.js');
   const s = parseStack(`${BANDS}services:\n  engine:\n    replicas: gpus\n    band: engines\n    command: [x, "{port}"]\n`, 's.yaml', '.');
   assert.throws(
     () => runStack(s, { env: { SLURM_JOB_ID: '4' }, runDir: '/nonexistent/never-made' }),

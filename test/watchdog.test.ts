@@ -2,7 +2,7 @@
  * The watchdog's side (src/launch/watchdog-process.ts) on real processes: what berth tells it
  * over the pipe, and what it does when the pipe ends without the launches having ended —
  * SIGTERM to the tree at once (group, double-forked daemons by their marker), SIGKILL after
- * the grace — and how it marks a stack's endpoints.json afterwards (src/stack/run-gone.ts).
+ * the grace — and how it marks a stack's endpoints.json afterwards (src/stack/record/run-gone.ts).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import { parseStatIds } from '../src/launch/process-tree.js';
 import { watch } from '../src/launch/watchdog-process.js';
 import { formatMessage, parseMessage, type WatchMessage } from '../src/launch/watchdog-protocol.js';
-import { markRunGone } from '../src/stack/run-gone.js';
+import { markRunGone } from '../src/stack/record/run-gone.js';
 import { pidsWithEnv, waitGone } from './helpers/procs.js';
 
 function startTicks(pid: number): number {

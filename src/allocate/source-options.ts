@@ -4,27 +4,10 @@ import type { HostSysctls, PortRange } from '../host/types.js';
 import { DEFAULT_BAND, defaultLayout } from '../layout/default-layout.js';
 import { instanceWindow } from '../layout/windows.js';
 import { resolveInstance, stepResvPorts } from '../slurm/instance.js';
-import type { PortSource } from './types.js';
+import type { PortSource, SourceOptions } from './types.js';
 
-/**
- * SOURCE as `berth port` and `berth run` spell it (design.md §4), for library callers:
- * at most one of `port`, `range`, `layout`/`band` (with `instance`), `source`. With none,
- * the default band, exactly as the CLI does.
- */
-export interface SourceOptions {
-  /** A resolved source, or 'resv': the ports of `srun --resv-ports` (SLURM_STEP_RESV_PORTS). */
-  source?: PortSource | 'resv';
-  /** `--port P`: exactly this port. */
-  port?: number;
-  /** `--range LO-HI`: any port of this inclusive range ('20000-20999' or {lo, hi}). */
-  range?: PortRange | string;
-  /** `--layout FILE`: a layout file; needs `band`. */
-  layout?: string;
-  /** `--band NAME`: a band of `layout`, or "default" (the built-in band) without one. */
-  band?: string;
-  /** `--instance N|auto|gpu`: one instance's window of the band (auto: BERTH_INSTANCE, else SLURM_LOCALID; gpu: the job's lowest GPU). */
-  instance?: number | 'auto' | 'gpu';
-}
+// SourceOptions is declared beside PortSource in types.ts (ReserveOptions extends it), so the two files no longer import each other; callers keep importing it from here.
+export type { SourceOptions } from './types.js';
 
 export interface ResolveSourceContext {
   /** Where the default band's sysctls are read (default '/proc'); or the sysctls themselves. */

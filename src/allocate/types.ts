@@ -1,6 +1,5 @@
 import type { PortRange } from '../host/types.js';
 import type { Duration } from '../util/option-names.js';
-import type { SourceOptions } from './source-options.js';
 
 /** Where ports come from (design.md §4 SOURCE). */
 export type PortSource =
@@ -39,6 +38,26 @@ export interface Lease extends LeaseRecord {
 }
 
 export type Strategy = 'lowest' | 'random';
+
+/**
+ * SOURCE as `berth port` and `berth run` spell it (design.md §4), for library callers:
+ * at most one of `port`, `range`, `layout`/`band` (with `instance`), `source`. With none,
+ * the default band, exactly as the CLI does.
+ */
+export interface SourceOptions {
+  /** A resolved source, or 'resv': the ports of `srun --resv-ports` (SLURM_STEP_RESV_PORTS). */
+  source?: PortSource | 'resv';
+  /** `--port P`: exactly this port. */
+  port?: number;
+  /** `--range LO-HI`: any port of this inclusive range ('20000-20999' or {lo, hi}). */
+  range?: PortRange | string;
+  /** `--layout FILE`: a layout file; needs `band`. */
+  layout?: string;
+  /** `--band NAME`: a band of `layout`, or "default" (the built-in band) without one. */
+  band?: string;
+  /** `--instance N|auto|gpu`: one instance's window of the band (auto: BERTH_INSTANCE, else SLURM_LOCALID; gpu: the job's lowest GPU). */
+  instance?: number | 'auto' | 'gpu';
+}
 
 /**
  * Options of reserve(): `berth port`'s flags under their own names (source options, count,

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { AssignedPorts } from '../allocate/port-set.js';
-import type { ReplicaState } from '../stack/spec.js';
-import type { SharedPorts } from '../stack/stack-types.js';
+import type { ReplicaState } from '../stack/file/spec.js';
+import type { SharedPorts } from '../stack/record/result.js';
 import { compressHostlist } from './hostlist.js';
 
 /*

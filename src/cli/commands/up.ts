@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { BerthError } from '../../errors.js';
-import { loadStack } from '../../stack/load.js';
-import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node.js';
-import { runStack, type RunStackOptions } from '../../stack/orchestrate.js';
-import { formatFailure, formatStackReady, shownPath } from '../../stack/stack-messages.js';
-import { watchdogMain } from '../../stack/watchdog-main.js';
+import { loadStack } from '../../stack/file/load.js';
+import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node/index.js';
+import { runStack, type RunStackOptions } from '../../stack/run/orchestrate.js';
+import { formatFailure, formatStackReady, shownPath } from '../../stack/record/stack-messages.js';
+import { watchdogMain } from '../../stack/record/watchdog-main.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';

@@ -7,18 +7,19 @@ import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
-import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from '../orchestrate.js';
-import { endpointUrl } from '../placeholders.js';
-import { createRunDir, makeRunDir, PREVIOUS_RUN, type EndpointsDocument, type ReplicaUpdate, type RunDir } from '../run-dir.js';
-import type { StackSpec } from '../spec.js';
-import type { SharedPorts } from '../stack-types.js';
-import { StackConsole } from '../stack-console.js';
+import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
+import { endpointUrl } from '../file/placeholders.js';
+import type { EndpointsDocument, ReplicaUpdate } from '../record/endpoints.js';
+import { createRunDir, makeRunDir, PREVIOUS_RUN, type RunDir } from '../record/run-dir.js';
+import type { StackSpec } from '../file/spec.js';
+import type { SharedPorts } from '../record/result.js';
+import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
 import { NodeMirror } from './node-mirror.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, serviceNodes, type NodePlan } from './plan.js';
 
 /*
- * berth up of a multi-node stack, on the allocation's first node (see ../multi-node.ts):
+ * berth up of a multi-node stack, on the allocation's first node (see index.ts):
  * agents on the nodes through one srun step (agents-step.ts), the first node's own services
  * at once in an ordinary orchestrator, where the `nodes:` services are external services that
  * become ready when every node is (a service here that depends on one waits). Every node's

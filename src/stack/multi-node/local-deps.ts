@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readCoordinatorFile } from '../../slurm/agents.js';
-import { conditionStatus, type ReplicaStatus } from '../graph.js';
-import type { StackHandle } from '../orchestrate.js';
-import type { Endpoint } from '../placeholders.js';
-import { assignedOfRecord } from '../run-dir.js';
-import type { DependCondition, ServiceSpec } from '../spec.js';
+import { conditionStatus, type ReplicaStatus } from '../file/graph.js';
+import type { StackHandle } from '../run/orchestrate.js';
+import type { Endpoint } from '../file/placeholders.js';
+import { assignedOfRecord } from '../record/endpoints.js';
+import type { DependCondition, ServiceSpec } from '../file/spec.js';
 import { reachAt } from './plan.js';
 
 /*

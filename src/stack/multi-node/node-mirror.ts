@@ -1,6 +1,6 @@
 import type { NodeFile } from '../../slurm/agents.js';
-import type { ReplicaUpdate } from '../run-dir.js';
-import type { SharedPorts } from '../stack-types.js';
+import type { ReplicaUpdate } from '../record/endpoints.js';
+import type { SharedPorts } from '../record/result.js';
 import { reachAt } from './plan.js';
 
 /*

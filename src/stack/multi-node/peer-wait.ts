@@ -1,10 +1,10 @@
 import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from '../../slurm/agents.js';
 import { readInputFile } from '../../util/safe-file.js';
-import type { Endpoint } from '../placeholders.js';
-import { placeholdersOf } from '../placeholders.js';
-import { assignedOfRecord, type EndpointRecord } from '../run-dir.js';
-import type { ServiceSpec } from '../spec.js';
-import { templateTagNames } from '../templates.js';
+import type { Endpoint } from '../file/placeholders.js';
+import { placeholdersOf } from '../file/placeholders.js';
+import { assignedOfRecord, type EndpointRecord } from '../record/endpoints.js';
+import type { ServiceSpec } from '../file/spec.js';
+import { templateTagNames } from '../file/templates.js';
 import { endpointOnNode, serviceNodes } from './plan.js';
 
 /*

@@ -2,9 +2,9 @@ import { BerthError, EXIT } from '../../errors.js';
 import type { NodeFile, NodeReplica } from '../../slurm/agents.js';
 import { readSlurmEnv, type SlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
-import type { GraphNode } from '../graph.js';
-import type { Endpoint } from '../placeholders.js';
-import type { ServiceSpec, StackSpec } from '../spec.js';
+import type { GraphNode } from '../file/graph.js';
+import type { Endpoint } from '../file/placeholders.js';
+import type { ServiceSpec, StackSpec } from '../file/spec.js';
 
 /* Which node runs what in a multi-node stack, and where other nodes reach it. Pure. */
 

@@ -1,6 +1,6 @@
 import { readCoordinatorFile, readNodeFile } from '../../slurm/agents.js';
-import type { ServiceSpec, StackSpec } from '../spec.js';
-import type { SharedPorts } from '../stack-types.js';
+import type { ServiceSpec, StackSpec } from '../file/spec.js';
+import type { SharedPorts } from '../record/result.js';
 import { onNode, reachAt } from './plan.js';
 
 /*

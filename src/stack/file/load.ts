@@ -1,0 +1,201 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { isMap, isScalar } from 'yaml';
+import type { Node, Pair } from 'yaml';
+import { BerthError, EXIT } from '../../errors.js';
+import type { Layout } from '../../layout/types.js';
+import { readInputFile } from '../../util/safe-file.js';
+import { didYouMean, isNullish, kindOf, readReason, YamlSource } from '../../util/yaml-source.js';
+import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
+import { CrossCheck, type Draft } from './cross-check.js';
+import { checkNodes } from './nodes-key.js';
+import { readService, type StackReader } from './services-key.js';
+import { shownPath } from './shown-path.js';
+import type { StackSpec } from './spec.js';
+
+export { SERVICE_KEYS } from './services-key.js';
+
+/*
+ * Stack file (YAML), see StackSpec for the meaning of each field:
+ *
+ *   layout: ./layout.yaml          # or inline "bands:" (layout syntax); default: built-in
+ *   x-common: &common { … }        # "x-" keys are ignored: a place for anchors
+ *   services:
+ *     NAME:
+ *       command: [PROGRAM, ARG…]   # required; argv, no shell
+ *       replicas: 2                # or "gpus": one per GPU of the Slurm job, on window = GPU index
+ *       nodes: all                 # or N, or others (Slurm): every node of the allocation / its first N / all but the first
+ *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
+ *       ports: { http: 1, dist: { block: 32 } }   # named ports (ports-key.ts); default one, "port"
+ *       host: 127.0.0.1
+ *       env: { KEY: value }
+ *       cwd: ./dir                 # relative to the stack file; default its folder
+ *       handoff: release | fd
+ *       ready: http://127.0.0.1:{port}/health | tcp | cmd:COMMAND
+ *       ready_timeout: 10m
+ *       depends_on: { other: started | ready | completed }   # or [other] (= ready)
+ *       restart: no | on-failure
+ *       restart_limit: 3
+ *       stop_grace: 10s
+ *       job: true
+ *       logs: file | attach
+ *
+ * Which services get a port: one with band/port/range; one using {port} or `ready: tcp`;
+ * every non-job service unless it says `port: none`. So a job (a client) gets none unless
+ * it asks. Services without band/port/range take band "default" of the layout, or the
+ * built-in default band when the layout has none.
+ *
+ * Every problem is collected and reported at once, "file:line: service "x": …" per line.
+ * This file reads the top level; each section is read and checked in its own file:
+ *   services-key.ts    one service's settings (ready, depends_on, env, …)
+ *   port-source-key.ts band / port / range / instance, with ports-key.ts for `ports:`
+ *   templates-key.ts   `templates:` (templates.ts renders them)
+ *   nodes-key.ts       `nodes:`, and its checks across services
+ *   bands-key.ts       `layout: FILE` or inline `bands:`
+ *   cross-check.ts     what needs every service (sources, placeholders, cycles)
+ */
+
+const TOP_KEYS = ['layout', 'bands', 'services'] as const;
+const EXAMPLE = 'services: { NAME: { command: [PROGRAM, ARG…] } }';
+
+class StackParser extends YamlSource {
+  private readonly reader: StackReader & BandsReader;
+
+  constructor(
+    text: string,
+    file: string,
+    private readonly baseDir: string,
+  ) {
+    super(text, file);
+    this.reader = {
+      file: this.file,
+      baseDir: this.baseDir,
+      text: this.text,
+      deref: (n, l, w) => this.deref(n, l, w),
+      lineOf: (n, f) => this.lineOf(n, f),
+      add: (l, t) => this.add(l, t),
+      keyName: (p) => this.keyName(p),
+      linePos: (offset) => this.lc.linePos(offset).line,
+      reachesOutside: (n, first, last) => this.reachesOutside(n, first, last),
+      plain: (n) => this.plain(n),
+      addAsIs: (line, text) => this.problems.push({ line, text }),
+    };
+  }
+
+  private keyName(pair: Pair<unknown, unknown>): string | undefined {
+    const k = pair.key as Node | null;
+    return k !== null && isScalar(k) && k.value !== null ? String(k.value) : undefined;
+  }
+
+  parse(): StackSpec | undefined {
+    if (!this.parseText('a stack')) return undefined;
+    const top = this.deref(this.doc.contents as Node | null, 1, 'top level');
+    if (isNullish(top)) {
+      this.add(1, `the stack is empty; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    if (!isMap(top)) {
+      this.add(this.lineOf(top, 1), `the top level must be a mapping with a "services" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    const pairs = new Map<string, Pair<unknown, unknown>>();
+    for (const pair of top.items) {
+      const line = this.lineOf(pair.key as Node, 1);
+      const name = this.keyName(pair);
+      if (name !== undefined && (TOP_KEYS as readonly string[]).includes(name)) {
+        const first = pairs.get(name);
+        if (first) this.add(line, `"${name}" appears twice (first at line ${this.lineOf(first.key as Node, 1)}); merge them into one`);
+        else pairs.set(name, pair);
+        continue;
+      }
+      if (name?.startsWith('x-')) continue; // extension keys, a home for &anchors (as in compose files)
+      const shown = name === undefined ? 'a non-text key' : `"${name}"`;
+      this.add(line, `unknown top-level key ${shown}${name ? didYouMean(name, TOP_KEYS) : ''}; allowed keys are ${TOP_KEYS.map((k) => `"${k}"`).join(', ')} (and "x-…" for anchors)`);
+    }
+
+    const layoutPair = pairs.get('layout');
+    const bandsPair = pairs.get('bands');
+    let layout: Layout | undefined;
+    if (layoutPair && bandsPair) {
+      this.add(this.lineOf(bandsPair.key as Node, 1), `give either "layout: FILE" or inline "bands:", not both (layout is at line ${this.lineOf(layoutPair.key as Node, 1)})`);
+    } else if (layoutPair) layout = readLayoutKey(layoutPair, this.reader);
+    else if (bandsPair) layout = readBandsKey(bandsPair, top.items, this.reader);
+    // A broken layout (reported): the services' bands are not looked up in it.
+    const layoutBroken = (layoutPair !== undefined || bandsPair !== undefined) && layout === undefined;
+
+    const servicesPair = pairs.get('services');
+    if (!servicesPair) {
+      this.add(this.lineOf(top, 1), `no "services" key at the top level; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    const sLine = this.lineOf(servicesPair.key as Node, 1);
+    const sNode = this.deref(servicesPair.value as Node | null, sLine, '"services"');
+    if (isNullish(sNode)) {
+      this.add(sLine, `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
+      return undefined;
+    }
+    if (!isMap(sNode)) {
+      this.add(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, found ${kindOf(sNode)}; expected ${EXAMPLE}`);
+      return undefined;
+    }
+    if (sNode.items.length === 0) {
+      this.add(this.lineOf(sNode, sLine), `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
+      return undefined;
+    }
+    const drafts: Draft[] = [];
+    const seen = new Map<string, number>();
+    for (const pair of sNode.items) {
+      const d = readService(pair, sLine, seen, layout, layoutBroken, this.reader);
+      if (d) drafts.push(d);
+    }
+    new CrossCheck((line, text) => this.add(line, text), drafts, layout).run();
+    checkNodes(drafts.map((d) => d.spec), (line, text) => this.add(line, text));
+    const spec: StackSpec = { file: this.file, dir: this.baseDir, services: drafts.map((d) => d.spec) };
+    if (layout) spec.layout = layout;
+    return spec;
+  }
+}
+
+/**
+ * Parses and validates a stack. `baseDir` is the folder relative paths (layout, cwd) are
+ * resolved against, normally the stack file's. Throws one BerthError(DATAERR) listing every
+ * problem, "file:line: …" per line (details.errors holds the same lines).
+ */
+export function parseStack(text: string, file: string, baseDir: string): StackSpec {
+  const p = new StackParser(text, file, resolve(baseDir));
+  const spec = p.parse();
+  if (p.problems.length > 0 || !spec) throw p.error();
+  return spec;
+}
+
+/** Reads and parses a stack file; an unreadable file is a DATAERR naming it. */
+export function loadStack(file: string): StackSpec {
+  let text: string;
+  try {
+    text = readInputFile(file);
+  } catch (err) {
+    throw new BerthError(EXIT.DATAERR, `${file}: cannot read stack file: ${readReason(err)}`, { file, code: (err as NodeJS.ErrnoException).code });
+  }
+  const spec = parseStack(text, file, resolve(file, '..'));
+  checkCwds(spec);
+  return spec;
+}
+
+/**
+ * Each service's cwd must be a directory now: a missing one would otherwise surface at spawn
+ * as the command "not found", a file as ENOTDIR. (parseStack alone does not look at the disk.)
+ */
+function checkCwds(spec: StackSpec): void {
+  const errors: string[] = [];
+  for (const s of spec.services) {
+    let why: string | undefined;
+    try {
+      if (!statSync(s.cwd).isDirectory()) why = 'is not a directory';
+      else accessSync(s.cwd, constants.X_OK);
+    } catch (e) {
+      why = `cannot be used: ${readReason(e)}`;
+    }
+    if (why !== undefined) errors.push(`${spec.file}:${s.line}: service ${JSON.stringify(s.name)}: cwd ${shownPath(s.cwd)} ${why}`);
+  }
+  if (errors.length > 0) throw new BerthError(EXIT.DATAERR, errors.join('\n'), { file: spec.file, errors });
+}

@@ -1,0 +1,274 @@
+import { isIP } from 'node:net';
+import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../../allocate/port-set.js';
+import { BerthError, EXIT } from '../../errors.js';
+import type { Rank } from './ranks.js';
+
+/*
+ * Placeholders in commands, env values and ready specs of a stack:
+ *   {port} {replica} {name} {host}                 this replica
+ *   {gpu}                                          its GPU (replicas: gpus)
+ *   {rank} {world_size} {local_rank}               its rank among the service's replicas on
+ *   {node_rank} {node_count} {node}                every node it runs on (ranks.ts)
+ *   {ports.NAME} {ports.NAME.FIELD}                this replica's port NAME (its `ports:` set,
+ *                                                  shared entries included)
+ *   {ports.NAME.host} {ports.NAME.hostport}        where that port is reached (a shared port:
+ *                                                  on replica 0's host)
+ *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on (primary port)
+ *   {svc.port.NAME} {svc.ports.NAME}               its port NAME: replica 0's / every replica's
+ *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}      (FIELD also host, hostport; a shared
+ *                                                  port NAME is the one of every replica)
+ * FIELD is first, last, range (LO-HI) or count; without it a block gives its first port.
+ * Read by position, so nothing is ambiguous: a leading "ports" is always the own set (no
+ * service may be called "ports"), a FIELD only ever follows a port NAME.
+ * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
+ * Parsing is one left-to-right scan: templates are parsed once at load and per start.
+ */
+
+export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | RankField;
+export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
+/** What {ports.NAME.X} may ask beyond the port fields: where the port is reached. */
+export type OwnPart = PortField | 'host' | 'hostport';
+export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports';
+
+export type Placeholder =
+  | { kind: 'self'; field: SelfField; text: string }
+  /** {ports.NAME} / {ports.NAME.FIELD}: this replica's named port. */
+  | { kind: 'own'; port: string; part?: OwnPart; text: string }
+  /** {templates.NAME}: the path of this replica's rendered config file NAME. */
+  | { kind: 'template'; template: string; text: string }
+  /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
+  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: OwnPart; text: string };
+
+export type TemplatePart = string | Placeholder;
+
+export type TemplateError =
+  /** `{…}` whose inside is not a known placeholder. */
+  | { kind: 'unknown'; text: string }
+  /** A `{` with no `}` after it. */
+  | { kind: 'unclosed'; offset: number };
+
+export interface ParsedTemplate {
+  parts: TemplatePart[];
+  errors: TemplateError[];
+}
+
+const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
+const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', ...RANK_FIELDS];
+const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports'];
+
+/** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
+export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
+/** The first segment that means "this replica's own set"; no service may have this name. */
+export const OWN_SET = 'ports';
+/** Also not a service name: {templates.NAME} is a replica's rendered config file. */
+export const OWN_TEMPLATES = 'templates';
+
+export const KNOWN_PLACEHOLDERS =
+  '{port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+
+function portPart(seg: string | undefined): PortField | undefined | false {
+  if (seg === undefined) return undefined;
+  return (PORT_FIELDS as readonly string[]).includes(seg) ? (seg as PortField) : false;
+}
+
+function classify(inner: string, text: string): Placeholder | undefined {
+  if (SELF_FIELDS.includes(inner)) return { kind: 'self', field: inner as SelfField, text };
+  const seg = inner.split('.');
+  if (seg.length < 2 || seg.length > 4) return undefined;
+  if (seg[0] === OWN_TEMPLATES) {
+    if (seg.length !== 2 || !PORT_NAME_RE.test(seg[1]!)) return undefined;
+    return { kind: 'template', template: seg[1]!, text };
+  }
+  if (seg[0] === OWN_SET) {
+    const part = seg[2] === 'host' || seg[2] === 'hostport' ? seg[2] : portPart(seg[2]);
+    if (seg.length > 3 || !PORT_NAME_RE.test(seg[1]!) || part === false) return undefined;
+    return { kind: 'own', port: seg[1]!, ...(part !== undefined ? { part } : {}), text };
+  }
+  const [service, field, port] = seg as [string, string, string | undefined];
+  if (!SERVICE_NAME_RE.test(service) || !SERVICE_FIELDS.includes(field)) return undefined;
+  if (port === undefined) return { kind: 'service', service, field: field as ServiceField, text };
+  const part = seg[3] === 'host' || seg[3] === 'hostport' ? seg[3] : portPart(seg[3]);
+  if ((field !== 'port' && field !== 'ports') || !PORT_NAME_RE.test(port) || part === false) return undefined;
+  return { kind: 'service', service, field: field as ServiceField, port, ...(part !== undefined ? { part } : {}), text };
+}
+
+export function parseTemplate(template: string): ParsedTemplate {
+  const parts: TemplatePart[] = [];
+  const errors: TemplateError[] = [];
+  let literal = '';
+  let i = 0;
+  while (i < template.length) {
+    const open = template.indexOf('{', i);
+    if (open < 0) {
+      literal += template.slice(i);
+      break;
+    }
+    literal += template.slice(i, open);
+    if (template[open + 1] === '{') {
+      literal += '{';
+      i = open + 2;
+      continue;
+    }
+    const close = template.indexOf('}', open + 1);
+    if (close < 0) {
+      errors.push({ kind: 'unclosed', offset: open });
+      literal += template.slice(open);
+      break;
+    }
+    const text = template.slice(open, close + 1);
+    const ph = classify(template.slice(open + 1, close), text);
+    if (ph) {
+      if (literal !== '') parts.push(literal);
+      literal = '';
+      parts.push(ph);
+    } else {
+      errors.push({ kind: 'unknown', text });
+      literal += text;
+    }
+    i = close + 1;
+  }
+  if (literal !== '') parts.push(literal);
+  return { parts, errors };
+}
+
+/** The placeholders of a template, in order (for load-time checks). */
+export function placeholdersOf(template: string): Placeholder[] {
+  return parseTemplate(template).parts.filter((p): p is Placeholder => typeof p !== 'string');
+}
+
+export function describeTemplateError(e: TemplateError): string {
+  if (e.kind === 'unclosed') return `has a "{" with no closing "}" (write {{ for a literal "{")`;
+  return `uses unknown placeholder ${e.text}; known: ${KNOWN_PLACEHOLDERS} (write {{ for a literal "{")`;
+}
+
+export interface Endpoint {
+  host: string;
+  /** The primary port. */
+  port: number;
+  /** Every named port of the replica (its `ports:` set), when known. */
+  ports?: readonly AssignedPorts[];
+}
+
+/** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
+export function reachableHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '::1';
+  return host;
+}
+
+/** HOST:PORT of the reachable host, with IPv6 literals bracketed. */
+export function endpointHostPort(e: Endpoint): string {
+  const h = reachableHost(e.host);
+  return `${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
+}
+
+/** http://HOST:PORT, with IPv6 literals bracketed. */
+export function endpointUrl(e: Endpoint): string {
+  return `http://${endpointHostPort(e)}`;
+}
+
+export interface ResolveContext {
+  /** This service's name and replica index. */
+  name: string;
+  replica: number;
+  host: string;
+  /** This replica's port; when undefined, `{port}` is left in place for the launcher to fill. */
+  port?: number;
+  /** The replica's GPU (node-wide index) under `replicas: gpus`. */
+  gpu?: number;
+  /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
+  ports?: readonly AssignedPorts[];
+  /** Where each shared port is reached (replica 0's host), by name. */
+  sharedHosts?: ReadonlyMap<string, string>;
+  /** Shared ports of the services it depends on, by service ({svc.port.NAME} of a shared NAME). */
+  sharedOf?: ReadonlyMap<string, { host: string; ports: readonly AssignedPorts[] }>;
+  /** Its rank (ranks.ts); {rank} and the others need it. */
+  rank?: Rank;
+  /** Started replicas of other services, in replica order. */
+  endpoints: ReadonlyMap<string, readonly Endpoint[]>;
+  /** This replica's rendered config files, name → absolute path ({templates.NAME}). */
+  templates?: ReadonlyMap<string, string>;
+}
+
+function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
+  if (p.kind === 'self') {
+    if (p.field === 'port') return ctx.port === undefined ? '{port}' : String(ctx.port);
+    if (p.field === 'replica') return String(ctx.replica);
+    if (p.field === 'host') return ctx.host;
+    if (p.field === 'gpu') {
+      // Load-time checks allow {gpu} only with replicas: gpus: reaching here is a bug.
+      if (ctx.gpu === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": {gpu} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no GPU`);
+      return String(ctx.gpu);
+    }
+    if (p.field === 'name') return ctx.name;
+    const r = ctx.rank;
+    if (!r) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rank`);
+    return p.field === 'node' ? r.node : String({ rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount }[p.field]);
+  }
+  if (p.kind === 'template') {
+    const path = ctx.templates?.get(p.template);
+    // Load-time checks name every template a placeholder uses: reaching here is a bug.
+    if (path === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rendered template "${p.template}"`);
+    return path;
+  }
+  if (p.kind === 'own') {
+    const a = ctx.ports?.find((x) => x.name === p.port);
+    // Load-time checks name every port a template uses: reaching here is a bug.
+    if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
+    return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
+  }
+  // A shared port is the service's, not a replica's: one value, even without replicas of its own.
+  const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;
+  const sp = shared?.ports.find((a) => a.name === p.port);
+  if (sp) return portAt(sp, shared!.host, p.part);
+  const eps = ctx.endpoints.get(p.service);
+  if (!eps || eps.length === 0) {
+    // Load-time checks make every referenced service a started dependency: reaching here is a bug.
+    throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)} refers to service "${p.service}", which has no started replica with a port`);
+  }
+  if (p.port !== undefined) {
+    const named = (e: Endpoint): string => {
+      const a = e.ports?.find((x) => x.name === p.port);
+      if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no port "${p.port}"`);
+      return portAt(a, e.host, p.part);
+    };
+    return p.field === 'port' ? named(eps[0]!) : eps.map(named).join(',');
+  }
+  switch (p.field) {
+    case 'port':
+      return String(eps[0]!.port);
+    case 'ports':
+      return eps.map((e) => String(e.port)).join(',');
+    case 'url':
+      return endpointUrl(eps[0]!);
+    case 'urls':
+      return eps.map(endpointUrl).join(',');
+    case 'host':
+      return reachableHost(eps[0]!.host);
+    case 'hosts':
+      return eps.map((e) => reachableHost(e.host)).join(',');
+    case 'hostport':
+      return endpointHostPort(eps[0]!);
+    case 'hostports':
+      return eps.map(endpointHostPort).join(',');
+  }
+}
+
+/** A port's value, or where it is reached (host, HOST:PORT of its first port). */
+function portAt(a: AssignedPorts, host: string, part: OwnPart | undefined): string {
+  if (part === 'host') return reachableHost(host);
+  if (part === 'hostport') return endpointHostPort({ host, port: a.ports[0]! });
+  return portValue(a, part);
+}
+
+/** Fills every placeholder of a template. Throws BerthError(DATAERR) for a malformed one. */
+export function resolveTemplate(template: string, ctx: ResolveContext): string {
+  const { parts, errors } = parseTemplate(template);
+  if (errors.length > 0) {
+    throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(template)} ${describeTemplateError(errors[0]!)}`);
+  }
+  let out = '';
+  for (const p of parts) out += typeof p === 'string' ? p : fill(p, ctx, template);
+  return out;
+}

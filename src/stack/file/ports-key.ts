@@ -1,0 +1,105 @@
+import { isMap, isScalar } from 'yaml';
+import type { Node, Pair } from 'yaml';
+import { MAX_BLOCK, portSetProblem, type PortEntry } from '../../allocate/port-set.js';
+import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js';
+
+/*
+ * A service's `ports:` key: its named port set, in order, the first entry the primary port.
+ *   ports:
+ *     http: 1                  # one port
+ *     dist: { block: 32 }      # 32 contiguous ports, exclusively this replica's
+ *     workers: { block: window }  # the rest of the replica's band window, as one block
+ *     master: shared           # one port for all replicas (ranks), bound by replica 0
+ *     dist: { block: 8, shared: true }   # a block for all replicas
+ * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
+ * against the service's source (window sizes, bands) are in cross-check.ts.
+ */
+
+export interface YamlReader {
+  deref(node: Node | null | undefined, line: number, what: string): Node | null | undefined;
+  lineOf(node: Node | null | undefined, fallback: number): number;
+  add(line: number, text: string): void;
+  keyName(pair: Pair<unknown, unknown>): string | undefined;
+}
+
+const EXAMPLE = 'ports: { http: 1, dist: { block: 32 } }';
+
+/** The entries, or undefined when the key is broken (every problem reported). */
+export function readPortsKey(v: Node | null | undefined, line: number, label: string, y: YamlReader): PortEntry[] | undefined {
+  if (isNullish(v) || !v || !isMap(v) || v.items.length === 0) {
+    y.add(y.lineOf(v, line), `${label}: ports must be a mapping of port names to 1 or { block: N } or { block: window }, e.g. ${EXAMPLE}, found ${v && isMap(v) ? 'an empty mapping' : kindOf(v)}`);
+    return undefined;
+  }
+  const entries: PortEntry[] = [];
+  let broken = false;
+  for (const p of v.items) {
+    const at = y.lineOf(p.key as Node, line);
+    const name = y.keyName(p);
+    if (name === undefined) {
+      y.add(at, `${label}: port names must be plain text, found ${kindOf(p.key as Node)}`);
+      broken = true;
+      continue;
+    }
+    const e = entry(name, y.deref(p.value as Node | null, at, label), at, label, y);
+    if (e) entries.push(e);
+    else broken = true;
+  }
+  if (broken) return undefined;
+  const problem = portSetProblem(entries);
+  if (problem !== undefined) {
+    y.add(line, `${label}: ports: ${problem}`);
+    return undefined;
+  }
+  // Shared entries are the service's, not the replica's: the primary port is the first of the rest.
+  const first = entries.find((e) => e.kind !== 'shared');
+  if (first && first.kind !== 'single') {
+    y.add(line, `${label}: ports: the first entry is the primary port ({port}, readiness, URLs) and must be one port, but "${first.name}" is a block; put a single port first, e.g. ${EXAMPLE}`);
+    return undefined;
+  }
+  return entries;
+}
+
+function entry(name: string, v: Node | null | undefined, at: number, label: string, y: YamlReader): PortEntry | undefined {
+  const what = `${label}: port "${name}"`;
+  const text = scalarText(v);
+  if (text !== undefined || (v && isScalar(v))) {
+    if (text?.trim() === '1') return { name, kind: 'single' };
+    if (text?.trim() === 'shared') return { name, kind: 'shared', count: 1 };
+    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${kindOf(v)}`);
+    return undefined;
+  }
+  // { block: N, shared: true }: a block for every replica, like `shared` is one port.
+  const sharedKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'shared') : undefined;
+  let shared = false;
+  if (sharedKey) {
+    const sv = y.deref(sharedKey.value as Node | null, at, label);
+    if (!sv || !isScalar(sv) || typeof sv.value !== 'boolean') {
+      y.add(y.lineOf(sv, at), `${what}: shared must be true or false, found ${kindOf(sv)}`);
+      return undefined;
+    }
+    shared = sv.value;
+  }
+  const items = v && isMap(v) ? v.items.filter((p) => p !== sharedKey) : [];
+  if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') {
+    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
+    return undefined;
+  }
+  const bv = y.deref(items[0]!.value as Node | null, at, label);
+  const bt = scalarText(bv)?.trim();
+  if (bt === 'window') {
+    if (!shared) return { name, kind: 'window' };
+    y.add(y.lineOf(bv, at), `${what}: a shared block has a size ({ block: N, shared: true }); the window is each replica's own`);
+    return undefined;
+  }
+  const n = bt === undefined ? undefined : toUint(bt);
+  if (n === undefined || n < 1 || n > MAX_BLOCK) {
+    y.add(y.lineOf(bv, at), `${what}: block must be a number of ports 1-${MAX_BLOCK} or "window" (the replica's band window), found ${kindOf(bv)}`);
+    return undefined;
+  }
+  return shared ? { name, kind: 'shared', count: n } : { name, kind: 'block', count: n };
+}
+
+/** Ports a replica's set needs at least (a window entry needs one, it takes the rest of the window). */
+export function portsNeeded(entries: readonly PortEntry[]): number {
+  return entries.reduce((n, e) => n + (e.kind === 'block' || e.kind === 'shared' ? e.count : 1), 0);
+}

@@ -1,0 +1,39 @@
+import type { PortSource } from '../../allocate/types.js';
+import { BerthError, EXIT } from '../../errors.js';
+import type { HostSysctls } from '../../host/types.js';
+import { requireDefaultBand } from '../../layout/default-band.js';
+import { instanceWindow } from '../../layout/windows.js';
+import type { ServiceSpec, StackSpec } from './spec.js';
+
+/**
+ * Where replica `replica` of a service takes its port from, or undefined when the service
+ * has none. Replica r of a windowed band takes window (instance + r) — or, under
+ * `replicas: gpus`, window (instance + g) for its GPU g, so jobs sharing a node, which Slurm
+ * gives disjoint GPUs, never share a window. Other sources are
+ * shared by all replicas (leases keep their ports distinct). The built-in default band
+ * depends on the host, hence `host`.
+ */
+export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: number, host: HostSysctls, gpu?: number): PortSource | undefined {
+  const p = service.source;
+  switch (p.kind) {
+    case 'none':
+      return undefined;
+    case 'port':
+      return { kind: 'port', port: p.port };
+    case 'range':
+      return { kind: 'range', range: { lo: p.range.lo, hi: p.range.hi } };
+    case 'default': {
+      const band = requireDefaultBand(host, 'the service a band, port or range', `service "${service.name}": `);
+      return { kind: 'band', band: band.name, range: { lo: band.lo, hi: band.hi } };
+    }
+    case 'band': {
+      const src: PortSource = { kind: 'band', band: p.band.name, range: { lo: p.band.lo, hi: p.band.hi } };
+      if (stack.layout) src.layoutFile = stack.layout.source;
+      if (p.band.window !== undefined) {
+        src.instance = p.instance + (gpu ?? replica);
+        src.range = instanceWindow(p.band, src.instance);
+      }
+      return src;
+    }
+  }
+}

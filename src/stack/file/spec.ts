@@ -1,0 +1,119 @@
+import type { PortEntry } from '../../allocate/port-set.js';
+import type { PortRange } from '../../host/types.js';
+import type { Handoff, ReadySpec } from '../../launch/types.js';
+import type { Band, Layout } from '../../layout/types.js';
+
+/** What a dependent waits for: spawned, ready (ownership + probe), or exited with status 0. */
+export type DependCondition = 'started' | 'ready' | 'completed';
+
+export interface Dependency {
+  service: string;
+  condition: DependCondition;
+  /** 1-based line of the entry in the stack file. */
+  line: number;
+}
+
+/**
+ * Replica count: a number, or "gpus" (one replica per GPU of the Slurm step; parsed now,
+ * resolved by the Slurm layer later — the orchestrator must refuse it until then).
+ */
+export type ReplicaCount = number | 'gpus';
+
+/** Where a service's ports come from. Replica r of a windowed band takes window (instance + r). */
+export type ServicePorts =
+  /** No port: a job that asked for none, or `port: none`. `{port}` is then an error. */
+  | { kind: 'none' }
+  /** The built-in default band, computed from the host at start (no layout, or a layout without a "default" band). */
+  | { kind: 'default' }
+  /** A band of the stack's layout. */
+  | { kind: 'band'; band: Band; instance: number }
+  | { kind: 'port'; port: number }
+  /** Every replica takes a port from this range (leases keep them distinct). */
+  | { kind: 'range'; range: PortRange };
+
+export type RestartPolicy = 'no' | 'on-failure';
+
+/** `templates: { NAME: FILE }`: a config file rendered into the run folder before each start. */
+export interface ConfigTemplate {
+  name: string;
+  /** Absolute path of the template file. */
+  file: string;
+  /** 1-based line of the file in the stack file. */
+  line: number;
+}
+
+export interface ServiceSpec {
+  name: string;
+  /** 1-based line of the service's key in the stack file. */
+  line: number;
+  /** Argv templates (placeholders unresolved). Never run through a shell. */
+  command: string[];
+  replicas: ReplicaCount;
+  /**
+   * `nodes: all | N | others` (Slurm): the service runs on every node of the allocation, on
+   * its first N, or on every node but the first, started there by a berth agent (srun).
+   * Undefined: once, where `berth up` runs.
+   */
+  nodes?: 'all' | 'others' | number;
+  /** Where every port of the service comes from (band, port, range, default, or none). */
+  source: ServicePorts;
+  /**
+   * Each replica's port set, in `ports:` order; the first entry is the primary port ({port},
+   * readiness, ownership, URLs). IMPLICIT_SET (one single port named "port") when the service
+   * declares no `ports:`; empty for a service without ports (source none).
+   */
+  ports: PortEntry[];
+  /** The stack file has `ports:` for this service (BERTH_PORT_<NAME> and {ports.NAME} are its names). */
+  portsDeclared: boolean;
+  /**
+   * Its `NAME: shared` (and `{ block: N, shared: true }`) entries, in order, as a single or
+   * a block: one port (block) for every replica (rank), leased on replica 0's host; a single
+   * is held until right before replica 0 starts (it binds it, like torch.distributed's
+   * MASTER_PORT). Not in `ports` (that is each replica's own set).
+   */
+  shared: PortEntry[];
+  /**
+   * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
+   * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.
+   */
+  host: string;
+  /** Extra environment, values are templates. */
+  env: Record<string, string>;
+  /** Config files rendered per replica before each start ({templates.NAME} is the rendered path). */
+  templates: ConfigTemplate[];
+  /** Absolute working directory (`cwd:` resolved against the stack file's folder; default that folder). */
+  cwd: string;
+  handoff: Handoff;
+  /** Readiness probe; the URL / command are templates (`{port}` …). None: ownership alone is readiness. */
+  ready?: ReadySpec;
+  readyTimeoutMs?: number;
+  dependsOn: Dependency[];
+  /** `restart: no | on-failure` with `restart_limit: N` (restarts after the first start; default 3). */
+  restart: { policy: RestartPolicy; limit: number };
+  /** TERM → KILL grace when stopping (default 10s). */
+  stopGraceMs: number;
+  /** The stack ends when this service exits, with its status; its output passes through. */
+  job: boolean;
+  /** file: output only in logs/<service>-<replica>.{out,err}; attach: also streamed, prefixed. */
+  logs: 'attach' | 'file';
+}
+
+export interface StackSpec {
+  /** The stack file as given (messages use it). */
+  file: string;
+  /** Absolute folder of the stack file: relative paths in it are resolved against this. */
+  dir: string;
+  /** `layout: FILE` or inline `bands:`; undefined: the built-in default layout of the host. */
+  layout?: Layout;
+  /** In file order. */
+  services: ServiceSpec[];
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_STOP_GRACE_MS = 10_000;
+export const DEFAULT_RESTART_LIMIT = 3;
+
+/** A replica's life, as written to events.jsonl and endpoints.json. */
+export type ReplicaState = 'pending' | 'starting' | 'owned' | 'ready' | 'stopping' | 'exited' | 'failed';
+
+export const REPLICA_STATES: readonly ReplicaState[] = ['pending', 'starting', 'owned', 'ready', 'stopping', 'exited', 'failed'];

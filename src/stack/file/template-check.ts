@@ -1,0 +1,64 @@
+import type { AssignedPorts, PortEntry } from '../../allocate/port-set.js';
+import { readInputFile } from '../../util/safe-file.js';
+import type { ServiceSpec } from './spec.js';
+import { templateContext, type TemplateEndpoint } from './template-context.js';
+import { templateProblems, templateTagNames } from './templates.js';
+
+/*
+ * Load-time check of a service's config templates: every tag must name something the
+ * replica's context will hold (its own fields and ports, its dependencies), so a typo stops
+ * the stack before anything starts rather than rendering an empty string into nginx.conf.
+ * The context is a stand-in with the real shape and made-up port numbers.
+ */
+
+function standIn(entries: readonly PortEntry[]): AssignedPorts[] {
+  return entries.map((e) => ({ name: e.name, kind: e.kind === 'single' ? 'single' : 'block', ports: e.kind === 'block' ? Array.from({ length: e.count }, (_, i) => 1 + i) : e.kind === 'window' ? [1, 2] : [1] }));
+}
+
+/** Problems as [line, text] (line in the stack file; the text names the template file and its line). */
+export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<string, ServiceSpec>): [number, string][] {
+  if (spec.templates.length === 0) return [];
+  const label = `service "${spec.name}"`;
+  const deps = new Map<string, TemplateEndpoint[]>();
+  for (const d of spec.dependsOn) {
+    const t = services.get(d.service);
+    if (t && t.source.kind !== 'none') deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports) }]);
+  }
+  const hasPort = spec.source.kind !== 'none';
+  if (hasPort) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(spec.ports) }]);
+  const ctx = templateContext({
+    name: spec.name,
+    replica: 0,
+    replicas: typeof spec.replicas === 'number' ? spec.replicas : 1,
+    host: spec.host,
+    dir: '/run',
+    ...(hasPort ? { port: spec.ports.length > 0 ? 1 : undefined, ports: standIn([...spec.ports, ...spec.shared]) } : {}),
+    rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node' },
+    ...(spec.replicas === 'gpus' ? { gpu: 0 } : {}),
+    dependencies: deps,
+  });
+  const out: [number, string][] = [];
+  for (const t of spec.templates) {
+    let text: string;
+    try {
+      text = readInputFile(t.file);
+    } catch (e) {
+      out.push([t.line, `${label}: template "${t.name}": cannot read ${t.file}: ${(e as Error).message}`]);
+      continue;
+    }
+    const notDeps = new Set<string>();
+    for (const tag of templateTagNames(text)) {
+      if (services.has(tag.name) && !deps.has(tag.name) && !notDeps.has(tag.name)) {
+        notDeps.add(tag.name);
+        const why =
+          services.get(tag.name)!.source.kind === 'none'
+            ? 'which has no port'
+            : 'which is not in its depends_on; add depends_on: { ' + tag.name + ': ready }';
+        out.push([t.line, `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.name}…}}, ${why}`]);
+      }
+    }
+    if (notDeps.size > 0) continue;
+    for (const p of templateProblems(text, ctx, t.file)) out.push([t.line, `${label}: template "${t.name}": ${p}`]);
+  }
+  return out;
+}

@@ -1,0 +1,208 @@
+import { basename, join } from 'node:path';
+import Mustache from 'mustache';
+import { BerthError, EXIT } from '../../errors.js';
+import { writeFileAtomic } from '../../util/atomic-write.js';
+import { readInputFile } from '../../util/safe-file.js';
+import { didYouMean, readReason } from '../../util/yaml-source.js';
+
+/*
+ * Config files rendered from templates (nginx, haproxy, Prometheus …) with mustache: logic-
+ * less, {{name}} tags, {{#list}}…{{/list}} loops, and nothing else of the file touched, so
+ * nginx's and haproxy's own { } blocks pass through. No HTML escaping: these are config files.
+ * mustache renders an unknown name as "", which in a config file is a silent wrong value, so
+ * every tag is checked against the context first, the way mustache would look it up.
+ * A file that needs {{ }} itself (Go templates in Prometheus rules) switches delimiters on
+ * its first line: {{=<% %>=}}.
+ */
+
+export interface RenderOptions {
+  /** Delimiters other than {{ }} from the start of the file. */
+  tags?: [string, string];
+}
+
+export interface RenderedTemplate {
+  /** The template file, as given. */
+  source: string;
+  /** The rendered file. */
+  path: string;
+  bytes: number;
+}
+
+interface Problem {
+  line: number;
+  text: string;
+}
+
+type Span = [string, string, number, number, Span[]?, number?];
+
+function lineAt(text: string, offset: number): number {
+  let line = 1;
+  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
+/** mustache's lookup: the whole dotted name in the innermost view that has it, then outwards. */
+function lookup(stack: readonly unknown[], name: string): { hit: boolean; value?: unknown } {
+  if (name === '.') return { hit: true, value: stack[stack.length - 1] };
+  const names = name.split('.');
+  for (let i = stack.length - 1; i >= 0; i--) {
+    let v: unknown = stack[i];
+    let hit = false;
+    for (let k = 0; k < names.length && v !== null && v !== undefined; k++) {
+      const key = names[k]!;
+      if (k === names.length - 1) hit = isObject(v) ? key in v : Object.prototype.hasOwnProperty.call(v, key);
+      v = (v as Record<string, unknown>)[key];
+    }
+    if (hit) return { hit, value: v };
+  }
+  return { hit: false };
+}
+
+/** Every name reachable from the views of the stack, for "known here: …" and "did you mean". */
+function knownNames(stack: readonly unknown[]): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown, prefix: string, depth: number) => {
+    if (!isObject(v) || Array.isArray(v) || depth > 3) return;
+    for (const [k, x] of Object.entries(v)) {
+      out.add(prefix + k);
+      walk(x, `${prefix}${k}.`, depth + 1);
+    }
+  };
+  for (const view of stack) walk(view, '', 0);
+  return [...out];
+}
+
+/** The view a section pushes for its body: a list's element (they are alike), else the value. */
+function sectionView(value: unknown): unknown {
+  if (Array.isArray(value)) return value.reduce((a: Record<string, unknown>, x) => (isObject(x) ? { ...a, ...x } : a), {});
+  return value;
+}
+
+function checkSpans(spans: readonly Span[], stack: unknown[], text: string, problems: Problem[]): void {
+  for (const [type, name, start, , children] of spans) {
+    const line = lineAt(text, start);
+    if (type === '>') {
+      problems.push({ line, text: `{{> ${name}}}: partials are not supported; write the text into this file` });
+      continue;
+    }
+    if (type !== 'name' && type !== '&' && type !== '#' && type !== '^') continue;
+    const found = lookup(stack, name);
+    if (!found.hit) {
+      const hint = didYouMean(name, knownNames(stack), { anyLength: true });
+      // The innermost view with names ({{#last}} pushes a boolean).
+      let at = stack.length - 1;
+      while (at > 0 && !(isObject(stack[at]) && !Array.isArray(stack[at]))) at--;
+      const here = knownNames(stack.slice(at, at + 1)).filter((k) => !k.includes('.'));
+      const where = at > 0 ? 'inside this section' : 'at the top level';
+      problems.push({ line, text: `unknown template tag {{${type === 'name' ? '' : type}${name}}}${hint}; names ${where}: ${here.join(', ')}` });
+    }
+    if ((type === '#' || type === '^') && children) {
+      checkSpans(children as Span[], type === '#' && found.hit ? [...stack, sectionView(found.value)] : stack, text, problems);
+    }
+  }
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * "Unclosed tag at 120" → the line of offset 120. mustache reports an unclosed section at the
+ * end of the file; the line that opened it is the useful one (its last opener).
+ */
+function syntaxProblem(err: Error, text: string, tags: [string, string]): Problem {
+  const m = / at (\d+)$/.exec(err.message);
+  const line = m ? lineAt(text, Number(m[1])) : 1;
+  const message = err.message.replace(/ at \d+$/, '');
+  const unclosed = /^Unclosed section "(.*)"$/.exec(message);
+  if (unclosed) {
+    const opener = new RegExp(`${escapeRe(tags[0])}\\s*[#^]\\s*${escapeRe(unclosed[1]!)}\\s*${escapeRe(tags[1])}`, 'g');
+    let last: RegExpExecArray | null = null;
+    for (let o = opener.exec(text); o; o = opener.exec(text)) last = o;
+    if (last) return { line: lineAt(text, last.index), text: `template syntax error: section "${unclosed[1]}" opened here is never closed` };
+  }
+  if (message === 'Unclosed tag') {
+    // The first opener after the last closer is the one never closed.
+    const close = text.lastIndexOf(tags[1]);
+    const open = text.indexOf(tags[0], close < 0 ? 0 : close + tags[1].length);
+    if (open >= 0) return { line: lineAt(text, open), text: `template syntax error: the tag opened here with ${tags[0]} is never closed with ${tags[1]}` };
+  }
+  return { line, text: `template syntax error: ${message}` };
+}
+
+/**
+ * The problems of a template against a context (syntax, unknown tags, partials), each
+ * "FILE:LINE: …"; [] when it renders as written. `file` only names it in messages.
+ */
+export function templateProblems(text: string, context: object, file: string, opts: RenderOptions = {}): string[] {
+  let spans: Span[];
+  try {
+    spans = Mustache.parse(text, opts.tags) as unknown as Span[];
+  } catch (e) {
+    const p = syntaxProblem(e as Error, text, opts.tags ?? ['{{', '}}']);
+    return [`${file}:${p.line}: ${p.text}`];
+  }
+  const problems: Problem[] = [];
+  checkSpans(spans, [context], text, problems);
+  return problems.sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.text}`);
+}
+
+/**
+ * The first segment of every tag's name, sections' bodies included ("engine" for
+ * {{#engine.replicas}}, "hostport" inside it), with its line: the stack's load-time check can
+ * require every service named there to be a dependency, as it does for {svc.url}.
+ * A syntax error gives []: templateProblems reports it.
+ */
+export function templateTagNames(text: string, opts: RenderOptions = {}): { name: string; line: number }[] {
+  let spans: Span[];
+  try {
+    spans = Mustache.parse(text, opts.tags) as unknown as Span[];
+  } catch {
+    return [];
+  }
+  const out: { name: string; line: number }[] = [];
+  const walk = (list: readonly Span[]) => {
+    for (const [type, name, start, , children] of list) {
+      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineAt(text, start) });
+      if ((type === '#' || type === '^') && Array.isArray(children)) walk(children);
+    }
+  };
+  walk(spans);
+  return out;
+}
+
+/** Renders template text; throws BerthError(DATAERR) listing every problem as "FILE:LINE: …". */
+export function renderTemplateText(text: string, context: object, file: string, opts: RenderOptions = {}): string {
+  const problems = templateProblems(text, context, file, opts);
+  if (problems.length > 0) throw new BerthError(EXIT.DATAERR, problems.join('\n'), { file, errors: problems });
+  return Mustache.render(text, context, {}, { escape: String, ...(opts.tags ? { tags: opts.tags } : {}) });
+}
+
+/** The rendered file's name: the template's, without a trailing ".mustache" or ".tmpl". */
+export function renderedName(file: string): string {
+  const b = basename(file);
+  const stripped = b.replace(/\.(mustache|tmpl)$/, '');
+  return stripped === '' ? b : stripped;
+}
+
+/**
+ * Reads a template file, renders it with `context` and writes the result atomically into
+ * `outDir` (as `name`, default renderedName(file)). An unreadable template or an unknown tag
+ * is a DATAERR (65) naming the file; a write that fails is an IOERR (74) naming the path.
+ */
+export function renderTemplateFile(file: string, context: object, outDir: string, opts: RenderOptions & { name?: string } = {}): RenderedTemplate {
+  let text: string;
+  try {
+    text = readInputFile(file);
+  } catch (e) {
+    throw new BerthError(EXIT.DATAERR, `template ${file}: cannot read it: ${readReason(e)}`, { file });
+  }
+  const rendered = renderTemplateText(text, context, file, opts);
+  const path = join(outDir, opts.name ?? renderedName(file));
+  try {
+    writeFileAtomic(path, rendered, 0o644);
+  } catch (e) {
+    throw new BerthError(EXIT.IOERR, `template ${file}: cannot write ${path}: ${readReason(e)}`, { file, path });
+  }
+  return { source: file, path, bytes: Buffer.byteLength(rendered) };
+}

@@ -1,0 +1,44 @@
+import type { AssignedPorts } from '../../allocate/port-set.js';
+
+/*
+ * How a run ended (StackResult, written by the teardown, told by stack-messages.ts) and the
+ * shared ports it records in endpoints.json: the record's own words, so that the run/
+ * phases that produce them and the record/ files that keep and show them agree.
+ */
+
+/** A service's shared ports and where they are reached (replica 0's host). */
+export interface SharedPorts {
+  host: string;
+  ports: AssignedPorts[];
+}
+
+export interface StackFailure {
+  service: string;
+  replica: number;
+  /** The class berth exits with: 69 no port, 70 failed, 75 not ready in time (64/74 rarely). */
+  exitCode: number;
+  /** What happened, without the diagnostics note. */
+  reason: string;
+  /** The replica's diagnostics folder (diagnostics.json, stdout.log, stderr.log), when written. */
+  diagnostics?: string;
+  bundle?: string;
+  logs: { out: string; err: string };
+}
+
+export interface StackResult {
+  /** What `berth up` exits with. */
+  exitCode: number;
+  /**
+   * job: the job exited (exitCode is its status); failed: a service failed for good;
+   * signal: stopped by a signal (128+N); stopped: stop() without a signal (0);
+   * completed: no job, and every service exited 0.
+   */
+  reason: 'job' | 'failed' | 'signal' | 'stopped' | 'completed';
+  signal?: NodeJS.Signals;
+  failure?: StackFailure;
+  /** The job's end: the first failing rank's (replica's) status, or 0 when every rank exited 0. */
+  job?: { service: string; replica: number; status: number; code: number | null; signal: NodeJS.Signals | null };
+  runDir: string;
+  /** ms from runStack() until every non-job service was ready, when that happened. */
+  readyMs?: number;
+}

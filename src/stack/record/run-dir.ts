@@ -1,0 +1,334 @@
+import { closeSync, constants, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { BerthError, EXIT } from '../../errors.js';
+import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../../util/private-dir.js';
+import { openForAppend } from '../../util/safe-file.js';
+import { applyUpdate, formatEvent, portsRecord, type EndpointRecord, type EndpointsDocument, type ReplicaUpdate, type StackEvent } from './endpoints.js';
+import type { SharedPorts } from './result.js';
+
+/*
+ * The run directory of one `berth up`:
+ *   endpoints.json   every replica's host, port, url, pid, state; replaced atomically (a reader
+ *                    outside the stack never sees half a file) soon after every change: see
+ *                    RunDir.update for how changes are batched
+ *   events.jsonl     every state change, one JSON object a line, appended (O_APPEND: whole lines)
+ *   logs/<service>-<replica>.out|.err
+ *   diagnostics/<service>-<replica>/   bundles of failed launches
+ * Private like the lease directory: created 0700, then checked for type, owner and mode.
+ * The records it holds (an event, a replica's line of endpoints.json) are endpoints.ts's.
+ */
+
+/** 2026-11-29T22:49:50.123Z → 20261129T224950Z */
+export function runStamp(now: Date): string {
+  return now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
+}
+
+/** Default run directory: ./berth-runs/<UTC timestamp> (a suffix -2, -3 … is added when taken). */
+export function defaultRunDir(cwd: string = process.cwd(), now: Date = new Date()): string {
+  return join(resolve(cwd), 'berth-runs', runStamp(now));
+}
+
+const WORDS: PrivateDirWords = {
+  name: 'run directory',
+  linkRisk: 'its logs could be redirected',
+  writeRisk: 'alter logs and endpoints',
+  todo: {
+    unreadable: 'check the path and its parents, or give another --run-dir',
+    symlink: 'give the real path with --run-dir, or remove the link',
+    notDir: 'give another --run-dir',
+    owner: 'give a --run-dir you own',
+    create: 'check permissions of its parent, or give a writable --run-dir',
+    subdir: (sub) => `give --run-dir ${sub} (berth creates it 0700)`,
+  },
+};
+
+function writeError(file: string, e: unknown): BerthError {
+  const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+  return new BerthError(EXIT.IOERR, `cannot write ${file} (${why}); check free space and permissions of the run directory`, { path: file });
+}
+
+/** Throws BerthError(74) unless `path` is a real directory of ours that others cannot write. */
+export function checkRunDir(path: string): Stats {
+  return checkPrivateDir(path, WORDS);
+}
+
+const mkdirPrivate = (path: string, recursive: boolean): boolean => makePrivateDir(path, recursive, WORDS);
+
+export interface RunDirOptions {
+  /** --run-dir; default ./berth-runs/<UTC timestamp>. */
+  dir?: string;
+  /** The stack file as given (recorded in endpoints.json). */
+  stack: string;
+  cwd?: string;
+  now?: Date;
+}
+
+/*
+ * endpoints.json is O(replicas) and changes O(replicas) times while a stack starts, so writing
+ * it on every change is quadratic: at 128 replicas that was a quarter of berth's time (the
+ * rename over the old file makes ext4 start writing the new one back, auto_da_alloc). Changes
+ * are therefore batched: the first change after a quiet spell is written at the end of the
+ * current turn (every change made in that turn shares the write); while changes keep coming,
+ * the next write waits FLUSH_GAP_FACTOR times as long as the last write took (between
+ * FLUSH_GAP_MIN_MS and FLUSH_GAP_MAX_MS), so writing takes at most about a tenth of the time
+ * and the file lags the stack by at most that gap. events.jsonl still gets every change at
+ * once. endpointsDocument(), flush() and close() write a pending change before they return,
+ * so the document berth prints when the stack is ready is also what the file holds.
+ * events.jsonl lines are appended at the end of the turn that made them (one write for all
+ * the changes of a turn: a stack's replicas change state in bursts), always before the
+ * endpoints.json that includes them.
+ */
+const FLUSH_GAP_FACTOR = 10;
+const FLUSH_GAP_MIN_MS = 10;
+const FLUSH_GAP_MAX_MS = 250;
+
+export class RunDir {
+  readonly logsDir: string;
+  readonly endpointsFile: string;
+  readonly eventsFile: string;
+  private readonly tmpFile: string;
+  private readonly table: EndpointRecord[] = [];
+  private eventsFd: number | undefined;
+  /** Changes not written to endpoints.json yet: the time of the latest (its `updated`). */
+  private pending: string | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushImmediate: NodeJS.Immediate | undefined;
+  /** When the last write of endpoints.json ended, and how long it took (performance.now() ms). */
+  private lastWriteEnd = -Infinity;
+  private lastWriteMs = 0;
+  /** A batched write that failed: thrown by the next update(), which stops the stack. */
+  private writeFailure: BerthError | undefined;
+  /** Writes of endpoints.json so far (for benchmarks and tests). */
+  endpointsWrites = 0;
+  /** events.jsonl lines of this turn, not written yet. */
+  private eventLines: string[] = [];
+  private eventsImmediate: NodeJS.Immediate | undefined;
+
+  constructor(
+    /** Absolute path. */
+    readonly path: string,
+    private readonly stack: string,
+  ) {
+    this.logsDir = join(path, 'logs');
+    this.endpointsFile = join(path, 'endpoints.json');
+    this.eventsFile = join(path, 'events.jsonl');
+    this.tmpFile = join(path, `.endpoints.json.${process.pid}.tmp`);
+  }
+
+  /** logs/<service>-<replica>.out and .err */
+  logFiles(service: string, replica: number): { out: string; err: string } {
+    const base = join(this.logsDir, `${service}-${replica}`);
+    return { out: `${base}.out`, err: `${base}.err` };
+  }
+
+  /** Where a failed launch of this replica writes its bundle (created by the launcher). */
+  diagDir(service: string, replica: number, attempt = 0): string {
+    return join(this.path, 'diagnostics', attempt === 0 ? `${service}-${replica}` : `${service}-${replica}.restart-${attempt}`);
+  }
+
+  /** The current table (copies). */
+  replicas(): EndpointRecord[] {
+    return this.table.map((r) => ({ ...r }));
+  }
+
+  /**
+   * Records a state change: appends it to events.jsonl now, and replaces endpoints.json soon
+   * (batched, see above). Throws BerthError(74) when either write failed, this one or an
+   * earlier batched one.
+   */
+  update(u: ReplicaUpdate): StackEvent {
+    if (this.writeFailure) throw this.writeFailure;
+    const ev = applyUpdate(this.table, u);
+    this.appendEvent(ev);
+    this.pending = ev.t;
+    this.scheduleFlush();
+    return ev;
+  }
+
+  /** The current document; a change not yet in endpoints.json is written first. */
+  endpointsDocument(updated?: string): EndpointsDocument {
+    if (this.pending !== undefined) {
+      try {
+        this.flush();
+      } catch {
+        // kept in writeFailure: the next update() reports it
+      }
+    }
+    return this.document(updated ?? new Date().toISOString());
+  }
+
+  /** Shared ports of the stack's services (once leased); in every document from now on. */
+  shared: Record<string, SharedPorts> = {};
+
+  private document(updated: string): EndpointsDocument {
+    const entries = Object.entries(this.shared).map(([svc, s]) => [svc, { host: s.host, ports: portsRecord(s.ports) }]);
+    const shared = entries.length > 0 ? { shared: Object.fromEntries(entries) } : {};
+    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...shared };
+  }
+
+  /** Writes pending changes now (nothing when events.jsonl and endpoints.json are current). */
+  flush(): void {
+    this.flushEvents();
+    if (this.pending !== undefined) this.writeEndpoints(this.pending);
+  }
+
+  /** Replaces endpoints.json with the current table now (a pending batched write is folded in). */
+  writeEndpoints(updated?: string): void {
+    this.flushEvents();
+    this.cancelFlush();
+    this.pending = undefined;
+    const t0 = performance.now();
+    try {
+      replaceFile(this.endpointsFile, JSON.stringify(this.document(updated ?? new Date().toISOString()), null, 2) + '\n', this.tmpFile);
+    } catch (e) {
+      this.writeFailure = writeError(this.endpointsFile, e);
+      throw this.writeFailure;
+    } finally {
+      this.lastWriteEnd = performance.now();
+      this.lastWriteMs = this.lastWriteEnd - t0;
+      this.endpointsWrites++;
+    }
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.flushImmediate) return;
+    const gap = Math.min(FLUSH_GAP_MAX_MS, Math.max(FLUSH_GAP_MIN_MS, this.lastWriteMs * FLUSH_GAP_FACTOR));
+    const wait = this.lastWriteEnd + gap - performance.now();
+    const write = () => {
+      this.flushTimer = undefined;
+      this.flushImmediate = undefined;
+      try {
+        this.flush();
+      } catch {
+        // kept in writeFailure: the next update() reports it
+      }
+    };
+    if (wait <= 0) this.flushImmediate = setImmediate(write);
+    else this.flushTimer = setTimeout(write, wait);
+  }
+
+  private cancelFlush(): void {
+    clearTimeout(this.flushTimer);
+    if (this.flushImmediate) clearImmediate(this.flushImmediate);
+    this.flushTimer = undefined;
+    this.flushImmediate = undefined;
+  }
+
+  private appendEvent(ev: StackEvent): void {
+    try {
+      // Opened now: a run directory that cannot take events fails the first change, not later.
+      this.eventsFd ??= openForAppend(this.eventsFile);
+    } catch (e) {
+      throw writeError(this.eventsFile, e);
+    }
+    this.eventLines.push(formatEvent(ev));
+    this.eventsImmediate ??= setImmediate(() => {
+      this.eventsImmediate = undefined;
+      try {
+        this.flushEvents();
+      } catch {
+        // kept in writeFailure: the next update() reports it
+      }
+    });
+  }
+
+  private flushEvents(): void {
+    if (this.eventsImmediate) clearImmediate(this.eventsImmediate);
+    this.eventsImmediate = undefined;
+    if (this.eventLines.length === 0 || this.eventsFd === undefined) return;
+    const buf = Buffer.from(this.eventLines.join(''));
+    this.eventLines = [];
+    try {
+      // O_APPEND: each write lands whole at the end; a short write continues where it stopped.
+      for (let off = 0; off < buf.length; ) off += writeSync(this.eventsFd, buf, off);
+    } catch (e) {
+      this.writeFailure = writeError(this.eventsFile, e);
+      throw this.writeFailure;
+    }
+  }
+
+  /** Writes a pending change of endpoints.json (best effort: a failure was reported by update()) and closes events.jsonl. */
+  close(): void {
+    try {
+      this.flush();
+    } catch {
+      // reported through update() or writeEndpoints()
+    }
+    this.cancelFlush();
+    if (this.eventsFd !== undefined) closeSync(this.eventsFd);
+    this.eventsFd = undefined;
+  }
+}
+
+/**
+ * endpoints.json is replaced on every state change: written whole under a temporary name,
+ * then renamed over the old one, so a reader sees the old document or the new one, never
+ * a mix. No fsync: the rename is what readers need, and an fsync per state change made
+ * the disk, not berth, the pace of a big stack (a crash loses at most the latest states,
+ * which events.jsonl and the dead pid in the document tell anyway). One temporary name
+ * suffices: berth is the only writer of its run directory and writes synchronously.
+ */
+function replaceFile(path: string, text: string, tmp: string): void {
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+  try {
+    const buf = Buffer.from(text);
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // already gone
+    }
+    throw e;
+  }
+}
+
+/** Files that mark a run directory as used. */
+export const PREVIOUS_RUN: readonly string[] = ['endpoints.json', 'events.jsonl'];
+
+/**
+ * Creates (0700) and checks the directory for a new run: --run-dir may exist (a job script
+ * may make it) but must be private and must not hold any of `previous`; the default one,
+ * berth-runs/<UTC timestamp> under `cwd`, is always new. Returns its absolute path.
+ */
+export function makeRunDir(opts: Omit<RunDirOptions, 'stack'>, previous: readonly string[] = PREVIOUS_RUN): string {
+  const cwd = resolve(opts.cwd ?? process.cwd());
+  if (opts.dir !== undefined) {
+    const path = resolve(cwd, opts.dir);
+    mkdirPrivate(path, true);
+    checkRunDir(path);
+    const old = readdirSync(path).filter((n) => previous.includes(n));
+    if (old.length > 0) {
+      // 64, not 74: nothing failed to be written; the directory given is the wrong one.
+      throw new BerthError(EXIT.USAGE, `run directory ${path} already holds a run (${old.join(', ')}); give a new --run-dir, or remove the old one`, { path });
+    }
+    return path;
+  }
+  const first = defaultRunDir(cwd, opts.now);
+  const base = dirname(first);
+  mkdirPrivate(base, false);
+  checkRunDir(base);
+  let path = first;
+  // Two stacks started in the same second get -2, -3 …: mkdir without recursion is the lock.
+  for (let n = 2; !mkdirPrivate(path, false); n++) {
+    if (n > 1000) throw new BerthError(EXIT.IOERR, `run directory ${first} and 1000 numbered variants exist already; clean up berth-runs/ or give --run-dir`, { path: first });
+    path = `${first}-${n}`;
+  }
+  checkRunDir(path);
+  return path;
+}
+
+/** Creates the run directory (see makeRunDir) with its logs/ folder, and writes an empty endpoints.json. */
+export function createRunDir(opts: RunDirOptions): RunDir {
+  const dir = new RunDir(makeRunDir(opts), opts.stack);
+  mkdirPrivate(dir.logsDir, false);
+  checkRunDir(dir.logsDir);
+  dir.writeEndpoints();
+  return dir;
+}

@@ -1,0 +1,22 @@
+import type { ExitInfo } from '../../launch/types.js';
+import type { StackResult } from '../record/result.js';
+import type { Replica } from './replica.js';
+
+/*
+ * What the phases of a running stack report instead of calling each other: next.ts alone
+ * decides what follows (start what may start, restart, end the stack).
+ */
+export type Happened =
+  /** Something may start now: a replica ready or completed, the ports reserved, an external service or a service's peers known. */
+  | { kind: 'progress' }
+  /**
+   * An attempt of a replica failed (its 'failed' event, a crash after it was ready, a restart
+   * that cannot hold its ports again). `ended`: the attempt is over, no exit is still to come.
+   */
+  | { kind: 'attempt-failed'; rep: Replica; exitCode: number; reason: string; bundle?: string | undefined; ended: boolean }
+  /** A rank (replica) of the job exited, not asked to. */
+  | { kind: 'rank-exited'; rep: Replica; info: ExitInfo }
+  /** A restart's pause is over and its ports are held again: the next attempt may start. */
+  | { kind: 'restart-due'; rep: Replica }
+  /** The stack ends (its failure, if any, is recorded in StackRun.failure). */
+  | { kind: 'end'; reason: StackResult['reason'] };

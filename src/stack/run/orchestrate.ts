@@ -1,0 +1,71 @@
+import { next } from './next.js';
+import { reserveStackPorts } from './reserve-ports.js';
+import type { StackSpec } from '../file/spec.js';
+import { StackRun } from './stack-run.js';
+import type { RunStackOptions, StackHandle } from './types.js';
+import { stop } from './teardown.js';
+
+/*
+ * `berth up`: every replica of every service is one launch() on ports reserved up front
+ * (or a portless launch), so a stack either gets all its ports or starts nothing. The phases,
+ * one file each, in the order a stack lives through them:
+ *   reserve-ports.ts   every replica's ports, all or none (one reserveSet)
+ *   schedule.ts        dependency order: what may start now, the stack being ready
+ *   start-attempt.ts   one attempt of one replica: placeholders filled, launch()
+ *   replica-events.ts  launch's events and exits become replica states
+ *   restart.ts         restart: on-failure: the pause, the ports held again
+ *   teardown.ts        stop: dependents first, leases back, the run directory made final
+ * They do not call each other: each reports what happened (happened.ts) and next.ts alone
+ * decides what follows (start, restart, end). stack-run.ts holds the state they share and
+ * records every state change (RunDir.update: events.jsonl, then endpoints.json atomically,
+ * and the status view).
+ */
+
+export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './types.js';
+
+/** Starts a stack. Throws BerthError for a stack it refuses (65) or a run directory it cannot make (64/74). */
+export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHandle {
+  const st: StackRun = new StackRun(spec, opts, (h) => next(st, h));
+  const handle: StackHandle = {
+    spec,
+    runDir: st.run.path,
+    ready: st.whenReady.promise,
+    done: st.whenDone.promise,
+    endpoints: () => st.run.endpointsDocument(),
+    stop: (so) => stop(st, so?.signal, so?.force === true),
+    say: (text) => st.console.message(text),
+    setExternal: (service, endpoints, statuses) => {
+      st.external.set(service, { endpoints: [...endpoints], statuses: statuses ? [...statuses] : endpoints.length > 0 ? endpoints.map(() => ({ state: 'ready' })) : [{ state: 'ready' }] });
+      // Only once the ports are reserved: main() asks what may start for the first time itself.
+      if (st.reserved) next(st, { kind: 'progress' });
+    },
+    setPeers: (service, endpoints) => {
+      st.peers.set(service, [...endpoints]);
+      if (st.reserved) next(st, { kind: 'progress' });
+    },
+    recordExternal: (u) => st.record(u),
+    recordShared: (service, shared) => {
+      st.run.shared[service] = shared;
+      try {
+        if (!st.closed) st.run.writeEndpoints();
+      } catch {
+        // kept by the run directory: the next state change reports it
+      }
+    },
+  };
+  // After the caller has its handle (a stack without ports could otherwise be ready
+  // before runStack() returns).
+  queueMicrotask(() => void main(st));
+  return handle;
+}
+
+async function main(st: StackRun): Promise<void> {
+  try {
+    if (await reserveStackPorts(st)) {
+      st.reserved = true;
+      next(st, { kind: 'progress' });
+    }
+  } catch (e) {
+    st.internalError(e);
+  }
+}

@@ -1,0 +1,40 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { BerthError, EXIT } from '../../errors.js';
+import type { ResolveContext } from '../file/placeholders.js';
+import type { Replica } from './replica.js';
+import type { StackRun } from './stack-run.js';
+import { templateContext } from '../file/template-context.js';
+import { renderTemplateFile, type RenderedTemplate } from '../file/templates.js';
+
+/*
+ * A replica's config files, rendered before each of its starts into
+ * <run>/templates/<service>-<replica>/ from what its placeholders see now (its ports, its
+ * dependencies' replicas). They stay in the run folder, so a failed start can be read back
+ * with the very file the program was given.
+ */
+
+export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveContext): RenderedTemplate[] {
+  const s = rep.svc.spec;
+  if (s.templates.length === 0) return [];
+  const dir = join(st.run.path, 'templates', `${s.name}-${rep.index}`);
+  const context = templateContext({
+    name: s.name,
+    replica: rep.index,
+    replicas: rep.svc.replicas.length,
+    host: s.host,
+    dependencies: ctx.endpoints,
+    ...(ctx.port !== undefined ? { port: ctx.port } : {}),
+    ...(ctx.ports !== undefined ? { ports: ctx.ports } : {}),
+    ...(ctx.gpu !== undefined ? { gpu: ctx.gpu } : {}),
+    ...(ctx.sharedHosts !== undefined ? { sharedHosts: ctx.sharedHosts } : {}),
+    ...(ctx.rank !== undefined ? { rank: ctx.rank } : {}),
+    dir,
+  });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+  } catch (e) {
+    throw new BerthError(EXIT.IOERR, `cannot create ${dir} for the rendered templates of ${s.name}/${rep.index}: ${(e as Error).message}`, { path: dir });
+  }
+  return s.templates.map((t) => renderTemplateFile(t.file, context, dir));
+}

@@ -1,0 +1,109 @@
+import { dirname } from 'node:path';
+import { EXIT } from '../../errors.js';
+import type { ExitInfo, LaunchEvent } from '../../launch/types.js';
+import type { Happened } from './happened.js';
+import { endReplica, firstLine, stripName, type Replica } from './replica.js';
+import type { StackRun } from './stack-run.js';
+
+/*
+ * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings,
+ * listeners outside its ports) and its exit, recorded as replica states and told to next.ts
+ * as what happened: ready or completed (something may start), an attempt failed (restart or
+ * the stack's end), a rank of the job exited. Events of an earlier attempt are ignored.
+ */
+
+export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: LaunchEvent): Happened | undefined {
+  if (attempt !== rep.attempt) return undefined;
+  const port = rep.port !== undefined ? { port: rep.port } : {};
+  switch (e.type) {
+    case 'spawned':
+      st.update(rep, { state: 'starting', pid: e.pid, ...port });
+      break;
+    case 'owned':
+      st.update(rep, { state: 'owned', pid: e.pid });
+      break;
+    case 'ready': {
+      if (rep.port !== undefined && e.info.host !== '') rep.host = e.info.host;
+      rep.everReady = true;
+      st.update(rep, { state: 'ready', pid: e.info.pid, ...(rep.port !== undefined ? { host: rep.host } : {}) });
+      return { kind: 'progress' };
+    }
+    case 'failed': {
+      const d = rep.diag[rep.diag.length - 1];
+      if (d && e.bundle) d.keep = true;
+      // Asked to stop during the teardown: its exit is reported as a stop, not a cause.
+      if (st.ending && rep.stopAsked) break;
+      rep.attemptFailed = true;
+      const reason = stripName(firstLine(e.message), rep.label);
+      st.update(rep, { state: 'failed', code: e.exitCode, detail: reason });
+      // Its exit comes later (onRunnerExited ends it then).
+      return { kind: 'attempt-failed', rep, exitCode: e.exitCode, reason, bundle: e.bundle, ended: false };
+    }
+    case 'warning':
+      st.warn(e.message);
+      break;
+    case 'audit':
+      // The same messages came as 'warning' events (stderr, once each): here they become the
+      // replica's record, in events.jsonl with detail and in endpoints.json.
+      // Each port once per replica, though every attempt (a restart) reports its own.
+      for (const l of e.listeners) if (!rep.unexpected.some((u) => u.port === l.port)) rep.unexpected.push(l);
+      st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: e.listeners.map((l) => l.message).join('; ') });
+      break;
+    case 'reserved':
+    case 'stopping':
+    case 'exited':
+      // stopping is reported when berth asks; exits through the `exited` promise
+      break;
+  }
+  return undefined;
+}
+
+export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info: ExitInfo): Happened | undefined {
+  if (attempt !== rep.attempt) return undefined;
+  const d = rep.diag[rep.diag.length - 1];
+  if (d && info.bundle) d.keep = true;
+  if (rep.attemptFailed) {
+    // The failure was reported at its 'failed' event; a restart waits for this exit.
+    if (rep.final) endReplica(rep);
+    return undefined;
+  }
+  const status = info.exitCode;
+  const sig = info.signal ?? undefined;
+  if (rep.stopAsked || st.ending) {
+    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+    rep.final = true;
+    endReplica(rep);
+    return undefined;
+  }
+  if (rep.svc.spec.job) return { kind: 'rank-exited', rep, info };
+  if (status === 0) {
+    // A one-shot service (something may wait for it to complete).
+    st.update(rep, { state: 'exited', code: 0 });
+    rep.final = true;
+    endReplica(rep);
+    return { kind: 'progress' };
+  }
+  const reason = info.signal ? `was killed by ${info.signal} after it was ready` : `exited with status ${status} after it was ready`;
+  st.update(rep, { state: 'failed', code: status, ...(sig ? { signal: sig } : {}), detail: reason });
+  rep.attemptFailed = true;
+  return { kind: 'attempt-failed', rep, exitCode: EXIT.SOFTWARE, reason, bundle: info.bundle, ended: true };
+}
+
+/** A rank of the job exited for good: recorded, its stream closed. */
+export function rankEnded(st: StackRun, rep: Replica, info: ExitInfo): void {
+  const sig = info.signal ?? undefined;
+  st.update(rep, { state: 'exited', code: info.exitCode, ...(sig ? { signal: sig } : {}) });
+  rep.final = true;
+  endReplica(rep);
+}
+
+/** The job's end as the result tells it; a failed rank is the stack's failure (its status the stack's). */
+export function recordJobEnd(st: StackRun, rep: Replica, info: ExitInfo): void {
+  const status = info.exitCode;
+  const ranks = rep.svc.replicas.length;
+  st.job = { service: rep.svc.spec.name, replica: rep.index, status, code: info.code, signal: info.signal };
+  if (status === 0) return;
+  const how = info.signal ? `was killed by ${info.signal}` : `exited with status ${status}`;
+  const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}; the other ranks are stopped`;
+  st.failure = { service: st.job.service, replica: rep.index, exitCode: status, reason: who, logs: st.run.logFiles(st.job.service, rep.index), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
+}

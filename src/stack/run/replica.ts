@@ -1,0 +1,137 @@
+import type { AssignedPorts } from '../../allocate/port-set.js';
+import type { NamedReservation } from '../../allocate/reserve-named.js';
+import type { PortSource } from '../../allocate/types.js';
+import type { AuditFinding, LaunchHandle } from '../../launch/types.js';
+import type { GpuReplica } from '../../slurm/replicas.js';
+import { OutputFanout, type ChunkConsumer } from '../record/replica-output.js';
+import type { ReplicaState, ServiceSpec } from '../file/spec.js';
+import type { StackConsole } from '../record/stack-console.js';
+
+/* A stack's services and replicas as the orchestrator tracks them while they run. */
+
+export interface Replica {
+  svc: Service;
+  index: number;
+  /** Its GPU under `replicas: gpus`: window, {gpu} and CUDA_VISIBLE_DEVICES. */
+  gpu?: GpuReplica;
+  /** "engine/1" */
+  label: string;
+  source: PortSource | undefined;
+  /** The primary port (the set's first entry). */
+  port: number | undefined;
+  /**
+   * Its port set, leased from the start of the stack to its teardown: launch() hands the
+   * singles over and keeps the leases (keepReservation); a restart re-holds them.
+   */
+  set: NamedReservation | undefined;
+  /** Listeners of its process tree outside its set (launch's audit), each port once. */
+  unexpected: AuditFinding[];
+  /** The address the replica was reached on once ready (else its spec host). */
+  host: string;
+  state: ReplicaState;
+  code: number | null | undefined;
+  attempt: number;
+  restarts: number;
+  runner: LaunchHandle | undefined;
+  /** The current attempt failed (its 'failed' event came): its exit is part of that. */
+  attemptFailed: boolean;
+  stopAsked: boolean;
+  everReady: boolean;
+  /** No further attempt will follow: the runner's exit is this replica's end. */
+  final: boolean;
+  /** Settles when the replica's last runner has exited and its logs are closed. */
+  ended: Promise<void>;
+  markEnded: () => void;
+  /** Output beyond the log (job passthrough, --follow); the logs are written by launch(). */
+  out: OutputFanout;
+  err: OutputFanout;
+  /** Replica 0 of a service with shared ports: their holds were closed for it to bind them. */
+  sharedReleased?: boolean;
+  /** Diagnostics folders of attempts, kept when a bundle was written. */
+  diag: { dir: string; keep: boolean }[];
+}
+
+export interface Service {
+  spec: ServiceSpec;
+  replicas: Replica[];
+  launched: boolean;
+  /**
+   * Its shared ports (`NAME: shared`), once leased: `set` when leased here (held until
+   * replica 0 starts, leased until the teardown), without it when replica 0's node leased them.
+   */
+  shared?: { host: string; assigned: AssignedPorts[]; set?: NamedReservation };
+}
+
+/** A service and its replicas, nothing started; `gpus`: one replica per GPU (replicas: gpus). */
+export function makeService(spec: ServiceSpec, console: StackConsole, follow: boolean, gpus: GpuReplica[] | undefined): Service {
+  const svc: Service = { spec, replicas: [], launched: false };
+  const n = gpus ? gpus.length : (spec.replicas as number);
+  const streamed = follow || spec.logs === 'attach';
+  for (let r = 0; r < n; r++) {
+    const label = `${spec.name}/${r}`;
+    const outC: ChunkConsumer[] = [];
+    const errC: ChunkConsumer[] = [];
+    if (spec.job) {
+      const po = console.passthrough('stdout', n > 1);
+      const pe = console.passthrough('stderr', n > 1);
+      if (po) outC.push(po);
+      if (pe) errC.push(pe);
+    } else if (streamed) {
+      const fo = console.follow(`${label} | `);
+      const fe = console.follow(`${label} | `);
+      if (fo) outC.push(fo);
+      if (fe) errC.push(fe);
+    }
+    let markEnded!: () => void;
+    const ended = new Promise<void>((res) => (markEnded = res));
+    svc.replicas.push({
+      svc,
+      index: r,
+      ...(gpus ? { gpu: gpus[r]! } : {}),
+      label,
+      source: undefined,
+      port: undefined,
+      set: undefined,
+      unexpected: [],
+      host: spec.host,
+      state: 'pending',
+      code: undefined,
+      attempt: 0,
+      restarts: 0,
+      runner: undefined,
+      attemptFailed: false,
+      stopAsked: false,
+      everReady: false,
+      final: false,
+      ended,
+      markEnded,
+      out: new OutputFanout(outC),
+      err: new OutputFanout(errC),
+      diag: [],
+    });
+  }
+  return svc;
+}
+
+/** Its output streams are closed and `ended` settles: nothing more comes from this replica. */
+export function endReplica(rep: Replica): void {
+  rep.out.finish();
+  rep.err.finish();
+  rep.markEnded();
+}
+
+/** A replica waiting for its (re)start when the stack ended. */
+export function endAbandoned(rep: Replica): void {
+  rep.final = true;
+  endReplica(rep);
+}
+
+export function firstLine(text: string): string {
+  const i = text.indexOf('\n');
+  return i < 0 ? text : text.slice(0, i);
+}
+
+/** "engine/1: the service exited…" → "the service exited…" (the label is shown separately). */
+export function stripName(text: string, label: string): string {
+  return text.startsWith(`${label}: `) ? text.slice(label.length + 2) : text;
+}

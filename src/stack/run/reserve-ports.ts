@@ -1,0 +1,114 @@
+import { namedReservation, namedSetRequests } from '../../allocate/reserve-named.js';
+import { setOptions } from '../../allocate/reserve.js';
+import { reserveSet, type SetRequest } from '../../allocate/reserve-set.js';
+import type { PortSource, Reservation, ReserveOptions } from '../../allocate/types.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { readSysctls } from '../../host/sysctl.js';
+import type { HostSysctls } from '../../host/types.js';
+import { firstLine, type Replica } from './replica.js';
+import { replicaSource } from '../file/sources.js';
+import type { StackRun } from './stack-run.js';
+import { reachableHost } from '../file/placeholders.js';
+import { releasePorts, releaseShared } from './release.js';
+
+/*
+ * Every port of the stack first, as one set (allocate/reserve-set.ts): each replica's whole
+ * port set (its singles, held until the handoff, and its blocks, leased and never held), so a
+ * stack that cannot have every port starts nothing, and stacks competing for the same ports
+ * never each hold half. A replica keeps its leases for its whole life, across restarts
+ * (restart.ts); teardown.ts gives them back. A service's shared ports (`NAME: shared`) are
+ * in the same set, from replica 0's source, held until replica 0 starts (start-attempt.ts),
+ * unless replica 0 runs on another node, which leased them (RunStackOptions.shared).
+ * Returns false when the stack is not to go on (no ports, or stopped meanwhile).
+ */
+export async function reserveStackPorts(st: StackRun): Promise<boolean> {
+  const reps = st.replicas;
+  const wanting: Replica[] = [];
+  /** Which replica and entry each request is, to name them when one cannot be met. */
+  const owners: { rep: Replica; entry: string }[] = [];
+  /** Services whose shared ports are leased here, with replica 0 (whose source they come from). */
+  const sharing: Replica[] = [];
+  let reservations: Reservation[] = [];
+  let failing: Replica | undefined;
+  try {
+    const requests: SetRequest[] = [];
+    for (const rep of reps) {
+      failing = rep;
+      rep.source = sourceOf(st, rep);
+      if (!rep.source) continue;
+      const ro = reserveOptions(st, rep, rep.source);
+      const base = { source: rep.source, name: ro.name!, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) };
+      const spec = rep.svc.spec;
+      if (rep.index === 0 && spec.shared.length > 0 && !st.o.shared?.has(spec.name)) {
+        sharing.push(rep);
+        const shared = namedSetRequests(spec.shared, { ...base, name: `${st.spec.file}:${spec.name}` });
+        shared.forEach((r, i) => owners.push({ rep, entry: spec.shared[i]!.name }));
+        requests.push(...shared);
+      }
+      if (spec.ports.length === 0) continue; // only shared ports: its replicas have none of their own
+      wanting.push(rep);
+      // Without `ports:` the one port keeps its lease name "<stack>:<service>/<replica>".
+      const own = rep.svc.spec.portsDeclared ? namedSetRequests(rep.svc.spec.ports, base) : [{ ...base, count: 1 }];
+      own.forEach((r, i) => owners.push({ rep, entry: rep.svc.spec.ports[i]!.name }));
+      requests.push(...own);
+    }
+    failing = undefined;
+    const first = wanting[0] ?? sharing[0];
+    if (requests.length > 0) reservations = await reserveSet(requests, setOptions(reserveOptions(st, first!, first!.source!)));
+  } catch (e) {
+    const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
+    const at = err.details?.request;
+    const owner = typeof at === 'number' ? owners[at] : undefined;
+    const rep = failing ?? owner?.rep ?? wanting[0] ?? reps[0]!;
+    const what = owner && owner.rep.svc.spec.portsDeclared ? `port "${owner.entry}": ` : '';
+    st.update(rep, { state: 'failed', code: err.exitCode, detail: `${what}${firstLine(err.message)}` });
+    st.failStack(rep, err.exitCode, `no port: ${what}${err.message}`);
+    return false;
+  }
+  // The requests' order: per replica, its service's shared ports (replica 0) then its own set.
+  let next = 0;
+  const take = (n: number) => reservations.slice(next, (next += n));
+  for (const rep of reps) {
+    const spec = rep.svc.spec;
+    if (sharing.includes(rep)) {
+      const set = namedReservation(spec.shared, take(spec.shared.length));
+      rep.svc.shared = { host: reachableHost(spec.host), assigned: set.assigned, set };
+    }
+    if (wanting.includes(rep)) rep.set = namedReservation(spec.ports, take(spec.ports.length));
+  }
+  for (const svc of st.services) {
+    const given = st.o.shared?.get(svc.spec.name);
+    if (given && svc.spec.shared.length > 0) svc.shared = { host: given.host, assigned: given.ports };
+    if (svc.shared) st.run.shared[svc.spec.name] = { host: svc.shared.host, ports: svc.shared.assigned };
+  }
+  if (st.ending) {
+    // stop() came while reserving, after the teardown gave back what it knew of
+    for (const rep of wanting) await releasePorts(st, rep);
+    for (const svc of st.services) await releaseShared(st, svc);
+    return false;
+  }
+  for (const rep of reps) {
+    if (rep.set) rep.port = rep.set.assigned[0]!.ports[0];
+    st.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}), ...(rep.set ? { ports: rep.set.assigned } : {}) });
+  }
+  try {
+    st.o.onReserved?.(st.run.endpointsDocument());
+  } catch {
+    // the caller's problem, not the stack's
+  }
+  return true;
+}
+
+function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
+  if (rep.svc.spec.source.kind === 'default') st.host ??= readSysctls(st.procRoot);
+  // The host is only read for the built-in band; other kinds ignore it.
+  return replicaSource(st.spec, rep.svc.spec, rep.index, st.host ?? ({} as HostSysctls), rep.gpu?.gpu);
+}
+
+function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
+  const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
+  if (st.o.stateDir !== undefined) ro.stateDir = st.o.stateDir;
+  // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
+  if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
+  return ro;
+}

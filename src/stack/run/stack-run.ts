@@ -1,0 +1,194 @@
+import { BerthError, EXIT } from '../../errors.js';
+import type { HostSysctls } from '../../host/types.js';
+import { guardRunDir } from '../../launch/watchdog.js';
+import { gpuReplicas, type GpuReplica } from '../../slurm/replicas.js';
+import { deferred } from '../../util/deferred.js';
+import type { GraphNode, ReplicaStatus } from '../file/graph.js';
+import type { Endpoint } from '../file/placeholders.js';
+import { makeService, stripName, type Replica, type Service } from './replica.js';
+import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
+import { createRunDir, type RunDir } from '../record/run-dir.js';
+import { localTopology, type Topology } from '../file/ranks.js';
+import type { StackSpec } from '../file/spec.js';
+import { StackConsole } from '../record/stack-console.js';
+import type { RunStackOptions, StackFailure, StackResult } from './types.js';
+import type { Happened } from './happened.js';
+
+/*
+ * The state of one running stack, shared by its phases (reserve-ports, schedule,
+ * start-attempt, replica-events, restart, teardown), and the few things every phase does:
+ * record a state change, warn, fail the stack, wait, and tell next.ts what happened
+ * (`next`, given by orchestrate.ts: the phases never call each other).
+ */
+export class StackRun {
+  readonly run: RunDir;
+  /** Tells the watchdog to mark endpoints.json if berth dies before finish() writes it. */
+  readonly runGuard: { ended(): void };
+  readonly console: StackConsole;
+  readonly services: Service[];
+  readonly byName: Map<string, Service>;
+  readonly nodes: GraphNode[];
+  readonly startedOrder: string[] = [];
+  readonly env: NodeJS.ProcessEnv;
+  readonly procRoot: string;
+  /** This host's node, for ranks (ranks.ts). */
+  readonly topology: Topology;
+  readonly t0 = performance.now();
+  host: HostSysctls | undefined;
+  ending: StackResult['reason'] | undefined;
+  endSignal: NodeJS.Signals | undefined;
+  failure: StackFailure | undefined;
+  job: StackResult['job'];
+  forced = false;
+  stackReadyMs: number | undefined;
+  private writeBroken = false;
+  readonly whenReady = deferred<EndpointsDocument>();
+  readonly whenDone = deferred<StackResult>();
+  private readonly sleepers = new Set<() => void>();
+
+  constructor(
+    readonly spec: StackSpec,
+    readonly o: RunStackOptions,
+    /** What happened, for next.ts to decide what comes next. */
+    readonly next: (h: Happened) => void,
+  ) {
+    this.env = o.env ?? process.env;
+    // replicas: gpus — one replica per GPU of the Slurm job, known only now (src/slurm/replicas.ts).
+    const gpuPlans = new Map<string, GpuReplica[]>();
+    for (const s of spec.services) {
+      if (s.replicas !== 'gpus') continue;
+      try {
+        gpuPlans.set(s.name, gpuReplicas(s.name, this.env).replicas);
+      } catch (e) {
+        if (e instanceof BerthError) throw new BerthError(e.exitCode, `${spec.file}:${s.line}: ${e.message}`, e.details);
+        throw e;
+      }
+    }
+    this.procRoot = o.procRoot ?? '/proc';
+    this.topology = o.topology ?? localTopology(this.env);
+    this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) });
+    this.runGuard = guardRunDir(this.run.path);
+    this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
+    this.nodes = spec.services.map((s) => ({ name: s.name, dependsOn: s.dependsOn }));
+    // External services take their place in the stop order (teardown calls o.stopExternal), as started first.
+    for (const x of o.externalServices ?? []) {
+      this.nodes.push(x);
+      this.startedOrder.push(x.name);
+    }
+    for (const [name, eps] of o.external ?? []) this.external.set(name, { endpoints: eps, statuses: eps.map(() => ({ state: 'ready' })) });
+    this.services = spec.services.map((s) => makeService(s, this.console, o.follow === true, gpuPlans.get(s.name)));
+    this.byName = new Map(this.services.map((s) => [s.spec.name, s]));
+    // Callers that only await `done` must not crash on an unhandled rejection.
+    this.whenReady.promise.catch(() => {});
+  }
+
+  get replicas(): Replica[] {
+    return this.services.flatMap((s) => s.replicas);
+  }
+
+  /** A state change: events.jsonl, endpoints.json, the status view, the caller's onEvent. */
+  update(rep: Replica, u: Omit<ReplicaUpdate, 'service' | 'replica'>): void {
+    rep.state = u.state;
+    if (u.code !== undefined) rep.code = u.code;
+    let ev: StackEvent;
+    try {
+      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, ...u });
+    } catch (e) {
+      // The run directory is the stack's record: without it, stop (once).
+      if (!this.writeBroken) {
+        this.writeBroken = true;
+        const err = e instanceof BerthError ? e : new BerthError(EXIT.IOERR, String(e));
+        this.failStack(rep, err.exitCode, err.message);
+      }
+      return;
+    }
+    this.console.event(ev);
+    try {
+      this.o.onEvent?.(ev);
+    } catch {
+      // a caller's listener must not break the stack
+    }
+  }
+
+  /** Every port is reserved and scheduling has begun. */
+  reserved = false;
+  /** The run directory is final (teardown's finish()): nothing more is recorded. */
+  closed = false;
+
+  /** A replica that is not one of ours (another node's): recorded and shown like ours. */
+  record(u: ReplicaUpdate): void {
+    if (this.closed) return;
+    let ev: StackEvent;
+    try {
+      ev = this.run.update(u);
+    } catch {
+      return; // our own replicas' next update reports a broken run directory
+    }
+    this.console.event(ev);
+    try {
+      this.o.onEvent?.(ev);
+    } catch {
+      // a caller's listener must not break the stack
+    }
+  }
+
+  warn(message: string): void {
+    this.console.message(`berth: warning: ${message}`);
+    this.o.onWarning?.(message);
+  }
+
+  /** External services known so far (RunStackOptions.external, then StackHandle.setExternal). */
+  readonly external = new Map<string, { endpoints: readonly Endpoint[]; statuses: readonly ReplicaStatus[] }>();
+
+  /** Every node's replicas of a service in RunStackOptions.peerServices, once StackHandle.setPeers gave them. */
+  readonly peers = new Map<string, readonly Endpoint[]>();
+
+  /** A peerServices service whose peers are not known yet: it may not start. */
+  waitsForPeers(name: string): boolean {
+    return this.o.peerServices?.includes(name) === true && !this.peers.has(name);
+  }
+
+  /** The replicas of a service as its dependents' conditions see them (an external one: pending until it is known). */
+  statuses(name: string): ReplicaStatus[] {
+    const ext = this.byName.has(name) ? undefined : this.external.get(name);
+    if (ext) return [...ext.statuses];
+    if (!this.byName.has(name) && this.o.externalServices?.some((x) => x.name === name)) return [{ state: 'pending' }];
+    return (this.byName.get(name)?.replicas ?? []).map((r) => ({ state: r.state, ...(r.code !== undefined ? { code: r.code } : {}) }));
+  }
+
+  /** A wait that the end of the stack cuts short. */
+  sleep(ms: number): Promise<void> {
+    if (this.ending) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
+  }
+
+  /** Cuts every sleep() short (the stack is ending). */
+  wakeSleepers(): void {
+    for (const wake of [...this.sleepers]) wake();
+  }
+
+  failStack(rep: Replica, exitCode: number, reason: string): void {
+    if (this.ending) return;
+    this.failure = { service: rep.svc.spec.name, replica: rep.index, exitCode, reason: stripName(reason, rep.label), logs: this.run.logFiles(rep.svc.spec.name, rep.index) };
+    this.next({ kind: 'end', reason: 'failed' });
+  }
+
+  internalError(e: unknown): void {
+    const msg = `internal error (a bug in berth): ${(e as Error)?.stack ?? String(e)}`;
+    if (this.ending) {
+      this.warn(msg);
+      return;
+    }
+    const rep = this.services[0]!.replicas[0]!;
+    this.failure = { service: '(berth)', replica: 0, exitCode: EXIT.SOFTWARE, reason: msg, logs: this.run.logFiles(rep.svc.spec.name, rep.index) };
+    this.next({ kind: 'end', reason: 'failed' });
+  }
+}

@@ -1,0 +1,170 @@
+import { BerthError, EXIT } from '../../errors.js';
+import { launch } from '../../launch/launch.js';
+import type { LaunchEvent, LaunchOptions, ReadySpec } from '../../launch/types.js';
+import { portSetEnv } from '../../allocate/port-set.js';
+import { rankEnv, rankOf } from '../file/ranks.js';
+import type { SharedPorts } from './types.js';
+import { resolveTemplate, type Endpoint, type ResolveContext } from '../file/placeholders.js';
+import { renderReplicaTemplates } from './render-templates.js';
+import { endAbandoned, firstLine, type Replica } from './replica.js';
+import { onRunnerEvent, onRunnerExited } from './replica-events.js';
+import type { StackRun } from './stack-run.js';
+
+/*
+ * One attempt of one replica: placeholders filled from the dependencies' endpoints as they
+ * are now, then one launch() on the replica's reserved ports (or portless). Its events and
+ * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored, and
+ * what they made happen to next.ts (StackRun.next).
+ */
+
+const endpointOf = (r: Replica): Endpoint => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) });
+
+/** The endpoints of the services this one depends on (and its own replicas), as they are now. */
+export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
+  const endpoints = new Map<string, Endpoint[]>();
+  for (const d of rep.svc.spec.dependsOn) {
+    const dep = st.byName.get(d.service);
+    if (!dep) {
+      const ext = st.external.get(d.service);
+      if (ext) endpoints.set(d.service, [...ext.endpoints]);
+      continue;
+    }
+    endpoints.set(
+      d.service,
+      dep.replicas.filter((r) => r.port !== undefined).map(endpointOf),
+    );
+  }
+  // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
+  // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
+  const peers = st.peers.get(rep.svc.spec.name) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map(endpointOf);
+  if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
+  // Every service's shared ports are in the run's record: leased here or given (reserve-ports.ts),
+  // or a `nodes:` service's, mirrored by the coordinator from its first node.
+  const sharedOf = new Map<string, SharedPorts>();
+  for (const name of [...rep.svc.spec.dependsOn.map((d) => d.service), rep.svc.spec.name]) {
+    const sp = st.run.shared[name];
+    if (sp) sharedOf.set(name, sp);
+  }
+  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
+  if (rep.port !== undefined) ctx.port = rep.port;
+  const shared = rep.svc.shared;
+  if (rep.set || shared) ctx.ports = [...(rep.set?.assigned ?? []), ...(shared?.assigned ?? [])];
+  if (shared) ctx.sharedHosts = new Map(shared.assigned.map((a) => [a.name, shared.host]));
+  if (rep.gpu) ctx.gpu = rep.gpu.gpu;
+  return ctx;
+}
+
+export function startAttempt(st: StackRun, rep: Replica): void {
+  if (st.ending) return endAbandoned(rep);
+  const s = rep.svc.spec;
+  const attempt = rep.attempt;
+  const diagDir = st.run.diagDir(s.name, rep.index, attempt);
+  rep.diag.push({ dir: diagDir, keep: false });
+  rep.attemptFailed = false;
+  rep.stopAsked = false;
+  let command: string[];
+  let env: NodeJS.ProcessEnv;
+  let ready: ReadySpec | undefined;
+  let files: NonNullable<LaunchOptions['files']> = [];
+  const shared = rep.svc.shared;
+  try {
+    const ctx = resolveContext(st, rep);
+    const rendered = renderReplicaTemplates(st, rep, ctx);
+    files = rendered.map((r, i) => ({ name: s.templates[i]!.name, source: r.source, path: r.path }));
+    ctx.templates = new Map(files.map((f) => [f.name, f.path]));
+    command = s.command.map((a) => resolveTemplate(a, ctx));
+    env = { ...st.env };
+    if (rep.gpu) {
+      // The GPU as the job sees it; the service's own env: may still override it.
+      env.CUDA_VISIBLE_DEVICES = rep.gpu.cudaVisibleDevices;
+      env.BERTH_GPU = String(rep.gpu.gpu);
+    }
+    // Before the service's own env: it may rename them (RANK: "{rank}" is the same value).
+    Object.assign(env, rankEnv(ctx.rank!));
+    if (shared) Object.assign(env, portSetEnv(shared.assigned));
+    for (const [k, v] of Object.entries(s.env)) env[k] = resolveTemplate(v, ctx);
+    env.BERTH_SERVICE = s.name;
+    env.BERTH_REPLICA = String(rep.index);
+    env.BERTH_RUN_DIR = st.run.path;
+    if (s.ready?.kind === 'http') ready = { kind: 'http', url: resolveTemplate(s.ready.url, ctx) };
+    else if (s.ready?.kind === 'cmd') ready = { kind: 'cmd', command: resolveTemplate(s.ready.command, ctx) };
+    else ready = s.ready;
+  } catch (e) {
+    const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
+    st.update(rep, { state: 'failed', code: err.exitCode, detail: firstLine(err.message) });
+    rep.final = true;
+    rep.markEnded();
+    st.failStack(rep, err.exitCode, err.message);
+    return;
+  }
+  const onEvent = (e: LaunchEvent) => {
+    try {
+      const h = onRunnerEvent(st, rep, attempt, e);
+      if (h) st.next(h);
+    } catch (err) {
+      st.internalError(err);
+    }
+  };
+  const logs = st.run.logFiles(s.name, rep.index);
+  // Placeholders are the stack's own (resolved above, `{{port}` a literal `{port}`): launch
+  // takes command and ready as they are. The replica's logs are launch's logs.
+  const lo: LaunchOptions = {
+    command,
+    substitute: false,
+    name: rep.label,
+    env,
+    cwd: s.cwd,
+    diagDir,
+    stdoutLog: logs.out,
+    stderrLog: logs.err,
+    stopGraceMs: s.stopGraceMs,
+    stdout: rep.out.idle ? null : rep.out,
+    stderr: rep.err.idle ? null : rep.err,
+    onEvent,
+    procRoot: st.procRoot,
+    ...(files.length > 0 ? { files } : {}),
+    ...(shared ? { sharedPorts: shared.assigned } : {}),
+  };
+  if (rep.set) {
+    // launch() hands the singles over (closing their holds) but the leases stay the
+    // stack's: a restart comes back on the same ports, teardown gives them back.
+    // Without `ports:` it is the one-port launch it always was (no BERTH_PORT_PORT, one fd).
+    if (s.portsDeclared) lo.portSet = rep.set;
+    else lo.reservation = rep.set.reservations[0]!;
+    lo.keepReservation = true;
+    lo.bind = s.host;
+    lo.handoff = s.handoff;
+  } else {
+    // No port (typically the job, a client): spawned is started, or the probe says ready.
+    lo.portless = true;
+  }
+  if (ready) lo.ready = ready;
+  if (s.readyTimeoutMs !== undefined) lo.readyTimeoutMs = s.readyTimeoutMs;
+  if (st.o.probeTimeoutMs !== undefined) lo.probeTimeoutMs = st.o.probeTimeoutMs;
+  if (st.o.stateDir !== undefined) lo.stateDir = st.o.stateDir;
+  // Replica 0 binds the shared ports itself: their holds close right before it starts
+  // (the leases stay the stack's, so no other allocator hands them out meanwhile).
+  const held = rep.index === 0 ? shared?.set : undefined;
+  if (held && !rep.sharedReleased) {
+    rep.sharedReleased = true;
+    void Promise.all(held.reservations.map((r) => r.unhold())).then(
+      () => (st.ending ? endAbandoned(rep) : run(st, rep, attempt, lo)),
+      (e) => st.internalError(e),
+    );
+    return;
+  }
+  run(st, rep, attempt, lo);
+}
+
+function run(st: StackRun, rep: Replica, attempt: number, lo: LaunchOptions): void {
+  const runner = launch(lo);
+  rep.runner = runner;
+  void runner.exited.then((info) => {
+    try {
+      const h = onRunnerExited(st, rep, attempt, info);
+      if (h) st.next(h);
+    } catch (err) {
+      st.internalError(err);
+    }
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * Placeholders (stack/file/placeholders.ts): parsing any template never throws and loses nothing
+ * (literals re-escaped plus placeholders give the template back); resolving gives a string
+ * with every placeholder filled, or a BerthError 65 for a malformed template.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { parseTemplate, resolveTemplate, type ResolveContext } from '../src/stack/file/placeholders.js';
+import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
+
+const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}', '{gpu}', '{engine.url}', '{engine.urls}', '{engine.port}', '{engine.ports}', '{db.port}', '{x.y.port}', '{Engine-2.url}', '{.port}', '{port', 'port}', '{}', '{ port }', 'http://', ':'];
+const template = fc.oneof(anyText(80), tokenSoup(TOKENS, 20));
+
+const ctx: ResolveContext = {
+  name: 'svc',
+  replica: 1,
+  host: '::',
+  port: 20001,
+  gpu: 3,
+  endpoints: new Map([
+    ['engine', [{ host: '127.0.0.1', port: 20100 }, { host: '::1', port: 20101 }]],
+    ['db', [{ host: '0.0.0.0', port: 5432 }]],
+    ['Engine-2', [{ host: '10.0.0.2', port: 9 }]],
+  ]),
+};
+
+test('parseTemplate: never throws; literals (with "{" written "{{") and placeholders give the template back', () => {
+  holds(
+    template,
+    (t) => {
+      const r = outcome(() => parseTemplate(t));
+      assert.ok(r.ok);
+      const { parts, errors } = r.value;
+      if (errors.length > 0) return; // malformed: refused at load, its text kept only for messages
+      const back = parts.map((p) => (typeof p === 'string' ? p.split('{').join('{{') : p.text)).join('');
+      assert.equal(back, t);
+    },
+    { seed: 3301, numRuns: 500 },
+  );
+});
+
+test('resolveTemplate: every placeholder filled, or exit 65 for a malformed template', () => {
+  holds(
+    template,
+    (t) => {
+      // 70 is a caller's bug (a service that is no dependency): the loader refuses those first.
+      const r = outcome(() => resolveTemplate(t, ctx), new Set([65, 70]));
+      const { errors, parts } = parseTemplate(t);
+      if (!r.ok) {
+        if (r.error.exitCode === 65) assert.ok(errors.length > 0, r.error.message);
+        else assert.ok(parts.some((p) => typeof p !== 'string' && p.kind === 'service' && !ctx.endpoints.has(p.service)), r.error.message);
+        return;
+      }
+      assert.equal(errors.length, 0);
+      // Nothing placeholder-shaped survives except what the template wrote as a literal.
+      const literals = parts.filter((p): p is string => typeof p === 'string').join('');
+      for (const m of r.value.matchAll(/\{(port|replica|name|host|gpu)\}/g)) assert.ok(literals.includes(m[0]) || ctx.host.includes(m[0]), `${JSON.stringify(t)} → ${r.value}`);
+    },
+    { seed: 3302, numRuns: 500 },
+  );
+});
+
+test('resolveTemplate: placeholders mean this replica and its dependencies', () => {
+  assert.equal(resolveTemplate('{{"p": {port}, "r": {replica}} {engine.urls} {db.url} {gpu}', ctx), '{"p": 20001, "r": 1} http://127.0.0.1:20100,http://[::1]:20101 http://127.0.0.1:5432 3');
+});
