@@ -1,8 +1,8 @@
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { IMPLICIT_SET, portSetProblem } from '../allocate/port-set.js';
 import { hasSourceOptions } from '../allocate/source-options.js';
 import { BerthError, EXIT } from '../errors.js';
+import { removeReplaceable } from '../util/atomic-write.js';
 import { OutputTee } from './output.js';
 import { portPlaceholderProblem } from './port-vars.js';
 import { preflight } from './preflight.js';
@@ -32,7 +32,7 @@ export function prepare(s: LaunchState): void {
   }
   if (o.readyFile !== undefined) {
     try {
-      rmSync(o.readyFile, { force: true }); // a waiter must not mistake the last run's file for this one
+      removeReplaceable(o.readyFile); // a waiter must not mistake the last run's file for this one
     } catch (e) {
       throw new BerthError(EXIT.IOERR, `cannot replace the ready file ${o.readyFile}: ${(e as Error).message}`);
     }
