@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
+import { checkNulBytes } from './nul-check.js';
 import type { PortRange } from '../host/types.js';
 import type { Handoff, ReadySpec } from '../launch/types.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
@@ -654,6 +655,7 @@ export function parseStack(text: string, file: string, baseDir: string): StackSp
   const p = new StackParser(text, file, resolve(baseDir));
   const spec = p.parse();
   if (p.problems.length > 0 || !spec) throw p.error();
+  checkNulBytes(spec); // issue 22 §12: a "\0" would otherwise crash the replica at spawn
   return spec;
 }
 
