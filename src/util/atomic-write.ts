@@ -2,6 +2,7 @@ import { closeSync, fsyncSync, lstatSync, openSync, renameSync, unlinkSync, writ
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileKind, UnsafeFileError } from './safe-file.js';
+import { checkPathSafely, UnsafePathError } from './safe-path.js';
 
 const myUid = (): number => process.getuid?.() ?? 0;
 
@@ -15,6 +16,12 @@ const myUid = (): number => process.getuid?.() ?? 0;
 
 /** Throws UnsafeFileError unless `path` is missing or a regular file owned by the caller. */
 export function checkReplaceable(path: string): void {
+  try {
+    checkPathSafely(path); // issue 22 §5: no other user's link or directory on the way
+  } catch (e) {
+    if (e instanceof UnsafePathError) throw new UnsafeFileError(path, `cannot be written safely: ${e.message}; use a path whose every directory and link is yours or root's`);
+    throw e;
+  }
   let st;
   try {
     st = lstatSync(path);
