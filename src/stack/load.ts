@@ -4,6 +4,7 @@ import { isAlias, isMap, isScalar, isSeq } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
 import { checkNulBytes } from './nul-check.js';
+import { quoteExcerpt } from '../util/excerpt.js';
 import type { PortRange } from '../host/types.js';
 import type { Handoff, ReadySpec } from '../launch/types.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
@@ -318,7 +319,7 @@ class StackParser extends YamlSource {
         case 'command':
           hasCommand = true;
           if (text !== undefined) {
-            fail(`command must be a list (argv), e.g. ${COMMAND_EXAMPLE}, found the text ${JSON.stringify(text)}; berth runs no shell (write [sh, -c, "…"] if you need one)`);
+            fail(`command must be a list (argv), e.g. ${COMMAND_EXAMPLE}, found the text ${quoteExcerpt(text)}; berth runs no shell (write [sh, -c, "…"] if you need one)`);
           } else if (!v || !isSeq(v) || v.items.length === 0) {
             fail(`command must be a non-empty list (argv), e.g. ${COMMAND_EXAMPLE}, found ${v && isSeq(v) ? 'an empty list' : kindOf(v)}`);
           } else {
@@ -378,6 +379,7 @@ class StackParser extends YamlSource {
         case 'templates': {
           const list = readTemplatesKey(v, kLine, label, this.baseDir, this.reader);
           if (list) spec.templates = list;
+          else d.templatesBroken = true; // reported already: its placeholders are not checked again
           break;
         }
         case 'range': {
