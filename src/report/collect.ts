@@ -6,7 +6,7 @@ import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange, SocketRow } from '../host/types.js';
 import { checkLayout, summarizeFindings } from '../layout/check.js';
 import type { Finding, Layout } from '../layout/types.js';
-import { redactArgv } from '../launch/redact.js';
+import { redactArgv } from '../util/redact.js';
 import type { PortSpaceReport } from './types.js';
 
 export interface CollectOptions {

@@ -1,4 +1,4 @@
-import { redactText } from '../launch/redact.js';
+import { redactText } from './redact.js';
 
 /** Longest text an error message quotes from a user's file. */
 export const EXCERPT_CHARS = 60;
