@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { describeStranger } from '../src/launch/ownership.js';
+import { commandOf } from '../src/launch/tree-listeners.js';
 import { berth, tempStateDir } from './helpers/cli.js';
 
 const SECRETS = ['pw-hunter2-X', 'pw-hunter2-Y', 'tok-hunter2-Z'];
@@ -46,4 +47,14 @@ test('a stranger on a service\'s port is described with its command line redacte
     owners: [{ pid: 42, comm: 'srv', cmdline: ['srv', '--token', 'tok-hunter2-Z', `--db-password=${SECRETS[0]}`] }],
   } as never);
   assert.match(text, /pid 42 \(srv --token <redacted> --db-password=<redacted>\)/);
+});
+
+test('a stray listener of the service\'s tree (warnings, endpoints.json) is shown with its command line redacted', async (t) => {
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)', '--', '--token', SECRETS[2]!, `postgres://u:${SECRETS[1]}@h/db`], { stdio: 'ignore' });
+  t.after(() => child.kill('SIGKILL'));
+  await once(child, 'spawn');
+  const text = commandOf('/proc', child.pid!);
+  assert.ok(text, 'a command line');
+  assert.match(text, /--token <redacted> postgres:\/\/<redacted>@h\/db/);
+  for (const s of SECRETS) assert.ok(!text.includes(s), text);
 });
