@@ -29,16 +29,15 @@ const trusted = (uid: number): boolean => uid === myUid() || uid === 0;
 const MAX_LINKS = 40; // as the kernel's ELOOP limit
 
 /**
- * Refuses a directory we pass through whose entries someone else could replace. `next` is
- * the entry we go on to (undefined: about to be created by us, so ours).
+ * Refuses a directory we pass through whose entries someone else could replace. In a sticky
+ * one (like /tmp) others cannot rename or remove an entry of ours or root's; an entry of
+ * theirs is refused when the walk reaches it (link or directory of another user).
  */
-function judgeDir(path: string, st: Stats, next: Stats | undefined): void {
+function judgeDir(path: string, st: Stats): void {
   if (!trusted(st.uid)) throw new UnsafePathError(path, `is a directory of uid ${st.uid}, who could replace what is inside it`);
-  const sticky = (st.mode & 0o1000) !== 0;
-  // In a sticky directory (like /tmp) others cannot rename or remove an entry that is ours or root's.
-  if ((st.mode & 0o022) !== 0 && !(sticky && (next === undefined || trusted(next.uid)))) {
+  if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0) {
     const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-    throw new UnsafePathError(path, `is writable by others (mode ${mode}${sticky ? '' : ', not sticky'}), so what is inside it could be replaced`);
+    throw new UnsafePathError(path, `is writable by others (mode ${mode}, not sticky), so what is inside it could be replaced`);
   }
 }
 
@@ -82,7 +81,7 @@ function walk(path: string, create: boolean): string {
     const next = join(cur, name);
     let st = lstatOrUndefined(next);
     if (st === undefined) {
-      judgeDir(cur, lstatSync(cur), undefined); // before creating anything in it
+      judgeDir(cur, lstatSync(cur)); // before creating anything in it
       if (!create) return next;
       try {
         mkdirSync(next, { mode: 0o700 });
@@ -91,7 +90,7 @@ function walk(path: string, create: boolean): string {
       }
       st = lstatSync(next); // what is there now, ours or planted meanwhile: judged below
     }
-    judgeDir(cur, lstatSync(cur), st);
+    judgeDir(cur, lstatSync(cur));
     if (st.isSymbolicLink()) {
       if (!trusted(st.uid)) throw new UnsafePathError(next, `is a symbolic link of uid ${st.uid} (another user's link could send what berth writes anywhere)`);
       if (++links > MAX_LINKS) throw new UnsafePathError(next, 'is one of too many symbolic links (a loop?)');
