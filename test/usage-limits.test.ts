@@ -16,7 +16,7 @@ const noStack = (s: string) => assert.doesNotMatch(s, /\n\s+at .+:\d+:\d+|intern
 
 test('a count or block beyond the 65535 TCP ports is a usage error (64), not "no usable port" (69)', async () => {
   const env = { ...process.env, BERTH_STATE_DIR: tempStateDir() };
-  for (const args of [['--count', '99999999999999999999'], ['--count', '65536'], ['--block', '99999999999999999999'], ['--owner', '99999999999999999999']]) {
+  for (const args of [['--count', '99999999999999999999'], ['--count', '65536'], ['--block', '99999999999999999999'], ['--owner', '99999999999999999999'], ['--owner', '4194305']]) {
     const r = await runCollect([process.execPath, BERTH, 'port', ...args], { env });
     assert.equal(r.code, 64, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`${args[0]} ${args[1]}: at most`));
