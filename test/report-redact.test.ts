@@ -1,7 +1,7 @@
 /**
  * Issue 22 §6: the command lines of the processes doctor and inspect show are other users'
  * (and go into tickets as HTML and JSON), so they get the diagnostics' redaction
- * (src/launch/redact.ts): a listener started with `--db-password=X postgres://u:Y@h --token Z`
+ * (src/util/redact.ts): a listener started with `--db-password=X postgres://u:Y@h --token Z`
  * shows none of X, Y, Z in `inspect`, `inspect --json`, `doctor --json` or `doctor --html`.
  */
 import { test } from 'node:test';
