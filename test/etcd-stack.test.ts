@@ -13,13 +13,7 @@ import { test } from 'node:test';
 import { wellKnownPort } from '../src/layout/well-known-ports.js';
 import { berth } from './helpers/cli.js';
 import { requireNetns } from './helpers/netns.js';
-
-function etcdMissing(): string | undefined {
-  for (const bin of ['etcd', 'etcdctl']) {
-    if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) return `${bin} is not installed (apt-get install etcd-server etcd-client; .ci/run does)`;
-  }
-  return undefined;
-}
+import { NEED, requireNeeds } from './helpers/require.js';
 
 const STACK = `services:
   etcd:
@@ -49,13 +43,7 @@ const STACK = `services:
 `;
 
 test('etcd with client and peer ports from one set: healthy, a key written and read, ports recorded', { timeout: 180_000 }, async (t) => {
-  const missing = etcdMissing();
-  if (missing) {
-    if (process.env.CI) throw new Error(missing);
-    process.stderr.write(`\n!!! SKIPPING "${t.name}": ${missing}. In CI this is a failure.\n\n`);
-    t.skip(missing);
-    return;
-  }
+  if (!requireNeeds(t, NEED.etcd, NEED.etcdctl)) return;
   if (!requireNetns(t)) return;
   const dir = mkdtempSync(join(tmpdir(), 'berth-etcd-'));
   try {

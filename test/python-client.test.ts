@@ -10,6 +10,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { requireNetns, runCollect, runInNetns } from './helpers/netns.js';
+import { NEED, requireNeeds } from './helpers/require.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const CLIENT = join(ROOT, 'clients/python');
@@ -24,6 +25,7 @@ function box(t: { after(fn: () => void): void }): { dir: string; env: NodeJS.Pro
 }
 
 test('python client: unittest suite against the CLI', async (t) => {
+  if (!requireNeeds(t, NEED.python3)) return;
   if (!requireNetns(t)) return;
   const { env } = box(t);
   const r = await runInNetns({}, ['sh', '-c', `cd ${CLIENT} && exec ${PY} -m unittest -v tests.test_client`], { env: { ...env, PYTHONPATH: CLIENT }, timeoutMs: 180_000 });
@@ -42,6 +44,7 @@ test('python client: unittest suite against the CLI', async (t) => {
 });
 
 test('python client: pip install ./clients/python (offline) and the single-file copy', async (t) => {
+  if (!requireNeeds(t, NEED.python3, NEED.pip, NEED.setuptools)) return;
   const { dir, env } = box(t);
   const site = join(dir, 'site');
   // From a copy: setuptools writes build/ and *.egg-info next to the sources.

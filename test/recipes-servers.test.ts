@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
 import { berth } from './helpers/cli.js';
 import { requireNetns, type RunResult } from './helpers/netns.js';
+import { NEED, requireNeeds, type Need } from './helpers/require.js';
 
 const RECIPES = resolve('examples/recipes');
 const TIMEOUT = 240_000;
@@ -25,7 +26,9 @@ interface Up {
   log: (file: string) => string;
 }
 
-async function up(t: TestContext, stack: string, service: string): Promise<Up | undefined> {
+/** `berth up` of `stack` in a fresh namespace; undefined when the test skips (no namespace, or a program of `needs` missing). */
+async function up(t: TestContext, stack: string, service: string, needs: Need[]): Promise<Up | undefined> {
+  if (!requireNeeds(t, ...needs)) return undefined;
   if (!requireNetns(t)) return undefined;
   const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,7 +47,7 @@ function noBytecode(name: string): void {
 
 describe('server recipes (examples/recipes), run with Debian\'s packages', { concurrency: 2, timeout: 4 * TIMEOUT }, () => {
   test('gunicorn under fd handoff, no --bind: both workers on the inherited socket, the check gets an answer', async (t) => {
-    const u = await up(t, recipe('gunicorn'), 'web');
+    const u = await up(t, recipe('gunicorn'), 'web', [NEED.python3, NEED.gunicorn, NEED.perl, NEED.curl]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
     assert.match(u.r.stdout, /^hello from gunicorn worker \d+$/m);
@@ -58,7 +61,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
   });
 
   test('uvicorn --fd 3', async (t) => {
-    const u = await up(t, recipe('uvicorn'), 'web');
+    const u = await up(t, recipe('uvicorn'), 'web', [NEED.python3, NEED.uvicorn, NEED.perl, NEED.curl]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
     assert.match(u.r.stdout, /^hello from uvicorn pid \d+$/m);
@@ -67,7 +70,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
   });
 
   test('hypercorn --bind fd://3', async (t) => {
-    const u = await up(t, recipe('hypercorn'), 'web');
+    const u = await up(t, recipe('hypercorn'), 'web', [NEED.python3, NEED.hypercorn, NEED.perl, NEED.curl]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
     assert.match(u.r.stdout, /^hello from hypercorn pid \d+$/m);
@@ -76,7 +79,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
   });
 
   test('redis, release handoff, --port {port}, ready by redis-cli ping', async (t) => {
-    const u = await up(t, recipe('redis'), 'redis');
+    const u = await up(t, recipe('redis'), 'redis', [NEED.redisServer, NEED.redisCli]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
     assert.equal(u.r.stdout, 'berth\n');
@@ -88,7 +91,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
 
   for (const [name, started] of [['nginx', /nginx\.conf/], ['haproxy', /haproxy\.cfg/]] as const) {
     test(`${name} in front of two uvicorn engines through a config template: both engines answer`, async (t) => {
-      const u = await up(t, recipe(name), 'proxy');
+      const u = await up(t, recipe(name), 'proxy', [NEED.python3, NEED.uvicorn, NEED.perl, name === 'nginx' ? NEED.nginx : NEED.haproxy]);
       if (!u) return;
       assert.equal(u.r.code, 0, u.r.stderr);
       // The check job printed every distinct answer it got through the proxy: one per engine.
@@ -108,7 +111,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
   }
 
   test('a 3-member etcd cluster: --initial-cluster rendered from every member\'s leased peer port, all healthy', async (t) => {
-    const u = await up(t, recipe('etcd-cluster'), 'etcd');
+    const u = await up(t, recipe('etcd-cluster'), 'etcd', [NEED.etcd, NEED.etcdctl]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
     // etcdctl writes its health lines to stderr; the job's output passes through berth's.
@@ -137,7 +140,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     ready_timeout: 2m
 `,
     );
-    const u = await up(t, stack, 'web');
+    const u = await up(t, stack, 'web', [NEED.python3, NEED.gunicorn, NEED.perl]);
     if (!u) return;
     assert.equal(u.r.code, 70, u.r.stderr);
     assert.match(u.r.stderr, /berth: web\/0 failed: the service exited with status 1 before it was ready/);
@@ -185,7 +188,7 @@ server.serve_forever()
     job: true
 `,
     );
-    const u = await up(t, join(dir, 'stack.yaml'), 'sd');
+    const u = await up(t, join(dir, 'stack.yaml'), 'sd', [NEED.python3, NEED.pythonSystemd, NEED.perl, NEED.curl]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
     assert.equal(u.r.stdout, 'hello through sd_listen_fds [3]\n');

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { after, before, test, type TestContext } from 'node:test';
 import { BERTH, berth, tempStateDir } from './helpers/cli.js';
 import { requireNetns, type RunResult } from './helpers/netns.js';
+import { NEED, requireNeeds } from './helpers/require.js';
 import { cmdline, pidsWithEnv } from './helpers/procs.js';
 import { describeJob, requireSlurm, sbatch, startCluster, stopCluster } from './helpers/slurm.js';
 
@@ -33,6 +34,7 @@ interface Up {
 }
 
 async function up(t: TestContext, env: NodeJS.ProcessEnv = {}): Promise<Up | undefined> {
+  if (!requireNeeds(t, NEED.python3, NEED.torch)) return undefined;
   if (!requireNetns(t)) return undefined;
   const dir = mkdtempSync(join(tmpdir(), 'berth-recipe-torch-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -103,6 +105,7 @@ test('torch.distributed: rank 2 exits 3 before init: berth exits 3 naming traine
 });
 
 test('torch.distributed across the 3 nodes of the test Slurm cluster: one rank per node, exit 0', { timeout: 180_000 }, async (t) => {
+  if (!requireNeeds(t, NEED.python3, NEED.torch)) return;
   if (!requireSlurm(t)) return;
   const r = await sbatch(`"${process.execPath}" "${BERTH}" up ${join(RECIPE, 'stack-nodes.yaml')} --run-dir "$PWD/run"`, {
     args: ['-N3'],

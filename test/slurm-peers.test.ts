@@ -13,6 +13,7 @@ import { resolve } from 'node:path';
 import { BERTH, tempStateDir } from './helpers/cli.js';
 import { waitGone } from './helpers/procs.js';
 import { describeJob, requireSlurm, sbatch, startCluster, stopCluster } from './helpers/slurm.js';
+import { NEED, requireNeeds } from './helpers/require.js';
 
 const B = `"${process.execPath}" "${BERTH}"`;
 
@@ -51,7 +52,8 @@ test('a nodes: service naming its own service: every replica on 3 nodes sees all
   t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
 });
 
-test('etcd across nodes (examples/recipes/etcd-cluster/stack-nodes.yaml): one member per node, --initial-cluster from every node\'s peer port, all 3 healthy', { skip: !existsSync('/usr/bin/etcd') && !process.env.CI ? 'needs etcd (Debian etcd-server, etcd-client)' : false }, async (t) => {
+test('etcd across nodes (examples/recipes/etcd-cluster/stack-nodes.yaml): one member per node, --initial-cluster from every node\'s peer port, all 3 healthy', async (t) => {
+  if (!requireNeeds(t, NEED.etcd, NEED.etcdctl)) return;
   if (!requireSlurm(t)) return;
   const v = tag();
   const r = await sbatch(`${B} up ${resolve('examples/recipes/etcd-cluster/stack-nodes.yaml')} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 120_000 });

@@ -15,6 +15,7 @@ import { after, before, test } from 'node:test';
 import { templateContext } from '../src/stack/file/template-context.js';
 import { renderTemplateFile } from '../src/stack/file/templates.js';
 import { tsNode } from './helpers/netns.js';
+import { findProgram, NEED, requireNeeds } from './helpers/require.js';
 
 const FIX = resolve('test/fixtures/templates');
 let ports: number[] = [];
@@ -88,29 +89,33 @@ async function stop(child: ChildProcess): Promise<void> {
   await gone;
 }
 
-test('nginx: the rendered upstream passes nginx -t and spreads requests over both engines', async () => {
+test('nginx: the rendered upstream passes nginx -t and spreads requests over both engines', async (t) => {
+  if (!requireNeeds(t, NEED.nginx)) return;
+  const NGINX = findProgram('nginx')!;
   const port = ports[2]!;
   const out = join(dir, 'nginx');
   spawnSync('mkdir', ['-p', out]);
   const r = renderTemplateFile(join(FIX, 'nginx.conf.mustache'), contextFor(port), out);
   assert.equal(r.path, join(out, 'nginx.conf'));
-  const check = spawnSync('/usr/sbin/nginx', ['-t', '-p', `${out}/`, '-c', r.path, '-e', 'stderr'], { encoding: 'utf8' });
+  const check = spawnSync(NGINX, ['-t', '-p', `${out}/`, '-c', r.path, '-e', 'stderr'], { encoding: 'utf8' });
   assert.equal(check.status, 0, `nginx -t: ${check.stderr}`);
-  const nginx = start(['/usr/sbin/nginx', '-p', `${out}/`, '-c', r.path, '-e', 'stderr']);
+  const nginx = start([NGINX, '-p', `${out}/`, '-c', r.path, '-e', 'stderr']);
   const seen = await spread(`http://127.0.0.1:${port}/`, 8, nginx.output);
   // Round robin over both; exact counts would depend on retries under load.
   assert.ok(seen['engine/0']! >= 1 && seen['engine/1']! >= 1 && seen['engine/0']! + seen['engine/1']! === 8, `${JSON.stringify(seen)}\n${nginx.output()}`);
   await stop(nginx.child);
 });
 
-test('haproxy: the rendered backend passes haproxy -c and spreads requests over both engines', async () => {
+test('haproxy: the rendered backend passes haproxy -c and spreads requests over both engines', async (t) => {
+  if (!requireNeeds(t, NEED.haproxy)) return;
+  const HAPROXY = findProgram('haproxy')!;
   const port = ports[3]!;
   const out = join(dir, 'haproxy');
   spawnSync('mkdir', ['-p', out]);
   const r = renderTemplateFile(join(FIX, 'haproxy.cfg.mustache'), contextFor(port), out);
-  const check = spawnSync('/usr/sbin/haproxy', ['-c', '-f', r.path], { encoding: 'utf8' });
+  const check = spawnSync(HAPROXY, ['-c', '-f', r.path], { encoding: 'utf8' });
   assert.equal(check.status, 0, `haproxy -c: ${check.stdout}${check.stderr}`);
-  const haproxy = start(['/usr/sbin/haproxy', '-db', '-f', r.path]);
+  const haproxy = start([HAPROXY, '-db', '-f', r.path]);
   const seen = await spread(`http://127.0.0.1:${port}/`, 8, haproxy.output);
   assert.ok(seen['engine/0']! >= 1 && seen['engine/1']! >= 1 && seen['engine/0']! + seen['engine/1']! === 8, `${JSON.stringify(seen)}\n${haproxy.output()}`);
   await stop(haproxy.child);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { BERTH, berth } from './helpers/cli.js';
 import { netnsArgv, requireNetns, runCollect, type NetnsSysctls } from './helpers/netns.js';
+import { NEED, requireNeeds } from './helpers/require.js';
 import { at, box, events, type Box } from './fixtures/up/harness.js';
 
 const PY = '/usr/bin/python3';
@@ -226,6 +227,7 @@ services:
 });
 
 test("a dependent reads a service's shared port: one value, even across replicas", async (t) => {
+  if (!requireNeeds(t, NEED.curl)) return;
   if (!requireNetns(t)) return;
   const b = stackBox(t, `
 services:

@@ -7,11 +7,13 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { requireNetns, runInNetns } from './helpers/netns.js';
+import { NEED, requireNeeds } from './helpers/require.js';
 
 const PY = '/usr/bin/python3';
 const FIXTURE = resolve('test/fixtures/services/vllm-like.py');
 
 test('vllm-like: scans upward from VLLM_PORT past a held port, serves /health, a second engine on a taken port exits 98', { timeout: 60_000 }, async (t) => {
+  if (!requireNeeds(t, NEED.python3, NEED.curl)) return;
   if (!requireNetns(t)) return;
   const script = `
     D=$(mktemp -d) && cd "$D"

@@ -1,6 +1,7 @@
 import { BerthError, EXIT } from '../errors.js';
 import { commands } from './commands/index.js';
 import { systemErrorAsBerth } from '../util/system-error.js';
+import { ignoreWriteErrors } from '../util/closed-output.js';
 
 const VERSION = '0.1.0';
 
@@ -53,6 +54,10 @@ async function main(argv: string[]): Promise<number> {
 function isBerthError(e: unknown): e is BerthError {
   return e instanceof Error && Number.isInteger((e as { exitCode?: unknown }).exitCode);
 }
+
+// `berth inspect | head -1`: a reader that went away ends berth's output, never berth (every command).
+ignoreWriteErrors(process.stdout);
+ignoreWriteErrors(process.stderr);
 
 main(process.argv.slice(2)).then(
   (code) => {

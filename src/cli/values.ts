@@ -18,10 +18,18 @@ export function parseRange(command: string, flag: string, text: string): PortRan
   return { lo, hi };
 }
 
-export function parseCount(command: string, flag: string, text: string, min = 1): number {
+/** A whole number ≥ min; at most `max` (default: Number.MAX_SAFE_INTEGER, so a count never rounds). */
+export function parseCount(command: string, flag: string, text: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   if (!/^\d+$/.test(text) || Number(text) < min) throw usage(command, `${flag} ${JSON.stringify(text)}: expected an integer ≥ ${min}`);
+  if (Number(text) > max) throw usage(command, `${flag} ${text}: at most ${max}${max === MAX_PORTS ? ' (there are no more TCP ports)' : max === MAX_PID ? ' (the largest pid Linux gives)' : ''}`);
   return Number(text);
 }
+
+/** How many TCP ports there are (1-65535): a count or a block beyond it is a usage error, not "no usable port". */
+export const MAX_PORTS = 65535;
+
+/** The kernel's largest pid (PID_MAX_LIMIT on 64-bit): an --owner beyond it names no process. */
+export const MAX_PID = 4194304;
 
 /** A duration; with `timer` (DEADLINE or GRACE of util/duration.ts), one berth waits out with a timer. */
 export function parseDurationArg(command: string, flag: string, text: string, timer?: TimerRule): number {

@@ -4,6 +4,7 @@ import { readSocketTableText } from '../host/read-host.js';
 import { parseTcpTable } from '../host/socket-table.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
+import { redactArgv } from './redact.js';
 
 /*
  * "Who owns the listener on P?" asked many times a second while a service starts, so the
@@ -79,7 +80,7 @@ export function describeStranger(s: Stranger): string {
   if (s.owners.length === 0) return `a process of uid ${s.row.uid} (not visible to berth) listening on ${where}`;
   const who = s.owners
     .map((o) => {
-      const cmd = o.cmdline.length > 0 ? o.cmdline.join(' ') : o.comm;
+      const cmd = o.cmdline.length > 0 ? redactArgv(o.cmdline).join(' ') : o.comm;
       const short = cmd.length > 120 ? `${cmd.slice(0, 117)}...` : cmd;
       return `pid ${o.pid} (${short || '?'})${o.uid !== undefined ? ` uid ${o.uid}` : ''}`;
     })

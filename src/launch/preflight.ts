@@ -1,5 +1,5 @@
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { listenAddressProblem } from '../util/address.js';
 import { DEADLINE, GRACE, timerProblem } from '../util/duration.js';
@@ -79,6 +79,23 @@ function checkCwd(cwd: string): void {
   if (why !== undefined) throw no(`the working directory ${cwd} ${why}; give an existing directory as cwd`);
 }
 
+/** The first directory on the way to `path` that the caller may not search, if any. */
+function unsearchableDir(path: string): string | undefined {
+  const dirs: string[] = [];
+  for (let d = dirname(path); ; d = dirname(d)) {
+    dirs.unshift(d);
+    if (dirname(d) === d) break;
+  }
+  for (const d of dirs) {
+    try {
+      accessSync(d, constants.X_OK);
+    } catch {
+      return d;
+    }
+  }
+  return undefined;
+}
+
 /** A command given as a path: it must be an executable regular file. Names are searched in PATH later. */
 function checkProgram(cmd: string, cwd: string): void {
   if (!cmd.includes('/')) return;
@@ -90,7 +107,15 @@ function checkProgram(cmd: string, cwd: string): void {
     else accessSync(path, constants.X_OK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'has no execute permission (chmod +x it, or run it through its interpreter)' : `cannot be used (${code ?? (e as Error).message})`;
+    const closed = code === 'EACCES' ? unsearchableDir(path) : undefined;
+    why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : closed !== undefined
+          ? `cannot be reached: you may not enter the directory ${closed} (it lacks x permission for you; chmod it, or put the program elsewhere)`
+          : code === 'EACCES'
+            ? 'has no execute permission (chmod +x it, or run it through its interpreter)'
+            : `cannot be used (${code ?? (e as Error).message})`;
   }
   if (why !== undefined) throw no(`not an executable: ${cmd} ${why}`);
 }

@@ -1,8 +1,9 @@
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { IMPLICIT_SET, portSetProblem } from '../allocate/port-set.js';
 import { hasSourceOptions } from '../allocate/source-options.js';
 import { BerthError, EXIT } from '../errors.js';
+import { removeReplaceable } from '../util/atomic-write.js';
+import { nulProblems } from '../util/nul-bytes.js';
 import { OutputTee } from './output.js';
 import { portPlaceholderProblem } from './port-vars.js';
 import { preflight } from './preflight.js';
@@ -16,6 +17,7 @@ import { DEFAULT_READY_TIMEOUT_MS, type LaunchState } from './state.js';
 export function prepare(s: LaunchState): void {
   const o = s.o;
   if (o.command.length === 0 || o.command[0] === '') throw new BerthError(EXIT.USAGE, 'no command to run: put it after --, e.g. berth run -- python3 -m http.server {port}');
+  checkNoNul(o);
   s.spec = typeof o.ready === 'string' ? parseReadySpec(o.ready) : o.ready;
   checkReadyWithHandoff(s.spec, s.handoff);
   // Without a source or reservation, reserve() takes the default band, as `berth run` does.
@@ -32,7 +34,7 @@ export function prepare(s: LaunchState): void {
   }
   if (o.readyFile !== undefined) {
     try {
-      rmSync(o.readyFile, { force: true }); // a waiter must not mistake the last run's file for this one
+      removeReplaceable(o.readyFile); // a waiter must not mistake the last run's file for this one
     } catch (e) {
       throw new BerthError(EXIT.IOERR, `cannot replace the ready file ${o.readyFile}: ${(e as Error).message}`);
     }
@@ -43,6 +45,21 @@ export function prepare(s: LaunchState): void {
   s.err = openLog(s, 'stderr', o.stderrLog, o.stderr === undefined ? process.stderr : o.stderr, kick);
   const timeout = o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
   s.deadlineTimer = setTimeout(() => onDeadline(s, timeout), timeout);
+}
+
+/** A NUL in what becomes argv, environment or a path: a usage error naming it, not a crash at spawn. */
+function checkNoNul(o: LaunchState['o']): void {
+  const ready = typeof o.ready === 'string' ? o.ready : o.ready?.kind === 'cmd' ? o.ready.command : o.ready?.kind === 'http' ? o.ready.url : undefined;
+  const problems = nulProblems([
+    ...o.command.map((w, i): [string, string] => [`command word ${i + 1}`, w]),
+    ...Object.entries(o.env ?? {}).flatMap(([k, v]): [string, string | undefined][] => [[`environment name ${JSON.stringify(k)}`, k], [`environment variable ${k.replace(/\0/g, '\\0')}`, v]]),
+    ['cwd', o.cwd],
+    ['name', o.name],
+    ['ready', ready],
+    ['readyFile', o.readyFile],
+    ['diagDir', o.diagDir],
+  ]);
+  if (problems.length > 0) throw new BerthError(EXIT.USAGE, problems.join('\n'));
 }
 
 /** What a launch without a port cannot do, refused before anything starts. */

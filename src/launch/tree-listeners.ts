@@ -6,6 +6,7 @@ import { readHostMap } from '../host/read-host.js';
 import type { PortRange, SocketRow } from '../host/types.js';
 import type { TreeListener } from './audit.js';
 import type { ProcessTree } from './process-tree.js';
+import { redactArgv } from './redact.js';
 
 /*
  * What the service's process tree listens on. One read of the socket tables (LISTEN rows
@@ -24,10 +25,11 @@ export function readListenSnapshot(procRoot: string): ListenSnapshot {
   return { listening: map.sockets.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(map.ephemeral, map.reserved) };
 }
 
-function commandOf(procRoot: string, pid: number): string | undefined {
+/** The command line of `pid` as warnings and endpoints.json show it: redacted, at most 200 characters. */
+export function commandOf(procRoot: string, pid: number): string | undefined {
   try {
     const argv = parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'latin1'));
-    const text = argv.join(' ');
+    const text = redactArgv(argv).join(' ');
     return text === '' ? undefined : text.length > 200 ? `${text.slice(0, 197)}...` : text;
   } catch {
     return undefined;

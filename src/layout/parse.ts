@@ -3,6 +3,7 @@ import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
 import { readInputFile } from '../util/safe-file.js';
+import { quoteExcerpt } from '../util/excerpt.js';
 import { didYouMean, isNullish, kindOf, readReason, scalarText, toUint, YamlSource } from '../util/yaml-source.js';
 import type { Band, Layout } from './types.js';
 
@@ -172,7 +173,7 @@ class Parser extends YamlSource {
     const lo = toUint(loText);
     const hi = toUint(hiText);
     if (lo === undefined || hi === undefined) {
-      this.add(line, `${label}: range ${JSON.stringify(text)} is not LO-HI (e.g. 20000-20799) or a single port`);
+      this.add(line, `${label}: range ${quoteExcerpt(text)} is not LO-HI (e.g. 20000-20799) or a single port`);
       return undefined;
     }
     const shown = dash < 0 ? String(lo) : `${lo}-${hi}`;

@@ -6,6 +6,7 @@ import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange, SocketRow } from '../host/types.js';
 import { checkLayout, summarizeFindings } from '../layout/check.js';
 import type { Finding, Layout } from '../layout/types.js';
+import { redactArgv } from '../util/redact.js';
 import type { PortSpaceReport } from './types.js';
 
 export interface CollectOptions {
@@ -41,7 +42,8 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
     .sort((a, b) => a.localPort - b.localPort || a.state.localeCompare(b.state))
     .map((r) => {
       const owners = r.inode !== 0 ? host.owners?.get(r.inode) : undefined;
-      return owners && owners.length > 0 ? { ...r, owners } : { ...r };
+      // Other users' command lines go into files and tickets: the diagnostics' redaction applies.
+      return owners && owners.length > 0 ? { ...r, owners: owners.map((o) => ({ ...o, cmdline: redactArgv(o.cmdline) })) } : { ...r };
     });
   const socketCounts: Record<string, number> = {};
   for (const r of host.sockets) socketCounts[r.state] = (socketCounts[r.state] ?? 0) + 1;

@@ -45,6 +45,13 @@ export function resolveInstance(mode: InstanceMode, env: NodeJS.ProcessEnv = pro
  */
 export function stepResvPorts(env: NodeJS.ProcessEnv = process.env): PortRange[] {
   const slurm = readSlurmEnv(env);
+  if (!slurm && env.SLURM_STEP_RESV_PORTS !== undefined) {
+    // Set by hand or left from another shell: without the job it cannot be Slurm's reservation.
+    throw new BerthError(
+      EXIT.USAGE,
+      `--source resv: SLURM_STEP_RESV_PORTS is set (${JSON.stringify(env.SLURM_STEP_RESV_PORTS.slice(0, 40))}) but SLURM_JOB_ID is not, so this is not a Slurm job step and the ports are nobody's reservation; run the command in a step started with 'srun --resv-ports=N …', or lease ports with --range LO-HI instead`,
+    );
+  }
   if (!slurm?.resvPorts) {
     const where = slurm ? `job ${slurm.jobId}${slurm.stepId !== undefined ? ` step ${slurm.stepId}` : ' (batch script, not a step)'}` : 'this process (not in a Slurm job)';
     throw new BerthError(

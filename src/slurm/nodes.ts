@@ -3,6 +3,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
 import { compressHostlist } from './hostlist.js';
+import { slurmProgramMissing } from './programs.js';
 
 /*
  * Addresses other nodes reach a node at. A node's Slurm name is normally its host name; when
@@ -43,7 +44,8 @@ async function systemResolve(name: string): Promise<string | undefined> {
 function runScontrol(hostlist: string): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     execFile('scontrol', ['show', 'node', '-o', hostlist], { timeout: 30_000, encoding: 'utf8' }, (err, stdout, stderr) => {
-      if (err) reject(new BerthError(EXIT.UNAVAILABLE, `scontrol show node ${hostlist} failed: ${(stderr || err.message).trim()}`));
+      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') reject(slurmProgramMissing('scontrol', `to look up the address of ${hostlist}, whose name does not resolve`));
+      else if (err) reject(new BerthError(EXIT.UNAVAILABLE, `scontrol show node ${hostlist} failed: ${(stderr || err.message).trim()}`));
       else resolvePromise(stdout);
     });
   });

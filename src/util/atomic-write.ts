@@ -1,9 +1,54 @@
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { fileKind, UnsafeFileError } from './safe-file.js';
+import { checkPathSafely, UnsafePathError } from './safe-path.js';
 
-/** Write a file under a temporary name in the same directory, then rename: readers never see it half-written. */
+const myUid = (): number => process.getuid?.() ?? 0;
+
+/*
+ * A file berth writes on a path the user (or a stack) names: rename() replaces whatever has
+ * that name, so `berth doctor --html /dev/full` run as root would swap the device for a
+ * regular file, and a FIFO or a socket someone listens on would vanish. Only a regular file
+ * of the caller's (or nothing) may be replaced; anything else is refused before a byte is
+ * written. A symlink is refused too: which file it means is not berth's to guess.
+ */
+
+/** Throws UnsafeFileError unless `path` is missing or a regular file owned by the caller. */
+export function checkReplaceable(path: string): void {
+  try {
+    checkPathSafely(path); // issue 22 §5: no other user's link or directory on the way
+  } catch (e) {
+    if (e instanceof UnsafePathError) throw new UnsafeFileError(path, `cannot be written safely: ${e.message}; use a path whose every directory and link is yours or root's`);
+    throw e;
+  }
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (!st.isFile()) throw new UnsafeFileError(path, `is ${fileKind(st)}, not a regular file; berth replaces only a regular file of yours (choose another path)`);
+  if (st.uid !== myUid()) throw new UnsafeFileError(path, `is a file of uid ${st.uid}, not yours (uid ${myUid()}); berth replaces only a regular file of yours (choose another path)`);
+}
+
+/** Removes `path` if it is a regular file of the caller's (missing is fine); refuses anything else. */
+export function removeReplaceable(path: string): void {
+  checkReplaceable(path);
+  try {
+    unlinkSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+}
+
+/**
+ * Write a file under a temporary name in the same directory, then rename: readers never see
+ * it half-written. What is at `path` must be nothing or a regular file of the caller's.
+ */
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): void {
+  checkReplaceable(path);
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'wx', mode);
   try {
@@ -16,6 +61,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
   }
   closeSync(fd);
   try {
+    checkReplaceable(path); // narrows the window for something planted while we wrote
     renameSync(tmp, path);
   } catch (e) {
     try { unlinkSync(tmp); } catch { /* already gone */ }

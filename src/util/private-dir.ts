@@ -1,6 +1,7 @@
 import { lstatSync, mkdirSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
+import { makeDirsSafely, UnsafePathError } from './safe-path.js';
 
 /*
  * Directories only their user may write (the lease directory, a run directory, a
@@ -81,8 +82,12 @@ export function checkPrivateDir(path: string, w: PrivateDirWords): Stats {
  */
 export function makePrivateDir(path: string, recursive: boolean, w: PrivateDirWords): boolean {
   try {
+    if (recursive) makeDirsSafely(path); // issue 22 §5: no other user's link or directory on the way
     return recursive ? mkdirParents(path) : mkdirOne(path);
   } catch (e) {
+    if (e instanceof UnsafePathError) {
+      throw refuse(path, w, `cannot be used safely: ${e.message}`, `use a path whose every directory and link is yours or root's, and not writable by others (see docs/run.md)`);
+    }
     throw refuse(path, w, `cannot be created (${errCode(e)})`, w.todo.create);
   }
 }

@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { decodeText } from './text-bytes.js';
 
 /*
  * Opening files whose path someone else may have prepared. Where berth writes, a symlink,
@@ -91,7 +92,7 @@ export class InputFileError extends Error {
 const mib = (n: number) => `${(n / (1 << 20)).toFixed(1)} MiB`;
 
 /**
- * The text (UTF-8) of a file the user named. Opened without blocking (a FIFO cannot hang
+ * The text (UTF-8, no NUL byte, else InputFileError with the byte offset) of a file the user named. Opened without blocking (a FIFO cannot hang
  * it), then it must be a regular file of at most `max` bytes; at most max+1 bytes are ever
  * read, also from files that report no size (/proc). Throws InputFileError for those
  * refusals and the open/read error (ENOENT, EACCES …) otherwise.
@@ -111,7 +112,9 @@ export function readInputFile(path: string, max = MAX_INPUT_BYTES): string {
       got += n;
     }
     if (got > max) throw new InputFileError(`it holds more than ${mib(max)}; berth reads at most ${mib(max)}`);
-    return buf.subarray(0, got).toString('utf8');
+    const d = decodeText(buf.subarray(0, got));
+    if ('problem' in d) throw new InputFileError(d.problem);
+    return d.text;
   } finally {
     closeSync(fd);
   }

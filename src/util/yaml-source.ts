@@ -1,6 +1,7 @@
 import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Document, Node, Pair, YAMLMap } from 'yaml';
 import { BerthError, EXIT } from '../errors.js';
+import { EXCERPT_CHARS, quoteExcerpt } from './excerpt.js';
 
 /*
  * What the layout parser and the stack loader share when they read a YAML file the user
@@ -44,9 +45,14 @@ export function kindOf(node: Node | null | undefined): string {
   if (isSeq(node)) return 'a list';
   if (isScalar(node)) {
     if (node.value === null) return 'nothing';
-    return typeof node.value === 'string' ? `the text ${JSON.stringify(node.value)}` : `${typeof node.value} ${String(node.source ?? node.value)}`;
+    return typeof node.value === 'string' ? `the text ${quoteExcerpt(node.value)}` : `${typeof node.value} ${quoteless(String(node.source ?? node.value))}`;
   }
   return 'an unsupported value';
+}
+
+/** A number or boolean as written, shortened like a quoted text. */
+function quoteless(s: string): string {
+  return s.length <= EXCERPT_CHARS ? s : `${s.slice(0, EXCERPT_CHARS - 1)}… (${s.length} characters)`;
 }
 
 /** Small edit distance, for "did you mean". */

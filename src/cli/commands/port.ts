@@ -11,7 +11,7 @@ import { parseCommandArgs, printJson, usage, type Command } from '../command.js'
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
-import { parseCount, parseDurationArg } from '../values.js';
+import { MAX_PID, MAX_PORTS, parseCount, parseDurationArg } from '../values.js';
 
 const help = `Usage: berth port [SOURCE] [--count N | --block N | --ports SPEC] [--owner PID] [--ttl DUR]
                   [--name NAME] [--format plain|env|json] [--strategy lowest|random]
@@ -153,12 +153,12 @@ export const portCommand: Command = {
       hold: false,
       procRoot: root,
     };
-    if (entries === undefined && values.block === undefined) opts.count = values.count === undefined ? 1 : parseCount('port', '--count', values.count);
+    if (entries === undefined && values.block === undefined) opts.count = values.count === undefined ? 1 : parseCount('port', '--count', values.count, 1, MAX_PORTS);
     if (values.block !== undefined) {
-      opts.block = parseCount('port', '--block', values.block);
+      opts.block = parseCount('port', '--block', values.block, 1, MAX_PORTS);
       if (opts.block > MAX_BLOCK) throw usage('port', `--block ${opts.block}: a block has at most ${MAX_BLOCK} ports`);
     }
-    if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner);
+    if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner, 1, MAX_PID);
     if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
     if (values.name !== undefined) opts.name = values.name;
     if (values['allow-ephemeral']) opts.allowEphemeral = true;

@@ -1,7 +1,7 @@
 import { releaseLeases } from '../../allocate/leases.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
-import { parseCount, parsePort } from '../values.js';
+import { MAX_PID, parseCount, parsePort } from '../values.js';
 import { userText } from '../../util/user-name.js';
 
 const help = `Usage: berth release [--port P]… [--owner PID] [--job ID] [--all] [--json]
@@ -54,7 +54,7 @@ export const releaseCommand: Command = {
     const filter = {
       ports,
       all: values.all === true,
-      ...(values.owner !== undefined ? { ownerPid: parseCount('release', '--owner', values.owner) } : {}),
+      ...(values.owner !== undefined ? { ownerPid: parseCount('release', '--owner', values.owner, 1, MAX_PID) } : {}),
       ...(values.job !== undefined ? { jobId: parseJobId(values.job) } : {}),
     };
     const result = await releaseLeases({ ...filter, procRoot: procRoot() });

@@ -76,7 +76,8 @@ Examples:
   berth up servers.yaml --json | head -1 > endpoints.json &   # no job: runs until signalled
 
 Exit codes: the job's status; 0 when the stack was stopped by no one and every service
-completed; 64 usage (also a --run-dir that already holds a run); 65 invalid stack
+completed; 64 usage (also a --run-dir that already holds a run,
+or a multi-node stack where Slurm's srun or scontrol is not on PATH); 65 invalid stack
 (file:line for every problem); 69 no usable port;
 70 a service failed; 74 cannot write the run directory; 75 readiness deadline passed;
 128+N stopped by signal N.`;

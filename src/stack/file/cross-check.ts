@@ -32,6 +32,8 @@ export interface Draft {
   portsLine?: number;
   /** `ports:` was broken: its names are unknown, so placeholders naming them are not checked. */
   portsBroken?: boolean;
+  /** `templates:` was broken (reported): placeholders naming templates are not checked. */
+  templatesBroken?: boolean;
   replicasLine: number;
   jobLine: number;
   readyLine: number;
@@ -188,7 +190,7 @@ export class CrossCheck {
           continue;
         }
         if (ph.kind === 'template') {
-          if (!d.spec.templates.some((x) => x.name === ph.template)) {
+          if (!d.templatesBroken && !d.spec.templates.some((x) => x.name === ph.template)) {
             const names = d.spec.templates.map((x) => x.name);
             say(names.length === 0 ? ', but the service has no "templates:"; add templates: { NAME: FILE }' : `, but its templates are ${names.join(', ')}${didYouMean(ph.template, names)}`);
           }

@@ -9,6 +9,7 @@ import { didYouMean, isNullish, kindOf, readReason, YamlSource } from '../../uti
 import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
 import { CrossCheck, type Draft } from './cross-check.js';
 import { checkNodes } from './nodes-key.js';
+import { checkNulBytes } from './nul-check.js';
 import { readService, type StackReader } from './services-key.js';
 import { shownPath } from './shown-path.js';
 import type { StackSpec } from './spec.js';
@@ -165,6 +166,7 @@ export function parseStack(text: string, file: string, baseDir: string): StackSp
   const p = new StackParser(text, file, resolve(baseDir));
   const spec = p.parse();
   if (p.problems.length > 0 || !spec) throw p.error();
+  checkNulBytes(spec); // issue 22 §12: a "\0" would otherwise crash the replica at spawn
   return spec;
 }
 

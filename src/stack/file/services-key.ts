@@ -14,6 +14,7 @@ import { readSourceKey, resolvePorts } from './port-source-key.js';
 import type { YamlReader } from './ports-key.js';
 import { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, type DependCondition, type ServiceSpec } from './spec.js';
 import { readTemplatesKey } from './templates-key.js';
+import { quoteExcerpt } from '../../util/excerpt.js';
 
 /*
  * One entry of `services:`: its name, every key of its settings (the keys of its own
@@ -126,7 +127,7 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
       case 'command':
         hasCommand = true;
         if (text !== undefined) {
-          fail(`command must be a list (argv), e.g. ${COMMAND_EXAMPLE}, found the text ${JSON.stringify(text)}; berth runs no shell (write [sh, -c, "…"] if you need one)`);
+          fail(`command must be a list (argv), e.g. ${COMMAND_EXAMPLE}, found the text ${quoteExcerpt(text)}; berth runs no shell (write [sh, -c, "…"] if you need one)`);
         } else if (!v || !isSeq(v) || v.items.length === 0) {
           fail(`command must be a non-empty list (argv), e.g. ${COMMAND_EXAMPLE}, found ${v && isSeq(v) ? 'an empty list' : kindOf(v)}`);
         } else {
@@ -167,6 +168,7 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
       case 'templates': {
         const list = readTemplatesKey(v, kLine, label, r.baseDir, r);
         if (list) spec.templates = list;
+        else d.templatesBroken = true; // reported already: its placeholders are not checked again
         break;
       }
       case 'host':

@@ -4,6 +4,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean, readReason } from '../../util/yaml-source.js';
+import { templateBoundProblem } from './template-bounds.js';
 
 /*
  * Config files rendered from templates (nginx, haproxy, Prometheus …) with mustache: logic-
@@ -142,6 +143,8 @@ export function templateProblems(text: string, context: object, file: string, op
     const p = syntaxProblem(e as Error, text, opts.tags ?? ['{{', '}}']);
     return [`${file}:${p.line}: ${p.text}`];
   }
+  const bound = templateBoundProblem(spans, text, context, file, { lookup, sectionView }); // issue 22 §7
+  if (bound !== undefined) return [bound];
   const problems: Problem[] = [];
   checkSpans(spans, [context], text, problems);
   return problems.sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.text}`);

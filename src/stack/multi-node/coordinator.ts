@@ -5,6 +5,7 @@ import { signalNumber } from '../../launch/launch.js';
 import { nodeRunDir, nodesDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
+import { requireSlurmProgram } from '../../slurm/programs.js';
 import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
 import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
@@ -277,6 +278,7 @@ class MultiNodeStack {
 
   private async main(): Promise<StackResult> {
     const first = this.plan.nodes[0]!;
+    requireSlurmProgram('srun', 'to start one agent per node', this.o.env ?? process.env);
     this.addresses = await nodeAddresses([...new Set([first, ...this.plan.agentNodes])]);
     this.mirrorer = new NodeMirror(this.plan.agentNodes, this.addresses, (u) => this.record(u), (service, shared) => this.recordShared(service, shared));
     writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
