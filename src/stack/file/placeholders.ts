@@ -180,6 +180,9 @@ export interface Endpoint {
   port: number;
   /** Every named port of the replica (its `ports:` set), when known. */
   ports?: readonly AssignedPorts[];
+  /** The node it runs on and that node's index among its service's nodes (templates' replica entries). */
+  node?: string;
+  nodeRank?: number;
 }
 
 /** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
