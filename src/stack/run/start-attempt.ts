@@ -128,6 +128,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     procRoot: st.procRoot,
     ...(files.length > 0 ? { files } : {}),
     ...(shared ? { sharedPorts: shared.assigned } : {}),
+    ...((s.strays ?? []).length > 0 ? { strays: s.strays } : {}),
   };
   if (rep.set) {
     // launch() hands the singles over (closing their holds) but the leases stay the
