@@ -31,6 +31,9 @@ test('every list takes a format; {} is the entry as the bare list writes it', ()
   // The entry's port is the one the list is about: the primary, or port NAME.
   assert.equal(resolveTemplate('{nats.hostports|{name}{index}={host}:{port}| }', ctx), 'nats0=127.0.0.1:4222 nats1=127.0.0.1:4223 nats2=::1:4224');
   assert.equal(resolveTemplate('{nats.ports.cluster.count|{port}}', ctx), '6222,6223,6224');
+  // {node}: the node an entry runs on (this replica's for one on this host).
+  const nodes: ResolveContext = { ...ctx, rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'n1' }, endpoints: new Map([['nats', endpoints.get('nats')!.map((e, i) => (i === 0 ? e : { ...e, node: `n${i + 1}` }))]]) };
+  assert.equal(resolveTemplate('{nats.ports|{node}:{port}}', nodes), 'n1:4222,n2:4223,n3:4224');
   // An empty separator, and a pattern of literal text only.
   assert.equal(resolveTemplate('{nats.ports|x{index}|}', ctx), 'x0x1x2');
   assert.equal(resolveTemplate('{nats.ports|-}', ctx), '-,-,-');

@@ -15,7 +15,7 @@ import { didYouMean } from '../../util/yaml-source.js';
  */
 
 /** The fields of one entry; "" is `{}`, the entry's value as the bare list gives it. */
-export const ENTRY_FIELDS = ['index', 'name', 'host', 'port', 'hostport'] as const;
+export const ENTRY_FIELDS = ['index', 'name', 'host', 'port', 'hostport', 'node'] as const;
 export type EntryField = '' | (typeof ENTRY_FIELDS)[number];
 
 export interface ListFormat {
@@ -34,6 +34,8 @@ export interface ListEntry {
   port: number;
   /** HOST:PORT, IPv6 bracketed. */
   hostport: string;
+  /** The node it runs on. */
+  node: string;
 }
 
 export const KNOWN_ENTRY_FIELDS = `{} (the entry as the list writes it), ${ENTRY_FIELDS.map((f) => `{${f}}`).join(', ')}`;

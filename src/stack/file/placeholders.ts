@@ -253,12 +253,14 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
   }
+  // An endpoint without a node is one of this host's (a stack on one host).
+  const here = ctx.rank?.node ?? '';
   // A shared port is the service's, not a replica's: one value, even without replicas of its own.
   const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;
   const sp = shared?.ports.find((a) => a.name === p.port);
   if (sp) {
     const value = portAt(sp, shared!.host, p.part);
-    return p.format ? formatList([entry(p.service, 0, value, shared!.host, sp.ports[0]!)], p.format) : value;
+    return p.format ? formatList([entry(p.service, 0, value, shared!.host, sp.ports[0]!, ctx.endpoints.get(p.service)?.[0]?.node ?? here)], p.format) : value;
   }
   const eps = ctx.endpoints.get(p.service);
   if (!eps || eps.length === 0) {
@@ -272,12 +274,12 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       return a;
     };
     if (p.field === 'port') return portAt(portOf(eps[0]!), eps[0]!.host, p.part);
-    const list = eps.map((e, i) => entry(p.service, i, portAt(portOf(e), e.host, p.part), e.host, portOf(e).ports[0]!));
+    const list = eps.map((e, i) => entry(p.service, i, portAt(portOf(e), e.host, p.part), e.host, portOf(e).ports[0]!, e.node ?? here));
     return p.format ? formatList(list, p.format) : list.map((x) => x.value).join(',');
   }
   if (p.format) {
     const value = { ports: (e: Endpoint) => String(e.port), urls: endpointUrl, hosts: (e: Endpoint) => reachableHost(e.host), hostports: endpointHostPort }[p.field as 'ports' | 'urls' | 'hosts' | 'hostports'];
-    return formatList(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port)), p.format);
+    return formatList(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port, e.node ?? here)), p.format);
   }
   switch (p.field) {
     case 'port':
@@ -300,8 +302,8 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
 }
 
 /** One entry of a list placeholder, for its per-entry format. */
-function entry(name: string, index: number, value: string, host: string, port: number): ListEntry {
-  return { value, index, name, host: reachableHost(host), port, hostport: endpointHostPort({ host, port }) };
+function entry(name: string, index: number, value: string, host: string, port: number, node: string): ListEntry {
+  return { value, index, name, host: reachableHost(host), port, hostport: endpointHostPort({ host, port }), node };
 }
 
 /** A port's value, or where it is reached (host, HOST:PORT of its first port). */
