@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
-import { auditListeners, describeSet, listensElsewhere, setPorts, type TreeListener } from '../src/launch/audit.js';
+import { auditListeners, auditWarning, describeSet, isAcknowledged, listensElsewhere, setPorts, type TreeListener } from '../src/launch/audit.js';
 import { portPlaceholderProblem, portVars, standInPorts } from '../src/launch/port-vars.js';
 import { requireNetns } from './helpers/netns.js';
 import { berthSh, kv, netnsSh, q, realPython, sandbox, SERVICES } from './fixtures/services/launch-harness.js';
@@ -138,4 +138,22 @@ echo "RC=$?"
   const v = kv(r.stdout);
   assert.equal(v.get('RC'), '75');
   assert.match(r.stderr, /uv: not ready after 3\.0s \(--ready-timeout\): the service did not listen on port 200\d\d; it listens on 18000 and 18001 instead \(is the port passed to it\? \{port\} in its command, or \$PORT\)/);
+});
+
+test('audit: several findings of one pass are one message naming each port once; acknowledged strays (strays:) are matched by kind or port', () => {
+  const listeners: TreeListener[] = [36123, 36124, 36125, 8000].map((port) => ({ port, address: '127.0.0.1', pid: 10, command: 'kernel' }));
+  const found = auditListeners({ name: 'lab/0', set: SET, listeners, ephemeral: EPH, reported: new Set() });
+  assert.equal(
+    auditWarning('lab/0', SET, found, EPH, { block: 'ports: NAME: { block: N } in the stack file', strays: 'strays: ephemeral in the stack file' }),
+    "lab/0 listens on 4 ports outside its ports (http 20000, dist 20001-20032): 36123, 36124 and 36125 inside the unreserved ephemeral range 32768-60999, where any outgoing connection may take them; 8000 leased by nothing, so another allocator may hand it out: put them in a block (ports: NAME: { block: N } in the stack file) or set the program's flags for them; if the program picks them itself and cannot be told which, acknowledge them (strays: ephemeral in the stack file)",
+  );
+  // One finding: its own message (the strays hint only for an ephemeral one, only where strays: exists).
+  assert.equal(auditWarning('lab/0', SET, [found[0]!], EPH, { block: 'x' }), found[0]!.message);
+  assert.match(auditWarning('lab/0', SET, [found[1]!], EPH, { block: 'x', strays: 'strays: ephemeral' }), /may take it: .*; if the program picks them itself and cannot be told which, acknowledge them \(strays: ephemeral\)$/);
+  const [p8000, e1] = [found[0]!, found[1]!];
+  assert.equal(isAcknowledged(e1, [{ kind: 'ephemeral' }]), true);
+  assert.equal(isAcknowledged(p8000, [{ kind: 'ephemeral' }]), false);
+  assert.equal(isAcknowledged(p8000, [{ kind: 'ports', lo: 7999, hi: 8001 }]), true);
+  assert.equal(isAcknowledged(p8000, [{ kind: 'all' }]), true);
+  assert.equal(isAcknowledged(e1, undefined), false);
 });

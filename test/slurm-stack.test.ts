@@ -154,8 +154,9 @@ test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocati
     ['gpu3', { node: 'gpu3', pid: 1, state: 'ready' as const, updated: '', services: { engine: [{ replica: 0, host: '::', port: 21000 }] } }],
   ]);
   const ext = externalEndpoints(plan, files, new Map([['gpu1', 'gpu1'], ['gpu2', '10.0.0.2'], ['gpu3', 'gpu3']]));
-  assert.deepEqual(ext.get('engine'), [{ host: 'gpu1', port: 21000 }, { host: '10.0.0.2', port: 21001 }, { host: 'gpu3', port: 21000 }]);
-  assert.deepEqual(ext.get('cache'), [{ host: '10.0.0.1', port: 23000 }, { host: '10.0.0.2', port: 23000 }]);
+  // Each endpoint carries its node and that node's index among the service's (a template's replica entries).
+  assert.deepEqual(ext.get('engine'), [{ host: 'gpu1', port: 21000, node: 'gpu1', nodeRank: 0 }, { host: '10.0.0.2', port: 21001, node: 'gpu2', nodeRank: 1 }, { host: 'gpu3', port: 21000, node: 'gpu3', nodeRank: 2 }]);
+  assert.deepEqual(ext.get('cache'), [{ host: '10.0.0.1', port: 23000, node: 'gpu1', nodeRank: 0 }, { host: '10.0.0.2', port: 23000, node: 'gpu2', nodeRank: 1 }]);
 
   assert.deepEqual(agentStepArgv({ nodes: ['n1', 'n2', 'n3'], agent: ['node', 'berth.js', 'up', '/s.yaml', '--agent', '/run'] }), [
     'srun', '--nodes=3', '--ntasks=3', '--ntasks-per-node=1', '--nodelist=n[1-3]', '--overlap', '--kill-on-bad-exit=0', '--job-name=berth-agents', '--',

@@ -1,7 +1,8 @@
 /**
  * Placeholders (stack/file/placeholders.ts): parsing any template never throws and loses nothing
  * (literals re-escaped plus placeholders give the template back); resolving gives a string
- * with every placeholder filled, or a BerthError 65 for a malformed template.
+ * with every placeholder filled, or a BerthError 65 for a malformed template; a list formatted
+ * per entry is the bare list with each entry written by the pattern.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +10,9 @@ import fc from 'fast-check';
 import { parseTemplate, resolveTemplate, type ResolveContext } from '../src/stack/file/placeholders.js';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 
-const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}', '{gpu}', '{engine.url}', '{engine.urls}', '{engine.port}', '{engine.ports}', '{db.port}', '{x.y.port}', '{Engine-2.url}', '{.port}', '{port', 'port}', '{}', '{ port }', 'http://', ':'];
+const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}', '{gpu}', '{engine.url}', '{engine.urls}', '{engine.port}', '{engine.ports}', '{db.port}', '{x.y.port}', '{Engine-2.url}', '{.port}', '{port', 'port}', '{}', '{ port }', 'http://', ':',
+  // per-entry formats (list-format.ts)
+  '|', '{engine.urls|', '{engine.hostports|nats://{}}', '{db.ports|{index}={hostport}|;}', '{index}', '{hostport}', '{engine.port|'];
 const template = fc.oneof(anyText(80), tokenSoup(TOKENS, 20));
 
 const ctx: ResolveContext = {
@@ -63,4 +66,22 @@ test('resolveTemplate: every placeholder filled, or exit 65 for a malformed temp
 
 test('resolveTemplate: placeholders mean this replica and its dependencies', () => {
   assert.equal(resolveTemplate('{{"p": {port}, "r": {replica}} {engine.urls} {db.url} {gpu}', ctx), '{"p": 20001, "r": 1} http://127.0.0.1:20100,http://[::1]:20101 http://127.0.0.1:5432 3');
+});
+
+/** Text without the format's own characters ("{", "}", "|"): a pattern's literal parts, a separator. */
+const plain = fc.string({ maxLength: 8 }).map((x) => x.replace(/[{}|]/g, ''));
+
+test('a per-entry format: {LIST|P{}S|SEP} is the bare list, each entry between P and S, joined by SEP', () => {
+  const lists = ['engine.ports', 'engine.urls', 'engine.hosts', 'engine.hostports', 'db.urls'];
+  holds(
+    fc.record({ list: fc.constantFrom(...lists), pre: plain, post: plain, sep: fc.option(plain, { nil: undefined }) }),
+    ({ list, pre, post, sep }) => {
+      const t = `{${list}|${pre}{}${post}${sep === undefined ? '' : `|${sep}`}}`;
+      const bare = resolveTemplate(`{${list}}`, ctx).split(',');
+      assert.equal(resolveTemplate(t, ctx), bare.map((v) => pre + v + post).join(sep ?? ','), t);
+      // {index} counts the entries in order.
+      assert.equal(resolveTemplate(`{${list}|{index}| }`, ctx), bare.map((_, i) => i).join(' '));
+    },
+    { seed: 3303, numRuns: 300 },
+  );
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
-import { templateContext, type TemplateInput } from '../src/stack/file/template-context.js';
+import { serviceNames, templateContext, type TemplateInput } from '../src/stack/file/template-context.js';
 import { renderedName, renderTemplateFile, renderTemplateText, templateProblems, templateTagNames } from '../src/stack/file/templates.js';
 import { dataErrors } from './helpers/refusal.js';
 
@@ -121,12 +121,19 @@ test('unknown tags are refused with file, line and tag, all at once (mustache al
   const tpl = `upstream x {\n{{#engine.replicas}}\n  server {{hostprt}};\n{{/engine.replicas}}\n}\nlisten {{prot}};\n{{#nope}}x{{/nope}}\n`;
   const errors = dataErrors('nginx.conf', () => renderTemplateText(tpl, templateContext(proxyInput()), 'nginx.conf'));
   assert.equal(errors.length, 3);
-  assert.match(errors[0]!, /^nginx\.conf:3: unknown template tag \{\{hostprt\}\} \(did you mean "hostport"\?\); names inside this section: name, index, host, port, hostport, url, ports, first, last, self$/);
+  assert.match(errors[0]!, /^nginx\.conf:3: unknown template tag \{\{hostprt\}\} \(did you mean "hostport"\?\); names inside this section: name, index, host, port, hostport, url, ports, first, last, self, rank, node, node_rank$/);
   assert.match(errors[1]!, /^nginx\.conf:6: unknown template tag \{\{prot\}\} \(did you mean "port"\?\); names at the top level: name, replica, replicas, host, ports, services, port, hostport, url, engine$/);
   assert.match(errors[2]!, /^nginx\.conf:7: unknown template tag \{\{#nope\}\}/);
   assert.match(templateProblems('{{#engine.replicas}}{{#last}}{{hots}}{{/last}}{{/engine.replicas}}', templateContext(proxyInput()), 't')[0]!, /^t:1: unknown template tag \{\{hots\}\} \(did you mean "host"\?\); names inside this section: name, index, host,/);
-  // Names outside the section resolve inside it, as mustache looks them up.
-  assert.deepEqual(templateProblems('{{#engine.replicas}}{{replicas}} {{engine.count}}{{/engine.replicas}}', templateContext(proxyInput()), 't'), []);
+  // Inside a list, a name its entries lack is refused, not looked up outside as mustache would
+  // (every entry would get the same outer value); a path through a service is explicit.
+  const ctx = templateContext(proxyInput());
+  const outer = { outerNames: serviceNames(ctx) };
+  assert.deepEqual(templateProblems('{{#engine.replicas}}{{engine.count}} {{#last}}{{index}}{{/last}}{{/engine.replicas}}', ctx, 't', outer), []);
+  const inside = templateProblems('{{#engine.replicas}}\n{{replicas}} {{#ports.http}}{{dir}}{{/ports.http}}{{/engine.replicas}}', { ...ctx, dir: '/d' }, 't', outer);
+  assert.equal(inside.length, 2, inside.join('\n'));
+  assert.match(inside[0]!, /^t:2: \{\{replicas\}\} inside \{\{#engine\.replicas\}\} is not a field of its entries, so mustache would give the replicas of the outer context \(the same for every entry\); an entry has: name, index, host, port, hostport, url, ports, first, last, self, rank, node, node_rank\. Write it outside the section/);
+  assert.match(inside[1]!, /^t:2: \{\{dir\}\} inside \{\{#engine\.replicas\}\}/);
 });
 
 test('syntax errors and partials name their line', () => {
@@ -185,11 +192,11 @@ test('renderedName drops .mustache / .tmpl only', () => {
 
 test('templateTagNames: every tag\'s first name segment with its line, for the load-time dependency check', () => {
   assert.deepEqual(templateTagNames(NGINX), [
-    { name: 'engine', line: 5 },
-    { name: 'hostport', line: 6 },
-    { name: 'host', line: 10 },
-    { name: 'port', line: 10 },
-    { name: 'engine', line: 12 },
+    { name: 'engine', line: 5, full: '#engine.replicas' },
+    { name: 'hostport', line: 6, full: 'hostport' },
+    { name: 'host', line: 10, full: 'host' },
+    { name: 'port', line: 10, full: 'port' },
+    { name: 'engine', line: 12, full: 'engine.url' },
   ]);
   assert.deepEqual(templateTagNames('{{#a}}'), []);
 });

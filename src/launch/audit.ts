@@ -1,7 +1,7 @@
 import { describeAssigned, type AssignedPorts } from '../allocate/port-set.js';
 import { formatRange } from '../host/intervals.js';
 import type { PortRange } from '../host/types.js';
-import type { AuditFinding } from './types.js';
+import type { AuditFinding, StrayRule } from './types.js';
 
 /*
  * The listener audit, pure: which LISTEN sockets of the service's process tree are outside
@@ -75,6 +75,35 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
     findings.push(f);
   }
   return findings;
+}
+
+/** Whether a finding is one the service said to expect (LaunchOptions.strays). */
+export function isAcknowledged(f: AuditFinding, rules: readonly StrayRule[] | undefined): boolean {
+  return (rules ?? []).some((r) => r.kind === 'all' || (r.kind === 'ephemeral' ? f.ephemeral : f.port >= r.lo && f.port <= r.hi));
+}
+
+/** "39711, 40123 and 41235" */
+function portList(ports: readonly number[]): string {
+  return ports.length === 1 ? String(ports[0]) : `${ports.slice(0, -1).join(', ')} and ${ports[ports.length - 1]}`;
+}
+
+/**
+ * What the console says about findings of one audit pass: a single finding's own message,
+ * or for several (a Jupyter kernel's six ZMQ ports) one message naming every port once
+ * instead of a line each. `strayHint` is how to acknowledge strays the program picks itself.
+ */
+export function auditWarning(name: string, set: readonly AssignedPorts[], found: readonly AuditFinding[], ephemeral: readonly PortRange[], hints: { block: string; strays?: string }): string {
+  const strays = hints.strays ? `; if the program picks them itself and cannot be told which, acknowledge them (${hints.strays})` : '';
+  if (found.length === 1) return found[0]!.message + (found[0]!.ephemeral ? strays : '');
+  const eph = found.filter((f) => f.ephemeral).map((f) => f.port);
+  const other = found.filter((f) => !f.ephemeral).map((f) => f.port);
+  const parts: string[] = [];
+  if (eph.length > 0) {
+    const ranges = [...new Set(eph.map((p) => formatRange(rangeOf(p, ephemeral)!)))].join(', ');
+    parts.push(`${portList(eph)} inside the unreserved ephemeral range ${ranges}, where any outgoing connection may take them`);
+  }
+  if (other.length > 0) parts.push(`${portList(other)} leased by nothing, so another allocator may hand ${other.length === 1 ? 'it' : 'them'} out`);
+  return `${name} listens on ${found.length} ports outside its ports (${describeSet(set)}): ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for them${eph.length > 0 ? strays : ''}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { singles } from '../allocate/port-set.js';
 import { EXIT } from '../errors.js';
-import { auditListeners, setPorts } from './audit.js';
+import { auditListeners, auditWarning, isAcknowledged, setPorts } from './audit.js';
 import { reportStolen } from './ownership-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
@@ -63,22 +63,20 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
       s.warn(`${s.name}: the service no longer listens on "${a.name}" (port ${p}, fd ${3 + i}): it closed the socket berth handed over`);
     });
   }
-  const found = auditListeners({
-    name: s.name,
-    set: own,
-    listeners,
-    ephemeral: snap.ephemeral,
-    reported: s.audited,
-    // A stack (it keeps its leases) declares its set in its file, `berth run` with --ports.
-    blockHint: s.o.portSet || s.o.keepReservation ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N',
-  });
+  // A stack (it keeps its leases) declares its set in its file, `berth run` with --ports.
+  const stack = s.o.portSet !== undefined || s.o.keepReservation === true;
+  const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
+  const found = auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, blockHint });
   if (found.length === 0) return;
   for (const f of found) {
     s.audited.add(f.port);
+    if (isAcknowledged(f, s.o.strays)) f.acknowledged = true;
     s.findings.push(f);
   }
   s.emit({ type: 'audit', listeners: found, t: iso() });
-  for (const f of found) s.warn(f.message);
+  // Once each, all of one pass in one message; the acknowledged ones only in the record.
+  const warn = found.filter((f) => !f.acknowledged);
+  if (warn.length > 0) s.warn(auditWarning(s.name, own, warn, snap.ephemeral, { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) }));
 }
 
 /** After the child returned 0 leaving descendants: the service ends when the last of them does. */

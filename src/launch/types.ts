@@ -122,7 +122,15 @@ export interface LaunchOptions extends SourceOptions {
    * shared ports, bound by replica 0): the listener audit does not report them.
    */
   sharedPorts?: readonly AssignedPorts[];
+  /**
+   * Listeners outside the set the service cannot control (a stack's `strays:`): the audit
+   * still records them (audit event, diagnostics) but warns only about the others.
+   */
+  strays?: readonly StrayRule[];
 }
+
+/** A kind of listener outside the set that is expected: in the ephemeral range, any, or on these ports. */
+export type StrayRule = { kind: 'ephemeral' } | { kind: 'all' } | { kind: 'ports'; lo: number; hi: number };
 
 export interface ReadyInfo {
   name: string;
@@ -150,8 +158,10 @@ export interface AuditFinding {
   command?: string;
   /** Inside the host's unreserved ephemeral range: any outgoing connection may take the port first. */
   ephemeral: boolean;
-  /** One line saying what, where, and what to do (also the `warning` event's message). */
+  /** One line saying what, where, and what to do (the `warning` event says it, several at once in one). */
   message: string;
+  /** Expected by the service (LaunchOptions.strays): recorded, not warned about. */
+  acknowledged?: boolean;
 }
 
 export interface ExitInfo {

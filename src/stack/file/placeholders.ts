@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../../allocate/port-set.js';
 import { BerthError, EXIT } from '../../errors.js';
+import { formatList, scanListFormat, type ListEntry, type ListFormat } from './list-format.js';
 import type { Rank } from './ranks.js';
 
 /*
@@ -18,6 +19,8 @@ import type { Rank } from './ranks.js';
  *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}      (FIELD also host, hostport; a shared
  *                                                  port NAME is the one of every replica)
  * FIELD is first, last, range (LO-HI) or count; without it a block gives its first port.
+ * A list ({svc.ports}, {svc.urls}, {svc.hosts}, {svc.hostports}, {svc.ports.NAME[.FIELD]})
+ * may be formatted per entry, {LIST|PATTERN} or {LIST|PATTERN|SEP} (list-format.ts).
  * Read by position, so nothing is ambiguous: a leading "ports" is always the own set (no
  * service may be called "ports"), a FIELD only ever follows a port NAME.
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
@@ -37,7 +40,7 @@ export type Placeholder =
   /** {templates.NAME}: the path of this replica's rendered config file NAME. */
   | { kind: 'template'; template: string; text: string }
   /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
-  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: OwnPart; text: string };
+  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: OwnPart; format?: ListFormat; text: string };
 
 export type TemplatePart = string | Placeholder;
 
@@ -45,7 +48,9 @@ export type TemplateError =
   /** `{…}` whose inside is not a known placeholder. */
   | { kind: 'unknown'; text: string }
   /** A `{` with no `}` after it. */
-  | { kind: 'unclosed'; offset: number };
+  | { kind: 'unclosed'; offset: number }
+  /** `{LIST|PATTERN}` that is wrong: not a list, or a pattern naming no entry field. */
+  | { kind: 'format'; text: string; problem: string };
 
 export interface ParsedTemplate {
   parts: TemplatePart[];
@@ -110,7 +115,28 @@ export function parseTemplate(template: string): ParsedTemplate {
       i = open + 2;
       continue;
     }
-    const close = template.indexOf('}', open + 1);
+    const bar = template.indexOf('|', open + 1);
+    let close = template.indexOf('}', open + 1);
+    if (bar >= 0 && (close < 0 || bar < close) && !template.slice(open + 1, bar).includes('{')) {
+      // {LIST|PATTERN[|SEP]}: a format, whose fields are in braces of their own.
+      const scan = scanListFormat(template, bar + 1);
+      if (scan) {
+        const text = template.slice(open, scan.end + 1);
+        const ph = classify(template.slice(open + 1, bar), text);
+        const list = ph?.kind === 'service' && isList(ph);
+        if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica ({SERVICE.ports}, .urls, .hosts, .hostports, .ports.NAME) can be formatted per entry, and {${template.slice(open + 1, bar)}} is one value` });
+        for (const problem of scan.problems) errors.push({ kind: 'format', text, problem });
+        if (!ph) errors.push({ kind: 'unknown', text: template.slice(open, bar) + '}' });
+        if (ph && list && scan.problems.length === 0) {
+          if (literal !== '') parts.push(literal);
+          literal = '';
+          parts.push({ ...ph, format: scan.format });
+        } else literal += text;
+        i = scan.end + 1;
+        continue;
+      }
+      close = -1;
+    }
     if (close < 0) {
       errors.push({ kind: 'unclosed', offset: open });
       literal += template.slice(open);
@@ -137,8 +163,14 @@ export function placeholdersOf(template: string): Placeholder[] {
   return parseTemplate(template).parts.filter((p): p is Placeholder => typeof p !== 'string');
 }
 
+/** Whether a service placeholder is a list of every replica (it may take a per-entry format). */
+function isList(p: Placeholder & { kind: 'service' }): boolean {
+  return p.field === 'ports' || p.field === 'urls' || p.field === 'hosts' || p.field === 'hostports';
+}
+
 export function describeTemplateError(e: TemplateError): string {
   if (e.kind === 'unclosed') return `has a "{" with no closing "}" (write {{ for a literal "{")`;
+  if (e.kind === 'format') return `uses ${e.text}: ${e.problem}`;
   return `uses unknown placeholder ${e.text}; known: ${KNOWN_PLACEHOLDERS} (write {{ for a literal "{")`;
 }
 
@@ -148,6 +180,9 @@ export interface Endpoint {
   port: number;
   /** Every named port of the replica (its `ports:` set), when known. */
   ports?: readonly AssignedPorts[];
+  /** The node it runs on and that node's index among its service's nodes (templates' replica entries). */
+  node?: string;
+  nodeRank?: number;
 }
 
 /** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
@@ -218,22 +253,33 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
   }
+  // An endpoint without a node is one of this host's (a stack on one host).
+  const here = ctx.rank?.node ?? '';
   // A shared port is the service's, not a replica's: one value, even without replicas of its own.
   const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;
   const sp = shared?.ports.find((a) => a.name === p.port);
-  if (sp) return portAt(sp, shared!.host, p.part);
+  if (sp) {
+    const value = portAt(sp, shared!.host, p.part);
+    return p.format ? formatList([entry(p.service, 0, value, shared!.host, sp.ports[0]!, ctx.endpoints.get(p.service)?.[0]?.node ?? here)], p.format) : value;
+  }
   const eps = ctx.endpoints.get(p.service);
   if (!eps || eps.length === 0) {
     // Load-time checks make every referenced service a started dependency: reaching here is a bug.
     throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)} refers to service "${p.service}", which has no started replica with a port`);
   }
   if (p.port !== undefined) {
-    const named = (e: Endpoint): string => {
+    const portOf = (e: Endpoint): AssignedPorts => {
       const a = e.ports?.find((x) => x.name === p.port);
       if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no port "${p.port}"`);
-      return portAt(a, e.host, p.part);
+      return a;
     };
-    return p.field === 'port' ? named(eps[0]!) : eps.map(named).join(',');
+    if (p.field === 'port') return portAt(portOf(eps[0]!), eps[0]!.host, p.part);
+    const list = eps.map((e, i) => entry(p.service, i, portAt(portOf(e), e.host, p.part), e.host, portOf(e).ports[0]!, e.node ?? here));
+    return p.format ? formatList(list, p.format) : list.map((x) => x.value).join(',');
+  }
+  if (p.format) {
+    const value = { ports: (e: Endpoint) => String(e.port), urls: endpointUrl, hosts: (e: Endpoint) => reachableHost(e.host), hostports: endpointHostPort }[p.field as 'ports' | 'urls' | 'hosts' | 'hostports'];
+    return formatList(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port, e.node ?? here)), p.format);
   }
   switch (p.field) {
     case 'port':
@@ -253,6 +299,11 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     case 'hostports':
       return eps.map(endpointHostPort).join(',');
   }
+}
+
+/** One entry of a list placeholder, for its per-entry format. */
+function entry(name: string, index: number, value: string, host: string, port: number, node: string): ListEntry {
+  return { value, index, name, host: reachableHost(host), port, hostport: endpointHostPort({ host, port }), node };
 }
 
 /** A port's value, or where it is reached (host, HOST:PORT of its first port). */

@@ -13,6 +13,7 @@ import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_N
 import { readSourceKey, resolvePorts } from './port-source-key.js';
 import type { YamlReader } from './ports-key.js';
 import { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, type DependCondition, type ServiceSpec } from './spec.js';
+import { readStraysKey } from './strays-key.js';
 import { readTemplatesKey } from './templates-key.js';
 import { quoteExcerpt } from '../../util/excerpt.js';
 
@@ -31,7 +32,7 @@ export interface StackReader extends YamlReader {
 
 export const SERVICE_KEYS = [
   'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'templates', 'cwd', 'handoff', 'ready',
-  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs',
+  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
 const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -91,6 +92,7 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
     stopGraceMs: DEFAULT_STOP_GRACE_MS,
     job: false,
     logs: 'file',
+    strays: [],
   };
   const d: Draft = { spec, templates: [], replicasLine: line, jobLine: line, readyLine: line, broken };
   const keys = new Map<string, number>();
@@ -169,6 +171,11 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
         const list = readTemplatesKey(v, kLine, label, r.baseDir, r);
         if (list) spec.templates = list;
         else d.templatesBroken = true; // reported already: its placeholders are not checked again
+        break;
+      }
+      case 'strays': {
+        const rules = readStraysKey(v, kLine, label, r);
+        if (rules) spec.strays = rules;
         break;
       }
       case 'host':

@@ -1,6 +1,6 @@
 import type { PortEntry } from '../../allocate/port-set.js';
 import type { PortRange } from '../../host/types.js';
-import type { Handoff, ReadySpec } from '../../launch/types.js';
+import type { Handoff, ReadySpec, StrayRule } from '../../launch/types.js';
 import type { Band, Layout } from '../../layout/types.js';
 
 /** What a dependent waits for: spawned, ready (ownership + probe), or exited with status 0. */
@@ -96,6 +96,8 @@ export interface ServiceSpec {
   job: boolean;
   /** file: output only in logs/<service>-<replica>.{out,err}; attach: also streamed, prefixed. */
   logs: 'attach' | 'file';
+  /** Listeners outside its ports it cannot help opening (`strays:`): recorded, not warned about. */
+  strays: StrayRule[];
 }
 
 export interface StackSpec {

@@ -1,7 +1,7 @@
 import type { AssignedPorts, PortEntry } from '../../allocate/port-set.js';
 import { readInputFile } from '../../util/safe-file.js';
 import type { ServiceSpec } from './spec.js';
-import { templateContext, type TemplateEndpoint } from './template-context.js';
+import { OWN_FIELDS, serviceNames, templateContext, type TemplateEndpoint } from './template-context.js';
 import { templateProblems, templateTagNames } from './templates.js';
 
 /*
@@ -14,6 +14,9 @@ import { templateProblems, templateTagNames } from './templates.js';
 function standIn(entries: readonly PortEntry[]): AssignedPorts[] {
   return entries.map((e) => ({ name: e.name, kind: e.kind === 'single' ? 'single' : 'block', ports: e.kind === 'block' ? Array.from({ length: e.count }, (_, i) => 1 + i) : e.kind === 'window' ? [1, 2] : [1] }));
 }
+
+/** What an own field is, for the message about a service named like it. */
+const FIELD_WORDS: Record<string, string> = { node: "this replica's node name", host: "this replica's address", name: "this replica's service name", port: "this replica's port", ports: "this replica's named ports", rank: "this replica's rank", dir: "the folder the files are rendered into" };
 
 /** Problems as [line, text] (line in the stack file; the text names the template file and its line). */
 export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<string, ServiceSpec>): [number, string][] {
@@ -48,7 +51,13 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     }
     const notDeps = new Set<string>();
     for (const tag of templateTagNames(text)) {
-      if (services.has(tag.name) && !deps.has(tag.name) && !notDeps.has(tag.name)) {
+      if (OWN_FIELDS.includes(tag.name) && services.has(tag.name) && tag.full.includes('.') && !notDeps.has(tag.name)) {
+        // {{node.hostport}} of a service called "node": mustache finds the field first.
+        notDeps.add(tag.name);
+        out.push([t.line, `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.full}}}, but "${tag.name}" is a field of every template (${FIELD_WORDS[tag.name] ?? 'the rendering replica\'s own'}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: rename the service (e.g. "${tag.name}-svc"; its replicas are also in {{#services}})`]);
+        continue;
+      }
+      if (services.has(tag.name) && !OWN_FIELDS.includes(tag.name) && !deps.has(tag.name) && !notDeps.has(tag.name)) {
         notDeps.add(tag.name);
         const why =
           services.get(tag.name)!.source.kind === 'none'
@@ -58,7 +67,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
       }
     }
     if (notDeps.size > 0) continue;
-    for (const p of templateProblems(text, ctx, t.file)) out.push([t.line, `${label}: template "${t.name}": ${p}`]);
+    for (const p of templateProblems(text, ctx, t.file, { outerNames: serviceNames(ctx) })) out.push([t.line, `${label}: template "${t.name}": ${p}`]);
   }
   return out;
 }

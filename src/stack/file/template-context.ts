@@ -17,8 +17,8 @@ import type { Rank } from './ranks.js';
  *                                                                      temp paths of the server)
  *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
  *                                                                      values, and joined lists)
- *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last,self}   each of its replicas
- *                                                                      (self: this replica's own entry)
+ *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last,self,   each of its replicas
+ *                   rank,node,node_rank}                               (self: this replica's own entry)
  *   services[] {name, replicas[], …}                                   every dependency, in order, then the service itself (its peers)
  *
  * A dependency whose name is one of this replica's own fields (a service called "host") is
@@ -55,6 +55,10 @@ export interface TemplateReplica {
   last: boolean;
   /** The entry that is this replica itself (in its own service's list: an etcd member's advertise URL). */
   self: boolean;
+  /** Its rank (its place in the list: node order, then replica order), its node's name and index. */
+  rank: number;
+  node: string;
+  node_rank: number;
 }
 
 export interface TemplateService {
@@ -99,6 +103,9 @@ export interface TemplateEndpoint {
   /** The primary port. */
   port: number;
   ports?: readonly AssignedPorts[];
+  /** The node it runs on, and that node's index among its service's nodes (default: this replica's node, 0). */
+  node?: string;
+  nodeRank?: number;
 }
 
 export interface TemplateInput {
@@ -125,6 +132,11 @@ export interface TemplateInput {
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
 export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services', 'rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
 
+/** The dependencies a template names by path ({{etcd.port}}): a tag inside a list section may reach them. */
+export function serviceNames(ctx: TemplateContext): string[] {
+  return Object.keys(ctx).filter((k) => !OWN_FIELDS.includes(k));
+}
+
 function templatePorts(set: readonly AssignedPorts[] | undefined, host: string, sharedHosts?: ReadonlyMap<string, string>): Record<string, TemplatePort> {
   const out: Record<string, TemplatePort> = {};
   for (const a of set ?? []) {
@@ -142,11 +154,13 @@ function templatePorts(set: readonly AssignedPorts[] | undefined, host: string, 
   return out;
 }
 
-function service(name: string, eps: readonly TemplateEndpoint[], self?: number): TemplateService {
+function service(name: string, eps: readonly TemplateEndpoint[], self: number | undefined, here: string): TemplateService {
   const replicas = eps.map((e, index): TemplateReplica => {
     const host = reachableHost(e.host);
     const hp = endpointHostPort(e);
-    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1, self: index === self };
+    // An endpoint without a node is one of this host's (a stack on one host).
+    const at = { rank: index, node: e.node ?? here, node_rank: e.nodeRank ?? 0 };
+    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1, self: index === self, ...at };
   });
   const r0 = replicas[0];
   return {
@@ -166,7 +180,7 @@ function service(name: string, eps: readonly TemplateEndpoint[], self?: number):
 /** The context one replica's templates are rendered with. Pure. */
 export function templateContext(input: TemplateInput): TemplateContext {
   // Its own entry among its peers: its rank (= its replica on one host; node order across nodes).
-  const services = [...input.dependencies].map(([name, eps]) => service(name, eps, name === input.name ? (input.rank?.rank ?? input.replica) : undefined));
+  const services = [...input.dependencies].map(([name, eps]) => service(name, eps, name === input.name ? (input.rank?.rank ?? input.replica) : undefined, input.rank?.node ?? ''));
   const ctx: TemplateContext = {
     name: input.name,
     replica: input.replica,

@@ -19,6 +19,12 @@ import { templateBoundProblem } from './template-bounds.js';
 export interface RenderOptions {
   /** Delimiters other than {{ }} from the start of the file. */
   tags?: [string, string];
+  /**
+   * First segments a tag inside a list section may still take from outside the list's entry:
+   * explicit paths such as {{etcd.port}} (the services). Any other name an entry lacks is an
+   * error there, not mustache's silent look-up in the outer context.
+   */
+  outerNames?: readonly string[];
 }
 
 export interface RenderedTemplate {
@@ -44,9 +50,9 @@ function lineAt(text: string, offset: number): number {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
-/** mustache's lookup: the whole dotted name in the innermost view that has it, then outwards. */
-function lookup(stack: readonly unknown[], name: string): { hit: boolean; value?: unknown } {
-  if (name === '.') return { hit: true, value: stack[stack.length - 1] };
+/** mustache's lookup: the whole dotted name in the innermost view that has it, then outwards (`at`: that view). */
+function lookup(stack: readonly unknown[], name: string): { hit: boolean; value?: unknown; at?: number } {
+  if (name === '.') return { hit: true, value: stack[stack.length - 1], at: stack.length - 1 };
   const names = name.split('.');
   for (let i = stack.length - 1; i >= 0; i--) {
     let v: unknown = stack[i];
@@ -56,7 +62,7 @@ function lookup(stack: readonly unknown[], name: string): { hit: boolean; value?
       if (k === names.length - 1) hit = isObject(v) ? key in v : Object.prototype.hasOwnProperty.call(v, key);
       v = (v as Record<string, unknown>)[key];
     }
-    if (hit) return { hit, value: v };
+    if (hit) return { hit, value: v, at: i };
   }
   return { hit: false };
 }
@@ -81,7 +87,13 @@ function sectionView(value: unknown): unknown {
   return value;
 }
 
-function checkSpans(spans: readonly Span[], stack: unknown[], text: string, problems: Problem[]): void {
+/** The innermost list section around a tag: its view's place in the stack and its name. */
+interface Entry {
+  at: number;
+  section: string;
+}
+
+function checkSpans(spans: readonly Span[], stack: unknown[], text: string, problems: Problem[], outer: ReadonlySet<string>, entry?: Entry): void {
   for (const [type, name, start, , children] of spans) {
     const line = lineAt(text, start);
     if (type === '>') {
@@ -98,9 +110,16 @@ function checkSpans(spans: readonly Span[], stack: unknown[], text: string, prob
       const here = knownNames(stack.slice(at, at + 1)).filter((k) => !k.includes('.'));
       const where = at > 0 ? 'inside this section' : 'at the top level';
       problems.push({ line, text: `unknown template tag {{${type === 'name' ? '' : type}${name}}}${hint}; names ${where}: ${here.join(', ')}` });
+    } else if (entry && found.at! < entry.at && !outer.has(name.split('.')[0]!)) {
+      // mustache would take it from outside the entry (this replica's own {{node}} for every
+      // replica of the list): a silent wrong value, so it is refused.
+      const fields = knownNames([stack[entry.at]]).filter((k) => !k.includes('.'));
+      problems.push({ line, text: `{{${type === 'name' ? '' : type}${name}}} inside {{#${entry.section}}} is not a field of its entries, so mustache would give the ${name} of the outer context (the same for every entry); an entry has: ${fields.join(', ')}. Write it outside the section if the outer value is meant` });
     }
     if ((type === '#' || type === '^') && children) {
-      checkSpans(children as Span[], type === '#' && found.hit ? [...stack, sectionView(found.value)] : stack, text, problems);
+      const inner = type === '#' && found.hit ? [...stack, sectionView(found.value)] : stack;
+      const isList = type === '#' && Array.isArray(found.value);
+      checkSpans(children as Span[], inner, text, problems, outer, isList ? { at: inner.length - 1, section: name } : entry);
     }
   }
 }
@@ -146,27 +165,27 @@ export function templateProblems(text: string, context: object, file: string, op
   const bound = templateBoundProblem(spans, text, context, file, { lookup, sectionView }); // issue 22 §7
   if (bound !== undefined) return [bound];
   const problems: Problem[] = [];
-  checkSpans(spans, [context], text, problems);
+  checkSpans(spans, [context], text, problems, new Set(opts.outerNames ?? []));
   return problems.sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.text}`);
 }
 
 /**
  * The first segment of every tag's name, sections' bodies included ("engine" for
- * {{#engine.replicas}}, "hostport" inside it), with its line: the stack's load-time check can
+ * {{#engine.replicas}}, "hostport" inside it), with its line and the whole tag (`full`): the stack's load-time check can
  * require every service named there to be a dependency, as it does for {svc.url}.
  * A syntax error gives []: templateProblems reports it.
  */
-export function templateTagNames(text: string, opts: RenderOptions = {}): { name: string; line: number }[] {
+export function templateTagNames(text: string, opts: RenderOptions = {}): { name: string; line: number; full: string }[] {
   let spans: Span[];
   try {
     spans = Mustache.parse(text, opts.tags) as unknown as Span[];
   } catch {
     return [];
   }
-  const out: { name: string; line: number }[] = [];
+  const out: { name: string; line: number; full: string }[] = [];
   const walk = (list: readonly Span[]) => {
     for (const [type, name, start, , children] of list) {
-      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineAt(text, start) });
+      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineAt(text, start), full: `${type === 'name' ? '' : type}${name}` });
       if ((type === '#' || type === '^') && Array.isArray(children)) walk(children);
     }
   };

@@ -65,7 +65,7 @@ export async function waitForPeers(runDir: string, services: readonly ServiceSpe
         left.delete(service);
         found(
           service,
-          per.flatMap((eps, i) => eps!.map((e) => endpointOnNode(e, on[i]!, addresses))),
+          per.flatMap((eps, i) => eps!.map((e) => endpointOnNode(e, on[i]!, addresses, i))),
         );
       }
     }

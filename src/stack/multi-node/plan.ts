@@ -108,23 +108,29 @@ export function reachAt(host: string | null | undefined, node: string, addresses
 }
 
 /** A node replica's endpoint as other nodes reach it. */
-export const endpointOnNode = (e: Pick<NodeReplica, 'host' | 'port' | 'ports'>, node: string, addresses: ReadonlyMap<string, string>): Endpoint => ({
+export const endpointOnNode = (e: Pick<NodeReplica, 'host' | 'port' | 'ports'>, node: string, addresses: ReadonlyMap<string, string>, nodeRank?: number): Endpoint => ({
   host: reachAt(e.host, node, addresses),
   port: e.port!,
   ...(e.ports ? { ports: e.ports } : {}),
+  node,
+  ...(nodeRank !== undefined ? { nodeRank } : {}),
 });
 
 /** Every node's replicas of each service (with a port), in node order, at addresses other nodes reach. */
 export function externalEndpoints(plan: NodePlan, files: ReadonlyMap<string, NodeFile>, addresses: ReadonlyMap<string, string>): Map<string, Endpoint[]> {
   const out = new Map<string, Endpoint[]>();
+  // A node's index among the nodes that run the service (a template's {{node_rank}} of a replica).
+  const nodesOf = new Map<string, number>();
   for (const s of plan.nodeServices) out.set(s.name, []);
   for (const node of plan.agentNodes) {
     const f = files.get(node);
     if (!f) continue;
     for (const [name, eps] of Object.entries(f.services)) {
       const list = out.get(name);
-      if (!list) continue;
-      for (const e of eps) list.push(endpointOnNode(e, node, addresses));
+      if (!list || eps.length === 0) continue;
+      const nodeRank = nodesOf.get(name) ?? 0;
+      nodesOf.set(name, nodeRank + 1);
+      for (const e of eps) list.push(endpointOnNode(e, node, addresses, nodeRank));
     }
   }
   return out;

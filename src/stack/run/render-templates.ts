@@ -4,7 +4,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import type { ResolveContext } from '../file/placeholders.js';
 import type { Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
-import { templateContext } from '../file/template-context.js';
+import { serviceNames, templateContext } from '../file/template-context.js';
 import { renderTemplateFile, type RenderedTemplate } from '../file/templates.js';
 
 /*
@@ -36,5 +36,5 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
   } catch (e) {
     throw new BerthError(EXIT.IOERR, `cannot create ${dir} for the rendered templates of ${s.name}/${rep.index}: ${(e as Error).message}`, { path: dir });
   }
-  return s.templates.map((t) => renderTemplateFile(t.file, context, dir));
+  return s.templates.map((t) => renderTemplateFile(t.file, context, dir, { outerNames: serviceNames(context) }));
 }

@@ -42,13 +42,16 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
     case 'warning':
       st.warn(e.message);
       break;
-    case 'audit':
-      // The same messages came as 'warning' events (stderr, once each): here they become the
-      // replica's record, in events.jsonl with detail and in endpoints.json.
-      // Each port once per replica, though every attempt (a restart) reports its own.
+    case 'audit': {
+      // The console heard them once, as a 'warning' (or not at all: acknowledged by `strays:`):
+      // here they become the replica's record, events.jsonl's detail and endpoints.json, and
+      // are not printed again. Each port once per replica, though every attempt reports its own.
       for (const l of e.listeners) if (!rep.unexpected.some((u) => u.port === l.port)) rep.unexpected.push(l);
-      st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: e.listeners.map((l) => l.message).join('; ') });
+      const ack = e.listeners.filter((l) => l.acknowledged).map((l) => l.port);
+      const note = ack.length > 0 ? ` (acknowledged by strays: ${ack.join(', ')})` : '';
+      st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: `listens outside its ports on ${e.listeners.map((l) => l.port).join(', ')}${note}` }, false);
       break;
+    }
     case 'reserved':
     case 'stopping':
     case 'exited':

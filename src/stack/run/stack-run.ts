@@ -87,7 +87,8 @@ export class StackRun {
   }
 
   /** A state change: events.jsonl, endpoints.json, the status view, the caller's onEvent. */
-  update(rep: Replica, u: Omit<ReplicaUpdate, 'service' | 'replica'>): void {
+  /** Records a change of a replica; `shown: false` keeps it off the console (said there otherwise). */
+  update(rep: Replica, u: Omit<ReplicaUpdate, 'service' | 'replica'>, shown = true): void {
     rep.state = u.state;
     if (u.code !== undefined) rep.code = u.code;
     let ev: StackEvent;
@@ -102,7 +103,7 @@ export class StackRun {
       }
       return;
     }
-    this.console.event(ev);
+    if (shown) this.console.event(ev);
     try {
       this.o.onEvent?.(ev);
     } catch {

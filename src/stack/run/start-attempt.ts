@@ -17,7 +17,11 @@ import type { StackRun } from './stack-run.js';
  * what they made happen to next.ts (StackRun.next).
  */
 
-const endpointOf = (r: Replica): Endpoint => ({ host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}) });
+/** A replica of this host, with its node (a template's replica entries carry it). */
+const endpointOf = (st: StackRun, r: Replica): Endpoint => {
+  const { node, nodeRank } = rankOf(r.svc.spec, r.index, r.svc.replicas.length, st.topology);
+  return { host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}), node, nodeRank };
+};
 
 /** The endpoints of the services this one depends on (and its own replicas), as they are now. */
 export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
@@ -31,12 +35,12 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     }
     endpoints.set(
       d.service,
-      dep.replicas.filter((r) => r.port !== undefined).map(endpointOf),
+      dep.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r)),
     );
   }
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
-  const peers = st.peers.get(rep.svc.spec.name) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map(endpointOf);
+  const peers = st.peers.get(rep.svc.spec.name) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r));
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
   // Every service's shared ports are in the run's record: leased here or given (reserve-ports.ts),
   // or a `nodes:` service's, mirrored by the coordinator from its first node.
@@ -124,6 +128,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     procRoot: st.procRoot,
     ...(files.length > 0 ? { files } : {}),
     ...(shared ? { sharedPorts: shared.assigned } : {}),
+    ...((s.strays ?? []).length > 0 ? { strays: s.strays } : {}),
   };
   if (rep.set) {
     // launch() hands the singles over (closing their holds) but the leases stay the
