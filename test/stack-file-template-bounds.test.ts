@@ -16,7 +16,11 @@ import { renderTemplateText } from '../src/stack/file/templates.js';
 import { berth, tempStateDir } from './helpers/cli.js';
 
 const nested = (n: number, name = 'replicas', body = '{{port}}\n') => `head\n${`{{#${name}}}\n`.repeat(n)}${body}${`{{/${name}}}\n`.repeat(n)}`;
-const ctx = (n: number) => ({ port: 8000, replicas: Array.from({ length: n }, (_, i) => ({ port: 9000 + i, index: i })) });
+/** n entries a level, `depth` levels deep: every entry carries its own list, as the loop rule (a tag inside a section names a field of its entries) requires. */
+type Level = { port: number; index?: number; replicas?: Level[] };
+const entries = (n: number, depth: number): Level[] =>
+  Array.from({ length: n }, (_, i) => (depth > 1 ? { port: 9000 + i, index: i, replicas: entries(n, depth - 1) } : { port: 9000 + i, index: i }));
+const ctx = (n: number, depth = 1) => ({ port: 8000, replicas: entries(n, depth) });
 
 function refused(text: string, context: object): string {
   const t0 = performance.now();
@@ -43,9 +47,9 @@ test('an output estimated over 16 MiB is refused (65) naming the section that mu
 });
 
 test('what real configs nest still renders', () => {
-  const out = renderTemplateText(nested(3), ctx(2), 'conf.mustache');
+  const out = renderTemplateText(nested(3), ctx(2, 3), 'conf.mustache');
   assert.equal(out.split('\n').filter((l) => /^\d+$/.test(l)).length, 8);
-  assert.equal(renderTemplateText(nested(16), ctx(1), 'conf.mustache').match(/9000/g)?.length, 1);
+  assert.equal(renderTemplateText(nested(16), ctx(1, 16), 'conf.mustache').match(/9000/g)?.length, 1);
 });
 
 test('berth up refuses a 40-deep template at load time (65), at once, naming the template line', async () => {
