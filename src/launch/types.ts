@@ -122,6 +122,12 @@ export interface LaunchOptions extends SourceOptions {
    * shared ports, bound by replica 0): the listener audit does not report them.
    */
   sharedPorts?: readonly AssignedPorts[];
+  /** A one-shot step (a stack's initdb, a migration): its exit 0 is its end, even before it was ready. */
+  oneShot?: boolean;
+  /** Said after "exited with status 0 before it was ready": how to make it a one-shot step. */
+  exitZeroHint?: string;
+  /** The service's own directory (a stack's {dir}): named in diagnostics.json. */
+  dir?: string;
 }
 
 export interface ReadyInfo {

@@ -2,10 +2,12 @@ import { isIP } from 'node:net';
 import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../../allocate/port-set.js';
 import { BerthError, EXIT } from '../../errors.js';
 import type { Rank } from './ranks.js';
+import { schemeUrl } from './server-keys.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
  *   {port} {replica} {name} {host}                 this replica
+ *   {dir}                                          its own directory (replica-dir.ts)
  *   {gpu}                                          its GPU (replicas: gpus)
  *   {rank} {world_size} {local_rank}               its rank among the service's replicas on
  *   {node_rank} {node_count} {node}                every node it runs on (ranks.ts)
@@ -24,7 +26,7 @@ import type { Rank } from './ranks.js';
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
 
-export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | RankField;
+export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | RankField;
 export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
 /** What {ports.NAME.X} may ask beyond the port fields: where the port is reached. */
 export type OwnPart = PortField | 'host' | 'hostport';
@@ -53,7 +55,7 @@ export interface ParsedTemplate {
 }
 
 const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
-const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', ...RANK_FIELDS];
+const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', 'dir', ...RANK_FIELDS];
 const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports'];
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
@@ -65,7 +67,7 @@ export const OWN_SET = 'ports';
 export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -148,6 +150,8 @@ export interface Endpoint {
   port: number;
   /** Every named port of the replica (its `ports:` set), when known. */
   ports?: readonly AssignedPorts[];
+  /** Its service's `scheme:` (default http; null: none, no URL). */
+  scheme?: string | null;
 }
 
 /** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
@@ -163,9 +167,16 @@ export function endpointHostPort(e: Endpoint): string {
   return `${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
 }
 
-/** http://HOST:PORT, with IPv6 literals bracketed. */
-export function endpointUrl(e: Endpoint): string {
-  return `http://${endpointHostPort(e)}`;
+/** SCHEME://HOST:PORT (http by default), IPv6 literals bracketed; null for `scheme: none`. */
+export function endpointUrl(e: Endpoint): string | null {
+  return schemeUrl(e.scheme, endpointHostPort(e));
+}
+
+/** The URL a placeholder asks for; load-time checks refuse {svc.url} of a service without a scheme. */
+function urlOf(e: Endpoint, ctx: ResolveContext, p: Placeholder): string {
+  const url = endpointUrl(e);
+  if (url === null) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text}: its service has "scheme: none" (no URL)`);
+  return url;
 }
 
 export interface ResolveContext {
@@ -177,6 +188,8 @@ export interface ResolveContext {
   port?: number;
   /** The replica's GPU (node-wide index) under `replicas: gpus`. */
   gpu?: number;
+  /** Its own directory ({dir}), made before its first start. */
+  dir?: string;
   /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
   ports?: readonly AssignedPorts[];
   /** Where each shared port is reached (replica 0's host), by name. */
@@ -202,6 +215,10 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       return String(ctx.gpu);
     }
     if (p.field === 'name') return ctx.name;
+    if (p.field === 'dir') {
+      if (ctx.dir === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": {dir} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no directory`);
+      return ctx.dir;
+    }
     const r = ctx.rank;
     if (!r) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rank`);
     return p.field === 'node' ? r.node : String({ rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount }[p.field]);
@@ -241,9 +258,9 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     case 'ports':
       return eps.map((e) => String(e.port)).join(',');
     case 'url':
-      return endpointUrl(eps[0]!);
+      return urlOf(eps[0]!, ctx, p);
     case 'urls':
-      return eps.map(endpointUrl).join(',');
+      return eps.map((e) => urlOf(e, ctx, p)).join(',');
     case 'host':
       return reachableHost(eps[0]!.host);
     case 'hosts':

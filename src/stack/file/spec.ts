@@ -96,6 +96,18 @@ export interface ServiceSpec {
   job: boolean;
   /** file: output only in logs/<service>-<replica>.{out,err}; attach: also streamed, prefixed. */
   logs: 'attach' | 'file';
+  /**
+   * `scheme:` of its URLs ({svc.url}, templates' url, endpoints.json, the ready message):
+   * default "http"; null for `scheme: none` (no URL, only HOST:PORT).
+   */
+  scheme: string | null;
+  /**
+   * A one-shot step (one-shot.ts): a dependent waits for it with `completed`, or it has no
+   * `ready:` and uses no port. Its exit 0 is its completion, even before it was ready.
+   */
+  oneShot: boolean;
+  /** `dir_owner: USER[:GROUP]`: its replica directories ({dir}) are given to this user (berth as root). */
+  dirOwner?: string;
 }
 
 export interface StackSpec {

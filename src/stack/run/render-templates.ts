@@ -18,6 +18,7 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
   const s = rep.svc.spec;
   if (s.templates.length === 0) return [];
   const dir = join(st.run.path, 'templates', `${s.name}-${rep.index}`);
+  // {{dir}} is the replica's own directory, as {dir} is in its command; the files go here.
   const context = templateContext({
     name: s.name,
     replica: rep.index,
@@ -29,7 +30,8 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
     ...(ctx.gpu !== undefined ? { gpu: ctx.gpu } : {}),
     ...(ctx.sharedHosts !== undefined ? { sharedHosts: ctx.sharedHosts } : {}),
     ...(ctx.rank !== undefined ? { rank: ctx.rank } : {}),
-    dir,
+    ...(ctx.dir !== undefined ? { dir: ctx.dir } : {}),
+    scheme: s.scheme,
   });
   try {
     mkdirSync(dir, { recursive: true, mode: 0o755 });
