@@ -139,3 +139,17 @@ test('replica directories are short, and a socket path under {dir} that would no
   assert.match(got[0]!, /^service "engine" \(line 2\): command\[2\]: the Unix socket path \/tmp\/d+\/data\/engine-1\/engine\.sock is 115 bytes, but a socket path holds at most 107 \(sun_path\); use a --run-dir of at most 81 bytes/);
   assert.match(got[1]!, /env SOCK: .*a\.sock is 110 bytes/);
 });
+
+test('{svc.dir} and {svc.dirs}: any service of this host, no dependency needed; one replica for .dir; never across nodes', () => {
+  const ok = parseStack('services:\n  init: { command: [initdb, -D, "{db.dir}/data", "{node.dirs}"] }\n  db: { command: [postgres, -D, "{dir}/data", -p, "{port}"], depends_on: { init: completed } }\n  node: { replicas: 2, command: [x, "{port}"] }\n', 's.yaml', '.');
+  assert.equal(ok.services[0]!.source.kind, 'none');
+  const ctx: ResolveContext = { name: 'init', replica: 0, host: '127.0.0.1', endpoints: new Map(), dirs: new Map([['db', ['/r/data/db-0']], ['node', ['/r/data/node-0', '/r/data/node-1']]]) };
+  assert.equal(resolveTemplate('{db.dir}/data {node.dirs}', ctx), '/r/data/db-0/data /r/data/node-0,/r/data/node-1');
+  assert.throws(
+    () => parseStack('services:\n  a: { command: [x, "{b.dir}"] }\n  b: { replicas: 2, command: [y, "{port}"] }\n  c: { nodes: all, command: [z, "{a.dir}"] }\n', 's.yaml', '.'),
+    (e: BerthError) =>
+      e.exitCode === EXIT.DATAERR &&
+      e.message.includes('s.yaml:2: service "a": command[1] uses {b.dir}, but "b" has 2 replicas; use {b.dirs} (all of them, comma-separated)') &&
+      e.message.includes('s.yaml:4: service "c": command[1] uses {a.dir}, but a replica\'s directory is on its own node, and "c" runs on the Slurm nodes (nodes:)'),
+  );
+});

@@ -208,6 +208,12 @@ export class CrossCheck {
           say(`, but there is no service "${ph.service}"${didYouMean(ph.service, this.names)}; services: ${this.names.join(', ')}`);
           continue;
         }
+        if (ph.field === 'dir' || ph.field === 'dirs') {
+          // Paths are known before anything starts: no dependency needed, but the same host.
+          if (d.spec.nodes !== undefined || target.spec.nodes !== undefined) say(`, but a replica's directory is on its own node, and "${(target.spec.nodes !== undefined ? target : d).spec.name}" runs on the Slurm nodes (nodes:)`);
+          else if (ph.field === 'dir' && target.spec.replicas !== 1) say(`, but "${ph.service}" has ${target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`}; use {${ph.service}.dirs} (all of them, comma-separated)`);
+          continue;
+        }
         if (!self && !deps.has(ph.service)) {
           say(`, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`);
           continue;

@@ -16,6 +16,8 @@ import { schemeUrl } from './server-keys.js';
  *   {ports.NAME.host} {ports.NAME.hostport}        where that port is reached (a shared port:
  *                                                  on replica 0's host)
  *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on (primary port)
+ *   {svc.dir} {svc.dirs}                           the directory of its replica 0 / every replica
+ *                                                  (any service of this host: no dependency needed)
  *   {svc.port.NAME} {svc.ports.NAME}               its port NAME: replica 0's / every replica's
  *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}      (FIELD also host, hostport; a shared
  *                                                  port NAME is the one of every replica)
@@ -30,7 +32,7 @@ export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | R
 export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
 /** What {ports.NAME.X} may ask beyond the port fields: where the port is reached. */
 export type OwnPart = PortField | 'host' | 'hostport';
-export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports';
+export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports' | 'dir' | 'dirs';
 
 export type Placeholder =
   | { kind: 'self'; field: SelfField; text: string }
@@ -56,7 +58,7 @@ export interface ParsedTemplate {
 
 const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
 const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', 'dir', ...RANK_FIELDS];
-const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports'];
+const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports', 'dir', 'dirs'];
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
@@ -67,7 +69,7 @@ export const OWN_SET = 'ports';
 export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -190,6 +192,8 @@ export interface ResolveContext {
   gpu?: number;
   /** Its own directory ({dir}), made before its first start. */
   dir?: string;
+  /** Every replica directory of the services on this host ({svc.dir}, {svc.dirs}), by service. */
+  dirs?: ReadonlyMap<string, readonly string[]>;
   /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
   ports?: readonly AssignedPorts[];
   /** Where each shared port is reached (replica 0's host), by name. */
@@ -234,6 +238,12 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     // Load-time checks name every port a template uses: reaching here is a bug.
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
+  }
+  if (p.field === 'dir' || p.field === 'dirs') {
+    const dirs = ctx.dirs?.get(p.service);
+    // Load-time checks allow only services of this host: reaching here is a bug.
+    if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
+    return p.field === 'dir' ? dirs[0]! : dirs.join(',');
   }
   // A shared port is the service's, not a replica's: one value, even without replicas of its own.
   const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;

@@ -3,11 +3,12 @@ import { chmodSync, chownSync, lstatSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { REPLICA_DIRS, replicaDirPath } from '../file/replica-dir-path.js';
+import { placeholdersOf } from '../file/placeholders.js';
 import type { ServiceSpec } from '../file/spec.js';
 
 /*
  * A replica's own directory ({dir}, BERTH_REPLICA_DIR): <run dir>/data/<service>-<replica>,
- * made 0700 before its first start and kept as it is across its restarts (a database's
+ * made 0700 before its first start (or before the start of a step that names it, {svc.dir}) and kept as it is across its restarts (a database's
  * files survive a restart of its server). With `dir_owner: USER` berth (as root) gives the
  * directory to that user, so a server that refuses root (PostgreSQL) can be started as it
  * (setpriv/runuser in the command) and still write there; the run directory and data/ then
@@ -53,6 +54,14 @@ function blockedAt(dir: string, o: Owner): string | undefined {
     if ((st.mode & bit) === 0) return d;
     if (dirname(d) === d) return undefined;
   }
+}
+
+/** The services whose directories a service names ({svc.dir}, {svc.dirs}): made before it starts. */
+export function dirsNamed(spec: ServiceSpec): Set<string> {
+  const texts = [...spec.command, ...Object.values(spec.env), ...(spec.ready?.kind === 'cmd' ? [spec.ready.command] : spec.ready?.kind === 'http' ? [spec.ready.url] : [])];
+  const out = new Set<string>();
+  for (const t of texts) for (const p of placeholdersOf(t)) if (p.kind === 'service' && (p.field === 'dir' || p.field === 'dirs')) out.add(p.service);
+  return out;
 }
 
 /** Makes (or finds, on a restart) the replica's directory; returns its path. Throws BerthError. */

@@ -7,7 +7,8 @@ import type { SharedPorts } from './types.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from '../file/placeholders.js';
 import { oneShotFix } from '../file/one-shot.js';
 import { renderReplicaTemplates } from './render-templates.js';
-import { makeReplicaDir } from './replica-dir.js';
+import { replicaDirPath } from '../file/replica-dir-path.js';
+import { dirsNamed, makeReplicaDir } from './replica-dir.js';
 import { endAbandoned, firstLine, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
@@ -75,6 +76,9 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   try {
     const ctx = resolveContext(st, rep);
     ctx.dir = ctxDir = makeReplicaDir(st.run.path, s, rep.index);
+    // {db.dir} in a setup step (initdb -D {db.dir}/data): db's directories exist before it runs.
+    for (const name of dirsNamed(s)) for (const r of st.byName.get(name)?.replicas ?? []) makeReplicaDir(st.run.path, r.svc.spec, r.index);
+    ctx.dirs = new Map(st.services.map((x) => [x.spec.name, x.replicas.map((r) => replicaDirPath(st.run.path, x.spec.name, r.index))]));
     const rendered = renderReplicaTemplates(st, rep, ctx);
     files = rendered.map((r, i) => ({ name: s.templates[i]!.name, source: r.source, path: r.path }));
     ctx.templates = new Map(files.map((f) => [f.name, f.path]));
