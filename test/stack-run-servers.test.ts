@@ -68,6 +68,7 @@ services:
   t.after(() => b.cleanup());
   const r = await up(b).result;
   assert.equal(r.code, 70, r.stderr);
+  assert.match(r.stderr, /^ {2}directory: {3}.*\/run\/data\/srv-0\/$/m, 'the failure names the replica\'s directory');
   assert.match(r.stderr, /exited with status 0 before it was ready \(phase \w+\); if "srv" is a one-shot step \(a migration, initdb\), let the services that need it wait with depends_on: \{ srv: completed \}/);
 
   const c = box(`

@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
 import { endpointHostPort } from '../file/placeholders.js';
+import { replicaDirPath } from '../file/replica-dir-path.js';
 import { shownPath } from '../file/shown-path.js';
 import type { StackResult } from './result.js';
 import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
@@ -85,6 +86,9 @@ export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: 
   // A replica that never started (no port for it) has no logs to point at.
   if (f.service !== '(berth)' && existsSync(f.logs.out)) {
     lines.push(`  logs:        ${shownPath(f.logs.out, opts.cwd)}, ${basename(f.logs.err)}`);
+    // Its own directory ({dir}): what the server left there (a database's log, a pid file).
+    const dir = replicaDirPath(result.runDir, f.service, f.replica);
+    if (existsSync(dir)) lines.push(`  directory:   ${shownPath(dir, opts.cwd)}/`);
     const tail = tailLines(f.logs.err, opts.tail ?? 5);
     if (tail.length > 0) {
       lines.push(`  last lines of ${who}'s stderr:`);
