@@ -40,7 +40,7 @@ services:
   t.after(() => b.cleanup());
   writeFileSync(join(b.dir, 'conf.mustache'), 'url={{url}}\ndir={{dir}}\n');
   // The job checks the conf of db through its own path: give it db's rendered file.
-  writeFileSync(b.stack, readFileSync(b.stack, 'utf8').replace('"{db.port}"', `"${join(b.runDir, 'templates', 'db-0', 'conf')}"`));
+  writeFileSync(b.stack, readFileSync(b.stack, 'utf8').replace('"{db.port}"', `"${join(b.runDir, 'data', 'db-0', 'conf')}"`));
   const r = await up(b).result;
   assert.equal(r.code, 0, r.stderr);
   const initDir = join(b.runDir, 'data', 'init-0');
