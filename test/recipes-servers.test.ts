@@ -97,7 +97,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
       // The check job printed every distinct answer it got through the proxy: one per engine.
       assert.match(u.r.stdout, /^hello from uvicorn engine 0 pid \d+$/m);
       assert.match(u.r.stdout, /^hello from uvicorn engine 1 pid \d+$/m);
-      const dir = join(u.run, 'templates', 'proxy-0');
+      const dir = join(u.run, 'data', 'proxy-0');
       const file = readdirSync(dir).find((f) => started.test(f));
       assert.ok(file, `no rendered config in ${dir}`);
       const conf = readFileSync(join(dir, file), 'utf8');
@@ -118,7 +118,7 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     const out = u.r.stdout + u.r.stderr;
     const healthy = [...out.matchAll(/^127\.0\.0\.1:(\d+) is healthy/gm)].map((m) => Number(m[1]));
     assert.equal(new Set(healthy).size, 3, out);
-    const conf = readFileSync(join(u.run, 'templates', 'etcd-2', 'etcd.yaml'), 'utf8');
+    const conf = readFileSync(join(u.run, 'data', 'etcd-2', 'etcd.yaml'), 'utf8');
     const cluster = /^initial-cluster: (.*)$/m.exec(conf)?.[1] ?? '';
     assert.match(cluster, /^m0=http:\/\/127\.0\.0\.1:\d+,m1=http:\/\/127\.0\.0\.1:\d+,m2=http:\/\/127\.0\.0\.1:\d+$/, conf);
     assert.match(conf, /^name: m2$/m);

@@ -65,7 +65,7 @@ test('etcd across nodes (examples/recipes/etcd-cluster/stack-nodes.yaml): one me
   for (const p of peers) assert.match(check, new RegExp(`127\\.0\\.0\\.1:${p.port} is healthy`), check);
   // Each member's config lists the whole cluster, itself included with its own advertise URL.
   for (const [i, n] of ['n1', 'n2', 'n3'].entries()) {
-    const conf = read(`${r.dir}/run/nodes/${n}/templates/etcd-0/etcd-nodes.yaml`);
+    const conf = read(`${r.dir}/run/nodes/${n}/data/etcd-0/etcd-nodes.yaml`);
     assert.match(conf, new RegExp(`^name: m${i}$`, 'm'), conf);
     assert.match(conf, /^initial-cluster: m0=http:\/\/127\.0\.0\.1:\d+,m1=http:\/\/127\.0\.0\.1:\d+,m2=http:\/\/127\.0\.0\.1:\d+$/m, conf);
     const own = new RegExp(`m${i}=(http://[^,\\n]+)`).exec(conf)![1]!;

@@ -61,7 +61,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   "bad-keys.yaml": [
     `bad-keys.yaml:4: service "a": command must be a list (argv), e.g. [node, server.js, --port, "{port}"], found the text "node server.js"; berth runs no shell (write [sh, -c, "…"] if you need one)`,
-    `bad-keys.yaml:5: service "a": unknown key "replica" (did you mean "replicas"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays`,
+    `bad-keys.yaml:5: service "a": unknown key "replica" (did you mean "replicas"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner`,
     `bad-keys.yaml:6: service "a": replicas must be a whole number ≥ 1 or "gpus", found number 0`,
     `bad-keys.yaml:7: service "a": "replicas" is given twice (first at line 6)`,
     `bad-keys.yaml:9: service "b": command must be a non-empty list (argv), e.g. [node, server.js, --port, "{port}"], found an empty list`,
@@ -73,7 +73,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-keys.yaml:18: service "d": env name "1BAD" is not a variable name (letters, digits and "_", not starting with a digit)`,
     `bad-keys.yaml:18: service "d": env EMPTY must be text, found nothing (write "" for an empty value)`,
     `bad-keys.yaml:18: service "d": env LIST must be text, found a list`,
-    `bad-keys.yaml:19: service "d": unknown key "env2" (did you mean "env"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays`,
+    `bad-keys.yaml:19: service "d": unknown key "env2" (did you mean "env"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner`,
     `bad-keys.yaml:20: service "d": handoff must be "release" or "fd", found the text "socket"`,
     `bad-keys.yaml:21: service "d": ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found "http//nope"`,
     `bad-keys.yaml:22: service "d": ready_timeout must be a duration like 500ms, 10s, 5m, found the text "soon"`,
@@ -114,9 +114,9 @@ const EXPECTED: Record<string, string[]> = {
   ],
   "bad-placeholders.yaml": [
     `bad-placeholders.yaml:4: service "engine": command[2] uses {engine.port}, but "engine" has 2 replicas; use {engine.ports} (all of them, comma-separated)`,
-    `bad-placeholders.yaml:6: service "proxy": command[3] uses unknown placeholder {prt}; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
-    `bad-placeholders.yaml:6: service "proxy": command[4] uses unknown placeholder {engine.adress}; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
-    `bad-placeholders.yaml:6: service "proxy": command[5] uses unknown placeholder { port }; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[3] uses unknown placeholder {prt}; known: {port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[4] uses unknown placeholder {engine.adress}; known: {port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:6: service "proxy": command[5] uses unknown placeholder { port }; known: {port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
     `bad-placeholders.yaml:6: service "proxy": command[1] uses {engine.url}, but "engine" is not in its depends_on; add depends_on: { engine: ready } (or started, to need only its port)`,
     `bad-placeholders.yaml:6: service "proxy": command[2] uses {engine.port}, but "engine" is not in its depends_on; add depends_on: { engine: ready } (or started, to need only its port)`,
     `bad-placeholders.yaml:7: service "proxy": env D has a "{" with no closing "}" (write {{ for a literal "{")`,
@@ -125,7 +125,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-placeholders.yaml:7: service "proxy": env C uses {worker.port}, but "worker" has no port ("port: none")`,
     `bad-placeholders.yaml:8: service "proxy": ready uses {proxy2.url}, but there is no service "proxy2" (did you mean "proxy"?); services: engine, proxy, worker, client`,
     `bad-placeholders.yaml:12: service "worker": command[1] uses {port}, but the service has "port: none"`,
-    `bad-placeholders.yaml:13: service "worker": ready uses unknown placeholder {x}; known: {port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
+    `bad-placeholders.yaml:13: service "worker": ready uses unknown placeholder {x}; known: {port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")`,
     `bad-placeholders.yaml:13: service "worker": ready uses {port}, but the service has "port: none"`,
     `bad-placeholders.yaml:15: service "client": command[1] uses {proxy.url}, but "proxy" is not in its depends_on; add depends_on: { proxy: ready } (or started, to need only its port)`,
   ],
@@ -203,6 +203,8 @@ test('valid-full.yaml: every key and its defaults', () => {
     job: false,
     logs: 'attach',
     strays: [],
+    scheme: 'http',
+    oneShot: false,
   });
   assert.deepEqual(svc(s, 'proxy'), {
     name: 'proxy',
@@ -225,6 +227,8 @@ test('valid-full.yaml: every key and its defaults', () => {
     job: false,
     logs: 'file',
     strays: [],
+    scheme: 'http',
+    oneShot: false,
   });
   assert.deepEqual(svc(s, 'prep').source, { kind: 'none' });
   assert.deepEqual(svc(s, 'fixed').source, { kind: 'port', port: 23000 });

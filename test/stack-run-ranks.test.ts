@@ -221,7 +221,7 @@ services:
   assert.equal(r.code, 0, r.stderr);
   const port = endpoints(b).shared.trainer.ports.master;
   for (const rank of [0, 1]) {
-    const text = readFileSync(join(b.runDir, 'templates', `trainer-${rank}`, 'rank.conf'), 'utf8');
+    const text = readFileSync(join(b.runDir, 'data', `trainer-${rank}`, 'rank.conf'), 'utf8');
     assert.equal(text, `rank=${rank}/2 local=${rank} node=0/1 master=127.0.0.1:${port} {keep}\n`);
   }
 });

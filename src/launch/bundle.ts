@@ -58,6 +58,7 @@ function bundle(s: LaunchState, phase: LaunchPhase, err: BerthError, details?: R
     ports: s.set?.assigned ?? null,
     portless: s.portless,
     handoff: s.handoff,
+    ...(s.o.dir !== undefined ? { dir: s.o.dir } : {}),
     ready: s.spec ? redactReadySpec(formatReadySpec(s.spec)) : null,
     command: redactArgv(s.o.command),
     exec: s.plan ? { file: s.plan.file, args: s.handoff === 'fd' ? ['<fd shim>', ...redactArgv(s.plan.command)] : redactArgv(s.plan.args) } : null,

@@ -61,7 +61,8 @@ async function cleanupTree(s: LaunchState): Promise<void> {
 /** The child returned 0 to daemonize, and the daemon is gone too: it will never be ready. */
 export function failIfTreeGone(s: LaunchState): boolean {
   if (s.childExit === undefined || descendantsAlive(s)) return false;
-  fail(s, EXIT.SOFTWARE, `${s.name}: the service exited (status ${exitStatus(s.childExit.code, s.childExit.signal)}) and left no running process before it was ready (phase ${s.phase})`);
+  const hint = s.childExit.code === 0 && s.o.exitZeroHint ? `; ${s.o.exitZeroHint}` : '';
+  fail(s, EXIT.SOFTWARE, `${s.name}: the service exited (status ${exitStatus(s.childExit.code, s.childExit.signal)}) and left no running process before it was ready (phase ${s.phase})${hint}`);
   return true;
 }
 

@@ -16,6 +16,8 @@ export function onChildExit(s: LaunchState): void {
   const { code, signal } = s.childExit!;
   if (s.failure || s.finishing) return; // the failure path is waiting for this exit
   if (s.stopReq) return void finish(s);
+  // A one-shot step is done: nothing to own or probe any more.
+  if (code === 0 && !s.readyInfo && s.o.oneShot) return void finish(s);
   if (code === 0 && descendantsAlive(s)) {
     // A daemonizing service: its parent returns 0 once the daemon is running.
     s.warn(`${s.name}: pid ${s.child!.pid} exited 0, leaving descendants; following them as the service`);
@@ -26,7 +28,8 @@ export function onChildExit(s: LaunchState): void {
     // A service that died because a stranger took its port was robbed, not broken.
     if (s.handoff === 'release' && reportStolen(s)) return;
     const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
-    fail(s, EXIT.SOFTWARE, `${s.name}: the service ${how} before it was ready (phase ${s.phase})`);
+    const hint = code === 0 && s.o.exitZeroHint ? `; ${s.o.exitZeroHint}` : '';
+    fail(s, EXIT.SOFTWARE, `${s.name}: the service ${how} before it was ready (phase ${s.phase})${hint}`);
     return;
   }
   void finish(s);

@@ -127,6 +127,12 @@ export interface LaunchOptions extends SourceOptions {
    * still records them (audit event, diagnostics) but warns only about the others.
    */
   strays?: readonly StrayRule[];
+  /** A one-shot step (a stack's initdb, a migration): its exit 0 is its end, even before it was ready. */
+  oneShot?: boolean;
+  /** Said after "exited with status 0 before it was ready": how to make it a one-shot step. */
+  exitZeroHint?: string;
+  /** The service's own directory (a stack's {dir}): named in diagnostics.json. */
+  dir?: string;
 }
 
 /** A kind of listener outside the set that is expected: in the ephemeral range, any, or on these ports. */

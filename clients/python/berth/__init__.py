@@ -650,14 +650,17 @@ class Stack:
         return sorted(found, key=lambda r: int(r.get("replica", 0)))
 
     def url(self, service: str, replica: int = 0) -> str:
-        """The url of one replica (http://HOST:PORT)."""
+        """The url of one replica, SCHEME://HOST:PORT in its service's `scheme:` (default
+        http, e.g. postgresql://127.0.0.1:20500)."""
         rec = self.replicas(service)[replica]
         if not rec.get("url"):
+            if rec.get("port") is not None and "scheme" in rec:
+                raise KeyError(f"{service}/{replica} has no url (scheme: none); use port() and its host")
             raise KeyError(f"{service}/{replica} has no port")
         return str(rec["url"])
 
     def urls(self, service: str) -> List[str]:
-        """The urls of every replica of a service, in replica order."""
+        """The urls of every replica of a service, in replica order (in its scheme)."""
         return [str(r["url"]) for r in self.replicas(service) if r.get("url")]
 
     def port(self, service: str, replica: int = 0) -> int:

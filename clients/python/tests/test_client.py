@@ -132,6 +132,14 @@ class StackTest(unittest.TestCase):
         stopping = [line.split()[1] for line in status if re.match(r"^[0-9:.]+ \S+ stopping ", line)]
         self.assertEqual(stopping[0], "proxy/0", joined)
 
+    def test_url_in_the_services_scheme(self) -> None:
+        with berth.up(FIXTURES / "schemes.yaml", run_dir=os.path.join(self.tmp, "run")) as stack:
+            self.assertRegex(stack.url("db"), r"^postgresql://127\.0\.0\.1:220\d\d$")
+            self.assertEqual(stack.urls("db"), [stack.url("db")])
+            with self.assertRaisesRegex(KeyError, r"raw/0 has no url \(scheme: none\); use port\(\)"):
+                stack.url("raw")
+            self.assertTrue(22100 <= stack.port("raw") <= 22199)
+
     def test_failing_engine(self) -> None:
         status: List[str] = []
         with self.assertRaises(berth.ServiceFailedError) as cm:

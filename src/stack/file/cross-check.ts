@@ -5,6 +5,7 @@ import type { Band, Layout } from '../../layout/types.js';
 import { instanceCount } from '../../layout/windows.js';
 import { didYouMean } from '../../util/yaml-source.js';
 import { findCycles } from './graph.js';
+import { declaresPort, markOneShots } from './one-shot.js';
 import type { Placeholder, TemplatePart } from './placeholders.js';
 import { portsNeeded } from './ports-key.js';
 import type { ServiceSpec } from './spec.js';
@@ -73,7 +74,8 @@ export class CrossCheck {
   }
 
   run(): void {
-    for (const d of this.drafts) this.inferPorts(d);
+    const noPort = markOneShots(this.drafts);
+    for (const d of this.drafts) this.inferPorts(d, noPort.has(d.spec.name));
     for (const d of this.drafts) this.portSet(d);
     for (const d of this.drafts) this.dependencies(d);
     this.cycles();
@@ -84,10 +86,9 @@ export class CrossCheck {
     this.jobs();
   }
 
-  private inferPorts(d: Draft): void {
+  private inferPorts(d: Draft, oneShotNoPort: boolean): void {
     if (d.source) return;
-    const usesPort = d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && ((x.kind === 'self' && x.field === 'port') || x.kind === 'own')));
-    if (d.spec.job && !usesPort && !d.spec.portsDeclared && d.spec.ready?.kind !== 'tcp') {
+    if ((d.spec.job || oneShotNoPort) && !declaresPort(d)) {
       d.spec.source = { kind: 'none' };
       return;
     }
@@ -209,12 +210,23 @@ export class CrossCheck {
           say(`, but there is no service "${ph.service}"${didYouMean(ph.service, this.names)}; services: ${this.names.join(', ')}`);
           continue;
         }
+        if (ph.field === 'dir' || ph.field === 'dirs') {
+          // Paths are known before anything starts: no dependency needed, but the same host.
+          if (d.spec.nodes !== undefined || target.spec.nodes !== undefined) say(`, but a replica's directory is on its own node, and "${(target.spec.nodes !== undefined ? target : d).spec.name}" runs on the Slurm nodes (nodes:)`);
+          else if (ph.field === 'dir' && target.spec.replicas !== 1) say(`, but "${ph.service}" has ${target.spec.replicas === 'gpus' ? 'one replica per GPU' : `${target.spec.replicas} replicas`}; use {${ph.service}.dirs} (all of them, comma-separated)`);
+          continue;
+        }
         if (!self && !deps.has(ph.service)) {
           say(`, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`);
           continue;
         }
         if (target.spec.source.kind === 'none') {
-          say(`, but "${ph.service}" has no port (${target.source?.kind === 'none' ? '"port: none"' : 'a job without band, port, range or {port}'})`);
+          const why = target.source?.kind === 'none' ? '"port: none"' : target.spec.job ? 'a job without band, port, range or {port}' : 'a one-shot step that others wait for with "completed" gets no port unless it declares one: give it port:, band:, ports: or {port}';
+          say(`, but "${ph.service}" has no port (${why})`);
+          continue;
+        }
+        if ((ph.field === 'url' || ph.field === 'urls') && target.spec.scheme === null) {
+          say(`, but "${ph.service}" has "scheme: none" (no URL); use {${ph.service}.hostport${ph.field === 'urls' ? 's' : ''}}, or give it a scheme`);
           continue;
         }
         if (ph.port === undefined && !target.portsBroken && target.spec.ports.length === 0) {

@@ -3,10 +3,12 @@ import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortFiel
 import { BerthError, EXIT } from '../../errors.js';
 import { formatList, scanListFormat, type ListEntry, type ListFormat } from './list-format.js';
 import type { Rank } from './ranks.js';
+import { schemeUrl } from './server-keys.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
  *   {port} {replica} {name} {host}                 this replica
+ *   {dir}                                          its own directory (replica-dir.ts)
  *   {gpu}                                          its GPU (replicas: gpus)
  *   {rank} {world_size} {local_rank}               its rank among the service's replicas on
  *   {node_rank} {node_count} {node}                every node it runs on (ranks.ts)
@@ -15,6 +17,8 @@ import type { Rank } from './ranks.js';
  *   {ports.NAME.host} {ports.NAME.hostport}        where that port is reached (a shared port:
  *                                                  on replica 0's host)
  *   {svc.port} {svc.ports} {svc.url} {svc.urls}    a service this one depends on (primary port)
+ *   {svc.dir} {svc.dirs}                           the directory of its replica 0 / every replica
+ *                                                  (any service of this host: no dependency needed)
  *   {svc.port.NAME} {svc.ports.NAME}               its port NAME: replica 0's / every replica's
  *   {svc.port.NAME.FIELD} {svc.ports.NAME.FIELD}      (FIELD also host, hostport; a shared
  *                                                  port NAME is the one of every replica)
@@ -27,11 +31,11 @@ import type { Rank } from './ranks.js';
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
 
-export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | RankField;
+export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | RankField;
 export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
 /** What {ports.NAME.X} may ask beyond the port fields: where the port is reached. */
 export type OwnPart = PortField | 'host' | 'hostport';
-export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports';
+export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports' | 'dir' | 'dirs';
 
 export type Placeholder =
   | { kind: 'self'; field: SelfField; text: string }
@@ -58,8 +62,8 @@ export interface ParsedTemplate {
 }
 
 const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
-const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', ...RANK_FIELDS];
-const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports'];
+const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', 'dir', ...RANK_FIELDS];
+const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports', 'dir', 'dirs'];
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
@@ -70,7 +74,7 @@ export const OWN_SET = 'ports';
 export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -183,6 +187,8 @@ export interface Endpoint {
   /** The node it runs on and that node's index among its service's nodes (templates' replica entries). */
   node?: string;
   nodeRank?: number;
+  /** Its service's `scheme:` (default http; null: none, no URL). */
+  scheme?: string | null;
 }
 
 /** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
@@ -198,9 +204,16 @@ export function endpointHostPort(e: Endpoint): string {
   return `${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
 }
 
-/** http://HOST:PORT, with IPv6 literals bracketed. */
-export function endpointUrl(e: Endpoint): string {
-  return `http://${endpointHostPort(e)}`;
+/** SCHEME://HOST:PORT (http by default), IPv6 literals bracketed; null for `scheme: none`. */
+export function endpointUrl(e: Endpoint): string | null {
+  return schemeUrl(e.scheme, endpointHostPort(e));
+}
+
+/** The URL a placeholder asks for; load-time checks refuse {svc.url} of a service without a scheme. */
+function urlOf(e: Endpoint, ctx: ResolveContext, p: Placeholder): string {
+  const url = endpointUrl(e);
+  if (url === null) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text}: its service has "scheme: none" (no URL)`);
+  return url;
 }
 
 export interface ResolveContext {
@@ -212,6 +225,10 @@ export interface ResolveContext {
   port?: number;
   /** The replica's GPU (node-wide index) under `replicas: gpus`. */
   gpu?: number;
+  /** Its own directory ({dir}), made before its first start. */
+  dir?: string;
+  /** Every replica directory of the services on this host ({svc.dir}, {svc.dirs}), by service. */
+  dirs?: ReadonlyMap<string, readonly string[]>;
   /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
   ports?: readonly AssignedPorts[];
   /** Where each shared port is reached (replica 0's host), by name. */
@@ -237,6 +254,10 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       return String(ctx.gpu);
     }
     if (p.field === 'name') return ctx.name;
+    if (p.field === 'dir') {
+      if (ctx.dir === undefined) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": {dir} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no directory`);
+      return ctx.dir;
+    }
     const r = ctx.rank;
     if (!r) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rank`);
     return p.field === 'node' ? r.node : String({ rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount }[p.field]);
@@ -252,6 +273,12 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     // Load-time checks name every port a template uses: reaching here is a bug.
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
+  }
+  if (p.field === 'dir' || p.field === 'dirs') {
+    const dirs = ctx.dirs?.get(p.service);
+    // Load-time checks allow only services of this host: reaching here is a bug.
+    if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
+    return p.field === 'dir' ? dirs[0]! : dirs.join(',');
   }
   // An endpoint without a node is one of this host's (a stack on one host).
   const here = ctx.rank?.node ?? '';
@@ -278,7 +305,7 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     return p.format ? formatList(list, p.format) : list.map((x) => x.value).join(',');
   }
   if (p.format) {
-    const value = { ports: (e: Endpoint) => String(e.port), urls: endpointUrl, hosts: (e: Endpoint) => reachableHost(e.host), hostports: endpointHostPort }[p.field as 'ports' | 'urls' | 'hosts' | 'hostports'];
+    const value = { ports: (e: Endpoint) => String(e.port), urls: (e: Endpoint) => urlOf(e, ctx, p), hosts: (e: Endpoint) => reachableHost(e.host), hostports: endpointHostPort }[p.field as 'ports' | 'urls' | 'hosts' | 'hostports'];
     return formatList(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port, e.node ?? here)), p.format);
   }
   switch (p.field) {
@@ -287,9 +314,9 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     case 'ports':
       return eps.map((e) => String(e.port)).join(',');
     case 'url':
-      return endpointUrl(eps[0]!);
+      return urlOf(eps[0]!, ctx, p);
     case 'urls':
-      return eps.map(endpointUrl).join(',');
+      return eps.map((e) => urlOf(e, ctx, p)).join(',');
     case 'host':
       return reachableHost(eps[0]!.host);
     case 'hosts':

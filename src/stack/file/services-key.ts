@@ -14,6 +14,7 @@ import { readSourceKey, resolvePorts } from './port-source-key.js';
 import type { YamlReader } from './ports-key.js';
 import { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, type DependCondition, type ServiceSpec } from './spec.js';
 import { readStraysKey } from './strays-key.js';
+import { DEFAULT_SCHEME, readServerKey } from './server-keys.js';
 import { readTemplatesKey } from './templates-key.js';
 import { quoteExcerpt } from '../../util/excerpt.js';
 
@@ -32,7 +33,7 @@ export interface StackReader extends YamlReader {
 
 export const SERVICE_KEYS = [
   'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'templates', 'cwd', 'handoff', 'ready',
-  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays',
+  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays', 'scheme', 'dir_owner',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
 const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -93,6 +94,8 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
     job: false,
     logs: 'file',
     strays: [],
+    scheme: DEFAULT_SCHEME,
+    oneShot: false,
   };
   const d: Draft = { spec, templates: [], replicasLine: line, jobLine: line, readyLine: line, broken };
   const keys = new Map<string, number>();
@@ -259,6 +262,10 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
       case 'logs':
         if (text !== 'attach' && text !== 'file') fail(`logs must be "file" (log files only) or "attach" (also streamed here), found ${kindOf(v)}`);
         else spec.logs = text;
+        break;
+      case 'scheme':
+      case 'dir_owner':
+        readServerKey(key, text, spec, fail);
         break;
     }
   }

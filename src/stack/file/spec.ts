@@ -98,6 +98,18 @@ export interface ServiceSpec {
   logs: 'attach' | 'file';
   /** Listeners outside its ports it cannot help opening (`strays:`): recorded, not warned about. */
   strays: StrayRule[];
+  /**
+   * `scheme:` of its URLs ({svc.url}, templates' url, endpoints.json, the ready message):
+   * default "http"; null for `scheme: none` (no URL, only HOST:PORT).
+   */
+  scheme: string | null;
+  /**
+   * A one-shot step (one-shot.ts): a dependent waits for it with `completed`, or it has no
+   * `ready:` and uses no port. Its exit 0 is its completion, even before it was ready.
+   */
+  oneShot: boolean;
+  /** `dir_owner: USER[:GROUP]`: its replica directories ({dir}) are given to this user (berth as root). */
+  dirOwner?: string;
 }
 
 export interface StackSpec {

@@ -25,16 +25,17 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
   const deps = new Map<string, TemplateEndpoint[]>();
   for (const d of spec.dependsOn) {
     const t = services.get(d.service);
-    if (t && t.source.kind !== 'none') deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports) }]);
+    if (t && t.source.kind !== 'none') deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports), scheme: t.scheme }]);
   }
   const hasPort = spec.source.kind !== 'none';
-  if (hasPort) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(spec.ports) }]);
+  if (hasPort) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(spec.ports), scheme: spec.scheme }]);
   const ctx = templateContext({
     name: spec.name,
     replica: 0,
     replicas: typeof spec.replicas === 'number' ? spec.replicas : 1,
     host: spec.host,
     dir: '/run',
+    scheme: spec.scheme,
     ...(hasPort ? { port: spec.ports.length > 0 ? 1 : undefined, ports: standIn([...spec.ports, ...spec.shared]) } : {}),
     rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node' },
     ...(spec.replicas === 'gpus' ? { gpu: 0 } : {}),

@@ -1,6 +1,7 @@
 import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
 import { endpointHostPort, reachableHost } from './placeholders.js';
 import type { Rank } from './ranks.js';
+import { schemeUrl } from './server-keys.js';
 
 /*
  * What a config-file template sees (mustache, logic-less): plain data built from what the
@@ -12,15 +13,16 @@ import type { Rank } from './ranks.js';
  *                                                                      ones: host of replica 0)
  *   rank, world_size, local_rank, node_rank, node_count, node          its rank (ranks.ts)
  *   gpu                                                                with replicas: gpus
- *   dir                                                                the folder the files are
- *                                                                      rendered into (pid files,
- *                                                                      temp paths of the server)
+ *   dir                                                                the replica's own directory,
+ *                                                                      {dir} of its command (data,
+ *                                                                      pid files, sockets)
  *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
  *                                                                      values, and joined lists)
  *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last,self,   each of its replicas
  *                   rank,node,node_rank}                               (self: this replica's own entry)
  *   services[] {name, replicas[], …}                                   every dependency, in order, then the service itself (its peers)
  *
+ * A url is SCHEME://HOST:PORT of the service's `scheme:`; a service with `scheme: none` has none.
  * A dependency whose name is one of this replica's own fields (a service called "host") is
  * only in `services`. Hosts of dependencies are where they are reached: a wildcard bind
  * (0.0.0.0, ::) is reached on loopback. `first`/`last` on a replica let a loop write
@@ -48,8 +50,8 @@ export interface TemplateReplica {
   port: number;
   /** "HOST:PORT", IPv6 hosts bracketed. */
   hostport: string;
-  /** "http://HOST:PORT" */
-  url: string;
+  /** "SCHEME://HOST:PORT"; absent with `scheme: none`. */
+  url?: string;
   ports: Record<string, TemplatePort>;
   first: boolean;
   last: boolean;
@@ -67,11 +69,11 @@ export interface TemplateService {
   host: string;
   port: number;
   hostport: string;
-  url: string;
+  url?: string;
   ports: Record<string, TemplatePort>;
   count: number;
-  /** Every replica's, joined with ",". */
-  urls: string;
+  /** Every replica's, joined with "," (absent with `scheme: none`). */
+  urls?: string;
   hostports: string;
   replicas: TemplateReplica[];
 }
@@ -106,6 +108,8 @@ export interface TemplateEndpoint {
   /** The node it runs on, and that node's index among its service's nodes (default: this replica's node, 0). */
   node?: string;
   nodeRank?: number;
+  /** Its service's `scheme:` (default http; null: no URL). */
+  scheme?: string | null;
 }
 
 export interface TemplateInput {
@@ -118,8 +122,10 @@ export interface TemplateInput {
   /** Its primary port (absent with `port: none`). */
   port?: number;
   gpu?: number;
-  /** The folder its rendered files go to. */
+  /** Its own directory ({dir}). */
   dir?: string;
+  /** Its service's `scheme:` (default http; null: no URL). */
+  scheme?: string | null;
   /** Its named ports, in `ports:` order (its service's shared ports after them). */
   ports?: readonly AssignedPorts[];
   /** Where its shared ports are reached (replica 0's host), by name. */
@@ -158,20 +164,21 @@ function service(name: string, eps: readonly TemplateEndpoint[], self: number | 
   const replicas = eps.map((e, index): TemplateReplica => {
     const host = reachableHost(e.host);
     const hp = endpointHostPort(e);
+    const url = schemeUrl(e.scheme, hp);
     // An endpoint without a node is one of this host's (a stack on one host).
     const at = { rank: index, node: e.node ?? here, node_rank: e.nodeRank ?? 0 };
-    return { name, index, host, port: e.port, hostport: hp, url: `http://${hp}`, ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1, self: index === self, ...at };
+    return { name, index, host, port: e.port, hostport: hp, ...(url !== null ? { url } : {}), ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1, self: index === self, ...at };
   });
   const r0 = replicas[0];
+  const urls = eps[0]?.scheme === null ? {} : { url: r0?.url ?? '', urls: replicas.map((r) => r.url).join(',') };
   return {
     name,
     host: r0?.host ?? '',
     port: r0?.port ?? 0,
     hostport: r0?.hostport ?? '',
-    url: r0?.url ?? '',
+    ...urls,
     ports: r0?.ports ?? {},
     count: replicas.length,
-    urls: replicas.map((r) => r.url).join(','),
     hostports: replicas.map((r) => r.hostport).join(','),
     replicas,
   };
@@ -194,7 +201,8 @@ export function templateContext(input: TemplateInput): TemplateContext {
   if (input.port !== undefined) {
     ctx.port = input.port;
     ctx.hostport = endpointHostPort({ host: input.host, port: input.port });
-    ctx.url = `http://${ctx.hostport}`;
+    const url = schemeUrl(input.scheme, ctx.hostport);
+    if (url !== null) ctx.url = url;
   }
   if (input.gpu !== undefined) ctx.gpu = input.gpu;
   if (input.dir !== undefined) ctx.dir = input.dir;

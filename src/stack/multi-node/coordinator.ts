@@ -9,7 +9,7 @@ import { requireSlurmProgram } from '../../slurm/programs.js';
 import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
 import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
-import { endpointUrl } from '../file/placeholders.js';
+import { endpointHostPort, endpointUrl } from '../file/placeholders.js';
 import type { EndpointsDocument, ReplicaUpdate } from '../record/endpoints.js';
 import { createRunDir, makeRunDir, PREVIOUS_RUN, type RunDir } from '../record/run-dir.js';
 import type { StackSpec } from '../file/spec.js';
@@ -326,7 +326,10 @@ class MultiNodeStack {
       for (const [node, f] of files) {
         if ((f.state === 'ready' || f.state === 'done') && !this.announced.has(node)) {
           this.announced.add(node);
-          const list = Object.entries(f.services).flatMap(([s, eps]) => eps.map((e) => `${s}/${e.replica} ${endpointUrl(endpointOnNode(e, node, this.addresses))}`));
+          const list = Object.entries(f.services).flatMap(([s, eps]) => eps.map((e) => {
+            const at = { ...endpointOnNode(e, node, this.addresses), scheme: this.spec.services.find((x) => x.name === s)?.scheme };
+            return `${s}/${e.replica} ${endpointUrl(at) ?? endpointHostPort(at)}`;
+          }));
           this.msg(`berth: node ${node} ready: ${list.join(', ') || 'no ports'}`);
         }
       }

@@ -36,7 +36,10 @@ export interface EndpointRecord {
   node?: string;
   host: string | null;
   port: number | null;
+  /** SCHEME://HOST:PORT in its service's scheme (default http); null without a port or with `scheme: none`. */
   url: string | null;
+  /** Its service's `scheme:` when not http (null: `scheme: none`). */
+  scheme?: string | null;
   pid: number | null;
   state: ReplicaState;
   /** When it entered this state (ISO 8601 UTC). */
@@ -95,6 +98,8 @@ export interface ReplicaUpdate {
   port?: number;
   /** The replica's port set (sticks once given). */
   ports?: readonly AssignedPorts[];
+  /** Its service's scheme (sticks once given; default http). */
+  scheme?: string | null;
   /** Every listener outside its set found so far (replaces the list). */
   unexpectedListeners?: AuditFinding[];
   code?: number | null;
@@ -128,7 +133,8 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.pid !== undefined) rec.pid = u.pid;
   if (u.ports !== undefined) rec.ports = portsRecord(u.ports);
   if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
-  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port }) : null;
+  if (u.scheme !== undefined && u.scheme !== 'http') rec.scheme = u.scheme;
+  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port, ...(rec.scheme !== undefined ? { scheme: rec.scheme } : {}) }) : null;
   if (rec.state !== u.state) rec.since = t;
   rec.state = u.state;
   const ev: StackEvent = { t, service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), state: u.state };

@@ -1,5 +1,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
+import { endpointHostPort } from '../file/placeholders.js';
+import { replicaDirPath } from '../file/replica-dir-path.js';
 import { shownPath } from '../file/shown-path.js';
 import type { StackResult } from './result.js';
 import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
@@ -54,7 +56,8 @@ export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: numbe
   const head = reps.length === 0 && (opts.skip?.size ?? 0) > 0 ? `stack ready${after}: nothing to wait for, the job starts ${where}` : `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'}${spread} ${where}`;
   const names = reps.map((r) => (r.node === undefined ? `${r.service}/${r.replica}` : `${r.service}/${r.replica}@${r.node}`));
   const width = Math.max(0, ...names.map((x) => x.length));
-  const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : '(no port)'));
+  // A service with `scheme: none` has no URL: where it is reached, HOST:PORT.
+  const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : r.port !== null && r.host !== null ? endpointHostPort({ host: r.host, port: r.port }) : '(no port)'));
   const uwidth = Math.max(0, ...urls.map((x) => x.length));
   const lines = reps.map((r, i) => `  ${names[i]!.padEnd(width)}  ${urls[i]!.padEnd(uwidth)}${r.pid === null ? '' : `  pid ${r.pid}`}${otherPorts(r)}`);
   // Shared ports (a torch MASTER_PORT) are the service's, not a replica's: one line each.
@@ -83,6 +86,9 @@ export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: 
   // A replica that never started (no port for it) has no logs to point at.
   if (f.service !== '(berth)' && existsSync(f.logs.out)) {
     lines.push(`  logs:        ${shownPath(f.logs.out, opts.cwd)}, ${basename(f.logs.err)}`);
+    // Its own directory ({dir}): what the server left there (a database's log, a pid file).
+    const dir = replicaDirPath(result.runDir, f.service, f.replica);
+    if (existsSync(dir)) lines.push(`  directory:   ${shownPath(dir, opts.cwd)}/`);
     const tail = tailLines(f.logs.err, opts.tail ?? 5);
     if (tail.length > 0) {
       lines.push(`  last lines of ${who}'s stderr:`);

@@ -1,23 +1,25 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import type { ResolveContext } from '../file/placeholders.js';
+import { replicaDirPath } from '../file/replica-dir-path.js';
 import type { Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
 import { serviceNames, templateContext } from '../file/template-context.js';
 import { renderTemplateFile, type RenderedTemplate } from '../file/templates.js';
 
 /*
- * A replica's config files, rendered before each of its starts into
- * <run>/templates/<service>-<replica>/ from what its placeholders see now (its ports, its
- * dependencies' replicas). They stay in the run folder, so a failed start can be read back
- * with the very file the program was given.
+ * A replica's config files, rendered before each of its starts into its own directory,
+ * <run>/data/<service>-<replica>/ ({dir}, {{dir}}: one folder, one name), from what its
+ * placeholders see now (its ports, its dependencies' replicas): a ZooKeeper `myid` lands in
+ * its dataDir. They stay in the run folder, so a failed start can be read back with the
+ * very file the program was given.
  */
 
 export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveContext): RenderedTemplate[] {
   const s = rep.svc.spec;
   if (s.templates.length === 0) return [];
-  const dir = join(st.run.path, 'templates', `${s.name}-${rep.index}`);
+  // Made by start-attempt.ts (makeReplicaDir) before this; the stand-in is for callers without it.
+  const dir = ctx.dir ?? replicaDirPath(st.run.path, s.name, rep.index);
   const context = templateContext({
     name: s.name,
     replica: rep.index,
@@ -30,9 +32,10 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
     ...(ctx.sharedHosts !== undefined ? { sharedHosts: ctx.sharedHosts } : {}),
     ...(ctx.rank !== undefined ? { rank: ctx.rank } : {}),
     dir,
+    scheme: s.scheme,
   });
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (e) {
     throw new BerthError(EXIT.IOERR, `cannot create ${dir} for the rendered templates of ${s.name}/${rep.index}: ${(e as Error).message}`, { path: dir });
   }

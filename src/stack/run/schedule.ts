@@ -31,7 +31,9 @@ export function blockedStart(st: StackRun): { rep: Replica; reason: string } | u
       const dep = st.byName.get(d.service)!;
       const gone = dep.replicas.find((r) => r.state === 'exited' || r.state === 'failed') ?? dep.replicas[0]!;
       const why = gone.code !== undefined && gone.code !== null ? ` (status ${gone.code})` : '';
-      return { rep: gone, reason: `${svc.spec.name} cannot start: it waits for ${d.service} to be ${d.condition === 'completed' ? 'completed (exit 0)' : d.condition}, but ${gone.label} ${gone.state}${why}` };
+      // A step that ran to completion while a dependent waited for it to serve: say how to wait for that.
+      const fix = d.condition !== 'completed' && gone.state === 'exited' && gone.code === 0 ? `; if ${d.service} is a one-shot step, wait for it with depends_on: { ${d.service}: completed }` : '';
+      return { rep: gone, reason: `${svc.spec.name} cannot start: it waits for ${d.service} to be ${d.condition === 'completed' ? 'completed (exit 0)' : d.condition}, but ${gone.label} ${gone.state}${why}${fix}` };
     }
   }
   return undefined;

@@ -9,6 +9,7 @@ import { makeService, stripName, type Replica, type Service } from './replica.js
 import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
 import { createRunDir, type RunDir } from '../record/run-dir.js';
 import { localTopology, type Topology } from '../file/ranks.js';
+import { socketPathProblems } from '../file/replica-dir-path.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackConsole } from '../record/stack-console.js';
 import type { RunStackOptions, StackFailure, StackResult } from './types.js';
@@ -67,6 +68,9 @@ export class StackRun {
     this.procRoot = o.procRoot ?? '/proc';
     this.topology = o.topology ?? localTopology(this.env);
     this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) });
+    // Unix sockets under {dir} must fit sun_path in this run directory: refused before anything starts.
+    const deep = socketPathProblems(spec, this.run.path);
+    if (deep.length > 0) throw new BerthError(EXIT.USAGE, deep.join('\n'), { path: this.run.path });
     this.runGuard = guardRunDir(this.run.path);
     this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
     this.nodes = spec.services.map((s) => ({ name: s.name, dependsOn: s.dependsOn }));
@@ -93,7 +97,7 @@ export class StackRun {
     if (u.code !== undefined) rep.code = u.code;
     let ev: StackEvent;
     try {
-      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, ...u });
+      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, scheme: rep.svc.spec.scheme, ...u });
     } catch (e) {
       // The run directory is the stack's record: without it, stop (once).
       if (!this.writeBroken) {

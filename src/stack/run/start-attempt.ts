@@ -5,7 +5,10 @@ import { portSetEnv } from '../../allocate/port-set.js';
 import { rankEnv, rankOf } from '../file/ranks.js';
 import type { SharedPorts } from './types.js';
 import { resolveTemplate, type Endpoint, type ResolveContext } from '../file/placeholders.js';
+import { oneShotFix } from '../file/one-shot.js';
 import { renderReplicaTemplates } from './render-templates.js';
+import { replicaDirPath } from '../file/replica-dir-path.js';
+import { dirsNamed, makeReplicaDir } from './replica-dir.js';
 import { endAbandoned, firstLine, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
@@ -17,10 +20,10 @@ import type { StackRun } from './stack-run.js';
  * what they made happen to next.ts (StackRun.next).
  */
 
-/** A replica of this host, with its node (a template's replica entries carry it). */
+/** A replica of this host, with its node (a template's replica entries carry it) and its service's scheme. */
 const endpointOf = (st: StackRun, r: Replica): Endpoint => {
   const { node, nodeRank } = rankOf(r.svc.spec, r.index, r.svc.replicas.length, st.topology);
-  return { host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}), node, nodeRank };
+  return { host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}), scheme: r.svc.spec.scheme, node, nodeRank };
 };
 
 /** The endpoints of the services this one depends on (and its own replicas), as they are now. */
@@ -30,7 +33,9 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     const dep = st.byName.get(d.service);
     if (!dep) {
       const ext = st.external.get(d.service);
-      if (ext) endpoints.set(d.service, [...ext.endpoints]);
+      // Another node's replicas: their URLs in their service's scheme.
+      const scheme = st.spec.services.find((x) => x.name === d.service)?.scheme;
+      if (ext) endpoints.set(d.service, ext.endpoints.map((e) => (scheme === undefined ? e : { ...e, scheme })));
       continue;
     }
     endpoints.set(
@@ -40,7 +45,7 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   }
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
-  const peers = st.peers.get(rep.svc.spec.name) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r));
+  const peers = st.peers.get(rep.svc.spec.name)?.map((e) => ({ ...e, scheme: rep.svc.spec.scheme })) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r));
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
   // Every service's shared ports are in the run's record: leased here or given (reserve-ports.ts),
   // or a `nodes:` service's, mirrored by the coordinator from its first node.
@@ -70,9 +75,14 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   let env: NodeJS.ProcessEnv;
   let ready: ReadySpec | undefined;
   let files: NonNullable<LaunchOptions['files']> = [];
+  let ctxDir: string | undefined;
   const shared = rep.svc.shared;
   try {
     const ctx = resolveContext(st, rep);
+    ctx.dir = ctxDir = makeReplicaDir(st.run.path, s, rep.index);
+    // {db.dir} in a setup step (initdb -D {db.dir}/data): db's directories exist before it runs.
+    for (const name of dirsNamed(s)) for (const r of st.byName.get(name)?.replicas ?? []) makeReplicaDir(st.run.path, r.svc.spec, r.index);
+    ctx.dirs = new Map(st.services.map((x) => [x.spec.name, x.replicas.map((r) => replicaDirPath(st.run.path, x.spec.name, r.index))]));
     const rendered = renderReplicaTemplates(st, rep, ctx);
     files = rendered.map((r, i) => ({ name: s.templates[i]!.name, source: r.source, path: r.path }));
     ctx.templates = new Map(files.map((f) => [f.name, f.path]));
@@ -90,6 +100,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     env.BERTH_SERVICE = s.name;
     env.BERTH_REPLICA = String(rep.index);
     env.BERTH_RUN_DIR = st.run.path;
+    env.BERTH_REPLICA_DIR = ctx.dir;
     if (s.ready?.kind === 'http') ready = { kind: 'http', url: resolveTemplate(s.ready.url, ctx) };
     else if (s.ready?.kind === 'cmd') ready = { kind: 'cmd', command: resolveTemplate(s.ready.command, ctx) };
     else ready = s.ready;
@@ -127,6 +138,9 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     onEvent,
     procRoot: st.procRoot,
     ...(files.length > 0 ? { files } : {}),
+    ...(ctxDir !== undefined ? { dir: ctxDir } : {}),
+    // A one-shot step's exit 0 is its completion, ready or not; a server's the fix to name.
+    ...(s.oneShot ? { oneShot: true } : { exitZeroHint: oneShotFix(s.name) }),
     ...(shared ? { sharedPorts: shared.assigned } : {}),
     ...((s.strays ?? []).length > 0 ? { strays: s.strays } : {}),
   };

@@ -1,0 +1,97 @@
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, lstatSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { BerthError, EXIT } from '../../errors.js';
+import { REPLICA_DIRS, replicaDirPath } from '../file/replica-dir-path.js';
+import { placeholdersOf } from '../file/placeholders.js';
+import type { ServiceSpec } from '../file/spec.js';
+
+/*
+ * A replica's own directory ({dir}, BERTH_REPLICA_DIR): <run dir>/data/<service>-<replica>,
+ * made 0700 before its first start (or before the start of a step that names it, {svc.dir}) and kept as it is across its restarts (a database's
+ * files survive a restart of its server). With `dir_owner: USER` berth (as root) gives the
+ * directory to that user, so a server that refuses root (PostgreSQL) can be started as it
+ * (setpriv/runuser in the command) and still write there; the run directory and data/ then
+ * become 0711 (others may pass through, not list), and every folder above must let USER
+ * pass too, or the start is refused naming the folder that does not.
+ */
+
+interface Owner {
+  uid: number;
+  gid: number;
+  name: string;
+}
+
+const owners = new Map<string, Owner>();
+
+/** USER[:GROUP] → ids, as the host's name service knows them (id(1), getent: LDAP users too). */
+function lookUp(spec: ServiceSpec, owner: string): Owner {
+  const hit = owners.get(owner);
+  if (hit) return hit;
+  const [user, group] = owner.split(':') as [string, string | undefined];
+  const ask = (cmd: string, args: string[]): string | undefined => {
+    try {
+      return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const numeric = (t: string) => /^[0-9]+$/.test(t);
+  const uidText = numeric(user) ? user : ask('id', ['-u', user]);
+  if (uidText === undefined) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: there is no user "${user}" on this host; create it, or name an existing one`);
+  const gidText = group === undefined ? (ask('id', ['-g', user]) ?? uidText) : numeric(group) ? group : ask('getent', ['group', group])?.split(':')[2];
+  if (gidText === undefined) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: there is no group "${group}" on this host; create it, or name an existing one`);
+  const o = { uid: Number(uidText), gid: Number(gidText), name: user };
+  owners.set(owner, o);
+  return o;
+}
+
+/** The first folder from `dir` up that `o` may not pass through (search permission), if any. */
+function blockedAt(dir: string, o: Owner): string | undefined {
+  for (let d = dir; ; d = dirname(d)) {
+    const st = lstatSync(d);
+    const bit = st.uid === o.uid ? 0o100 : st.gid === o.gid ? 0o010 : 0o001;
+    if ((st.mode & bit) === 0) return d;
+    if (dirname(d) === d) return undefined;
+  }
+}
+
+/** The services whose directories a service names ({svc.dir}, {svc.dirs}): made before it starts. */
+export function dirsNamed(spec: ServiceSpec): Set<string> {
+  const texts = [...spec.command, ...Object.values(spec.env), ...(spec.ready?.kind === 'cmd' ? [spec.ready.command] : spec.ready?.kind === 'http' ? [spec.ready.url] : [])];
+  const out = new Set<string>();
+  for (const t of texts) for (const p of placeholdersOf(t)) if (p.kind === 'service' && (p.field === 'dir' || p.field === 'dirs')) out.add(p.service);
+  return out;
+}
+
+/** Makes (or finds, on a restart) the replica's directory; returns its path. Throws BerthError. */
+export function makeReplicaDir(runDir: string, spec: ServiceSpec, replica: number): string {
+  const dir = replicaDirPath(runDir, spec.name, replica);
+  const parent = join(runDir, REPLICA_DIRS);
+  try {
+    mkdirSync(parent, { mode: 0o700, recursive: true });
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new BerthError(EXIT.IOERR, `cannot create ${dir}, the directory of ${spec.name}/${replica}: ${(e as Error).message}`, { path: dir });
+    return dir; // a restart: the directory and what the replica left in it stay
+  }
+  if (spec.dirOwner === undefined) return dir;
+  const o = lookUp(spec, spec.dirOwner);
+  const me = process.getuid?.() ?? 0;
+  if (o.uid === me) return dir;
+  if (me !== 0) {
+    throw new BerthError(EXIT.USAGE, `service "${spec.name}": dir_owner ${spec.dirOwner}: only root can give ${dir} to another user, and berth runs as uid ${me}; remove dir_owner (the service runs as you), or run berth as root`);
+  }
+  try {
+    // Others may pass through to the directory (never list or write): USER must reach it.
+    for (const d of [runDir, parent]) chmodSync(d, 0o711);
+    chownSync(dir, o.uid, o.gid);
+  } catch (e) {
+    throw new BerthError(EXIT.IOERR, `cannot give ${dir} to ${spec.dirOwner} (dir_owner of ${spec.name}): ${(e as Error).message}`, { path: dir });
+  }
+  const blocked = blockedAt(dirname(runDir), o);
+  if (blocked !== undefined) {
+    throw new BerthError(EXIT.USAGE, `service "${spec.name}": dir_owner ${spec.dirOwner}: ${o.name} cannot reach ${dir}: it may not pass through ${blocked} (mode ${(lstatSync(blocked).mode & 0o777).toString(8)}); use a new --run-dir in a folder every user may pass through (e.g. --run-dir /var/tmp/NAME, which berth makes), or let it pass: chmod o+x ${blocked}`);
+  }
+  return dir;
+}
