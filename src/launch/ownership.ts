@@ -1,7 +1,5 @@
-import { join } from 'node:path';
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
-import { readSocketTableText } from '../host/read-host.js';
-import { parseTcpTable } from '../host/socket-table.js';
+import { readSockets } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
 
@@ -12,15 +10,9 @@ import type { ProcessTree } from './process-tree.js';
  * tree does not hold, which is the rare (stolen) case.
  */
 
-/** Every socket, v4 and v6, any state, whose local port is `port` (the parser skips the rest). */
+/** Every socket, v4 and v6, any state, whose local port is `port` (filtered by the kernel on a big table). */
 export function readPortRows(procRoot: string, port: number): SocketRow[] {
-  const only = { localPorts: [{ lo: port, hi: port }] };
-  const rows: SocketRow[] = [];
-  for (const [file, family] of [['tcp', 4], ['tcp6', 6]] as const) {
-    const text = readSocketTableText(join(procRoot, 'net', file));
-    if (text !== undefined) rows.push(...parseTcpTable(text, family, only).rows);
-  }
-  return rows;
+  return readSockets({ procRoot, localPorts: [{ lo: port, hi: port }] }).rows;
 }
 
 export interface Stranger {
