@@ -169,10 +169,14 @@ function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): Socket
   const family = la.family;
   let uid = 0;
   let inode: number | undefined;
+  let sawSk = false;
   // Details up to "sk:" only: what follows (cgroup paths…) may hold any text.
   for (let k = i + 4; k < tokens.length; k++) {
     const t = tokens[k] as string;
-    if (t.startsWith('sk:')) break;
+    if (t.startsWith('sk:')) {
+      sawSk = true;
+      break;
+    }
     if (t.startsWith('uid:')) {
       const v = t.slice(4);
       if (!DIGITS.test(v)) return undefined;
@@ -183,8 +187,9 @@ function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): Socket
       inode = Number(v);
     }
   }
-  // Without ino: (ss run without -e, or a line cut short) the row cannot be trusted.
-  if (inode === undefined) return undefined;
+  // -e always prints "ino:… sk:…": a line without both (cut short, perhaps inside the inode's
+  // digits, or ss run without -e) cannot be trusted.
+  if (inode === undefined || !sawSk) return undefined;
   return {
     family,
     localAddress: la.text,
