@@ -1,5 +1,6 @@
-import { spawnSync } from 'node:child_process';
+import type * as ChildProcess from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { normalizeRanges } from './intervals.js';
 import { readProcTables } from './read-tables.js';
@@ -117,15 +118,30 @@ function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
   return size !== undefined && size >= SS_MIN_ROWS;
 }
 
+let childProcess: typeof ChildProcess | undefined;
+
+/**
+ * node:child_process, loaded on the first `ss` read: it pulls in net and streams, which
+ * `berth port` on a quiet host never needs (start-up time). createRequire, not import(): the
+ * read is synchronous, and the single executable cannot import() at all.
+ */
+function spawnSync(...args: Parameters<typeof ChildProcess.spawnSync>): ReturnType<typeof ChildProcess.spawnSync> {
+  if (childProcess === undefined) {
+    const req = typeof require === 'function' ? require : createRequire(process.cwd() + '/');
+    childProcess = req('node:child_process') as typeof ChildProcess;
+  }
+  return childProcess.spawnSync(...args);
+}
+
 /** The rows from `ss`, or undefined (and ss given up) when it could not answer. */
 function readViaSs(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): SocketRead | undefined {
   const r = spawnSync(ssPath, ssArgs(ports, listenOnly), { encoding: 'latin1', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'pipe'] });
   if (r.error !== undefined || r.status !== 0) {
-    const why = r.error?.message ?? `exit ${r.status ?? r.signal}: ${r.stderr.trim().split('\n')[0] ?? ''}`;
+    const why = r.error?.message ?? `exit ${r.status ?? r.signal}: ${String(r.stderr).trim().split('\n')[0] ?? ''}`;
     ssBroken = `${ssPath}: ${why}`;
     return undefined;
   }
-  const parsed = parseSsOutput(r.stdout, listenOnly ? { onlyState: 'LISTEN' } : {});
+  const parsed = parseSsOutput(String(r.stdout), listenOnly ? { onlyState: 'LISTEN' } : {});
   return { ...parsed, via: 'ss', ipv6: existsSync('/proc/net/tcp6') };
 }
 
