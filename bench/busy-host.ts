@@ -1,9 +1,9 @@
 /**
  * Issue 23, a busy host: socket reads filtered in the kernel (sock_diag through `ss`) against
- * /proc/net/tcp{,6}, at 500, 2,000 and 50,000 sockets; `berth port` on the busiest namespace
+ * /proc/net/tcp{,6}, at 500, 5,000 and 50,000 sockets; `berth port` on the busiest namespace
  * against the quietest, paired; finding a listener's owner among 2,000 extra processes.
  * Everything runs in namespaces made for it (bench/busy-host-child.ts).
- * Knobs: BERTH_BENCH_BUSY_SIZES=500,2000,50000, BERTH_BENCH_BUSY_PAIRS=25.
+ * Knobs: BERTH_BENCH_BUSY_SIZES=500,5000,50000, BERTH_BENCH_BUSY_PAIRS=25.
  */
 import { join } from 'node:path';
 import type { Result } from './busy-host-child.js';
@@ -19,7 +19,7 @@ const READ_TARGET = 2;
 export async function benchBusyHost(ctx: BenchContext): Promise<Section> {
   const title = '14. A busy host: filtered socket reads and `berth port`';
   const scripts = await ctx.childScripts();
-  const sizes = env.BERTH_BENCH_BUSY_SIZES?.split(',').map(Number) ?? (ctx.quick ? [500, 2_000, 10_000] : [500, 2_000, 50_000]);
+  const sizes = env.BERTH_BENCH_BUSY_SIZES?.split(',').map(Number) ?? (ctx.quick ? [500, 5_000, 10_000] : [500, 5_000, 50_000]);
   const pairs = Number(env.BERTH_BENCH_BUSY_PAIRS ?? (ctx.quick ? 11 : 25));
   const cfg = {
     holder: scripts['socket-holder-child'],

@@ -28,7 +28,7 @@ import type { PortRange, SocketRow } from './types.js';
 export type ReaderChoice = 'auto' | 'ss' | 'proc';
 
 /** Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used: see bench/socket-reader.ts. */
-export const SS_MIN_ROWS = 2_000;
+export const SS_MIN_ROWS = 5_000;
 
 export interface ReadSocketsOptions {
   /** Root of the proc filesystem. Default '/proc'; any other root is always read as files. */
