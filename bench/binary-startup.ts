@@ -8,6 +8,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchContext } from './lib/context.js';
 import { table, type Section } from './lib/markdown.js';
+import { paired } from './lib/paired.js';
 import { fmt, median, percentile, verdict } from './lib/stats.js';
 
 const RANGE = '25000-25999';
@@ -91,11 +92,26 @@ export async function benchBinary(ctx: BenchContext): Promise<Section> {
     `${fmt(ratio(c.key).cpu, 2)}×`,
     c.key === `${shipped}-p` ? `≤ ${TARGET}×: ${verdict(shippedPort.wall <= TARGET)} (wall), ${verdict(shippedPort.cpu <= TARGET)} (CPU)` : '',
   ]);
+  // The goals of issue 23, paired (bench/lib/paired.ts): A = `node -e 0`, B = `berth port`.
+  const pairs = ctx.quick ? 11 : 25;
+  ctx.log(`single executable: ${pairs} pairs each of node -e 0 against berth port (binary, node dist/berth.cjs)`);
+  const floorArgv = [process.execPath, '-e', '0'];
+  const pBin = paired(floorArgv, [bins[shipped].path, ...port], pairs, env);
+  const pCjs = paired(floorArgv, [process.execPath, cli, ...port], pairs, env);
+  const CJS_TARGET = 1.2;
+  const pairedRows = [
+    [`binary (${shipped}) \`port --range ${RANGE} --ttl 1m\``, fmt(pBin.bWallMs, 1), fmt(pBin.aWallMs, 1), `${fmt(pBin.wallRatio, 3)}×`, `${fmt(pBin.cpuRatio, 3)}×`, `≤ ${TARGET}×: ${verdict(pBin.wallRatio <= TARGET)}`],
+    [`\`node dist/berth.cjs port --range ${RANGE} --ttl 1m\``, fmt(pCjs.bWallMs, 1), fmt(pCjs.aWallMs, 1), `${fmt(pCjs.wallRatio, 3)}×`, `${fmt(pCjs.cpuRatio, 3)}×`, `≤ ${CJS_TARGET}×: ${verdict(pCjs.wallRatio <= CJS_TARGET)}`],
+  ];
   const sizes = MODES.map((m) => [`${m}${m === shipped ? ' (shipped)' : ''}`, `${fmt(bins[m].bytes / 2 ** 20, 1)} MiB`, `${fmt((bins[m].bytes - statSync(process.execPath).size) / 2 ** 20, 2)} MiB`, `${fmt(bins[m].buildS, 1)} s`]);
   const body = [
     table(['command', 'wall median ms', 'wall p90 ms', 'wall vs node -e 0', 'CPU median ms', 'CPU vs node -e 0', 'target'], rows),
     '',
     table(['binary start-up mode', 'size', 'over node itself', 'build time'], sizes),
+    '',
+    table(['paired with `node -e 0`', 'median ms, wall', '`node -e 0` median ms, wall', 'median of per-pair ratios, wall', 'same, CPU', 'target'], pairedRows),
+    '',
+    `${pairs} pairs after 3 warm-up pairs, each pair one \`node -e 0\` and one \`berth port\` back to back, which goes first alternating (bench/lib/paired.ts); the figure is the median of the per-pair ratios, so load that lasts longer than a pair cancels.`,
     '',
     `Median of ${n} rounds after ${warm} warm-up rounds, every command once per round in the order of the table; each run timed by a python helper around posix_spawn + wait4 (wall time, and the child's own user + sys CPU time from its rusage, which a busy machine disturbs far less than wall time). ` +
       `Each binary is scripts/build-bin.mjs's output for that mode, built from the same sources by this run with node ${process.version} (${fmt(statSync(process.execPath).size / 2 ** 20, 1)} MiB): ` +
@@ -108,6 +124,8 @@ export async function benchBinary(ctx: BenchContext): Promise<Section> {
     summary: [
       { what: `single executable (${shipped}) \`berth port\` / \`node -e 0\`, wall`, measured: `${fmt(shippedPort.wall, 2)}× (${fmt(med(wall, `${shipped}-p`), 1)} vs ${fmt(floor.wall, 1)} ms)`, target: `≤ ${TARGET}×`, verdict: verdict(shippedPort.wall <= TARGET) },
       { what: `single executable (${shipped}) \`berth port\` / \`node -e 0\`, CPU`, measured: `${fmt(shippedPort.cpu, 2)}× (${fmt(med(cpu, `${shipped}-p`), 1)} vs ${fmt(floor.cpu, 1)} ms)`, target: `≤ ${TARGET}×`, verdict: verdict(shippedPort.cpu <= TARGET) },
+      { what: `\`berth port\`, single executable (${shipped}) / \`node -e 0\`, paired`, measured: `${fmt(pBin.wallRatio, 3)}× wall, ${fmt(pBin.cpuRatio, 3)}× CPU`, target: `≤ ${TARGET}×`, verdict: verdict(pBin.wallRatio <= TARGET), goal: 'port-bin' as const },
+      { what: '`berth port`, `node dist/berth.cjs` / `node -e 0`, paired', measured: `${fmt(pCjs.wallRatio, 3)}× wall, ${fmt(pCjs.cpuRatio, 3)}× CPU`, target: `≤ ${CJS_TARGET}×`, verdict: verdict(pCjs.wallRatio <= CJS_TARGET), goal: 'port-cjs' as const },
       { what: 'single executable size', measured: `${fmt(bins[shipped].bytes / 2 ** 20, 1)} MiB`, target: '—', verdict: 'reported' },
     ],
   };

@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -18,7 +18,7 @@ import { benchAllocRate } from './alloc-rate.js';
 import { benchBinary } from './binary-startup.js';
 import { benchDuplicates } from './duplicates.js';
 import { BenchContext, repoRoot } from './lib/context.js';
-import { table, type Section } from './lib/markdown.js';
+import { GOALS, table, type Section } from './lib/markdown.js';
 import { netnsUnavailable } from './lib/netns.js';
 import { fmt } from './lib/stats.js';
 import { benchPortCli } from './port-cli.js';
@@ -29,6 +29,7 @@ import { benchScale, benchScaleAlloc, benchScaleLoad } from './scale-up.js';
 import { benchMultinode } from './multinode-emulation.js';
 import { benchVllmStacks } from './vllm-stacks.js';
 import { benchSetAlloc } from './set-alloc.js';
+import { benchBusyHost } from './busy-host.js';
 
 interface Bench {
   key: string;
@@ -91,7 +92,17 @@ const BENCHES: Bench[] = [
   { key: 'scale-alloc', title: "11. A whole stack's ports in one pass", needsNetns: true, run: benchScaleAlloc },
   { key: 'multinode', title: '12. Multi-node rendezvous, emulated', needsNetns: true, run: benchMultinode },
   { key: 'set-alloc', title: '13. A port set with a 100-port block', needsNetns: true, run: benchSetAlloc },
+  { key: 'busy', title: '14. A busy host: filtered socket reads and `berth port`', needsNetns: true, run: benchBusyHost },
 ];
+
+/** Issue 23's goals, each from the section that measured it in this run. */
+function goalsTable(summary: NonNullable<Section['summary']>): string {
+  const rows = GOALS.map(([key, figure, target]) => {
+    const got = summary.find((x) => x.goal === key);
+    return [figure, got?.measured ?? 'not measured in this run', target, got?.verdict ?? '—'];
+  });
+  return table(['figure (issue 23)', 'measured', 'goal', 'verdict'], rows, true);
+}
 
 function sh(cmd: string, args: string[]): string | undefined {
   try {
@@ -166,6 +177,12 @@ async function main(): Promise<void> {
     '## Machine',
     '',
     table(['machine', ''], machine(loadAtStart), true),
+    '',
+    '## Goals of issue 23 (a busy node; start-up at the runtime\'s floor)',
+    '',
+    goalsTable(summary),
+    '',
+    'Each a ratio measured side by side in this run; the sections below say how. docs/scale.md §2 explains each miss.',
     '',
     '## Summary',
     '',

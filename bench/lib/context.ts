@@ -15,7 +15,7 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '
 const requireBanner = "import { createRequire as __benchRequire } from 'node:module'; const require = __benchRequire(import.meta.url);";
 
 /** Child scripts (bench/*.ts run in other processes), by file name without extension. */
-export const CHILD_SCRIPTS = ['alloc-rate-child', 'socket-table-child', 'socket-holder-child', 'dup-coordinator', 'dup-child', 'scale-up-child', 'scale-alloc-child', 'multinode-coordinator', 'multinode-srun'] as const;
+export const CHILD_SCRIPTS = ['alloc-rate-child', 'socket-table-child', 'socket-holder-child', 'dup-coordinator', 'dup-child', 'scale-up-child', 'scale-alloc-child', 'multinode-coordinator', 'multinode-srun', 'busy-host-child'] as const;
 export type ChildScript = (typeof CHILD_SCRIPTS)[number];
 
 /** Where each src module that a BerthApi name comes from lives, for the fallback bundle. */

@@ -1,10 +1,11 @@
-import { closeSync, fstatSync, openSync, readFileSync, readlinkSync, readSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { BerthError, EXIT } from '../errors.js';
 import { findSocketOwners } from './owners.js';
-import { parseTcpBuffer } from './socket-table.js';
+import { readSockets, type ReaderChoice } from './socket-reader.js';
 import { readSysctls } from './sysctl.js';
 import type { HostMap, PortRange, SocketRow } from './types.js';
+
+export { readSocketTableText } from './read-tables.js';
 
 export interface ReadHostOptions {
   /** Root of the proc filesystem; fixture trees in tests. Default '/proc'. */
@@ -21,6 +22,13 @@ export interface ReadHostOptions {
    * `skippedLines` counts only lines whose local port could not be read or was in range.
    */
   localPorts?: readonly PortRange[];
+  /** Only LISTEN sockets (the kernel then walks only its listening hash: see socket-reader.ts). */
+  listenOnly?: boolean;
+  /**
+   * Which reader: with a filter (localPorts or listenOnly) on a big table, sock_diag through
+   * `ss`; else /proc (socket-reader.ts). Default: BERTH_SOCKET_READER, else 'auto'.
+   */
+  via?: ReaderChoice;
 }
 
 /** "net:[4026531833]" from the ns link; fixture trees may hold a regular file instead. */
@@ -38,95 +46,23 @@ export function readNetns(procRoot = '/proc'): string {
   }
 }
 
-/*
- * Reading the socket tables. The kernel makes /proc/net/tcp{,6} with seq_file: each
- * read() returns whole rows, as many as fit in its buffer (at least a page, 4096 bytes),
- * stopping early only at the end of the table. And every read() at the end walks the
- * whole TCP hash table again from its first bucket to find that nothing follows (about
- * 1.6 ms per file on a 24 GiB host even when the table is empty), so the customary
- * read-until-0 pays one full walk per file for the 0 alone. A read that returned
- * SEQ_SHORT bytes or fewer although far more were asked for cannot have stopped for
- * lack of buffer (no row is 1024 bytes long), so it ended the table: no further read
- * is needed. This holds only for seq_file; regular files (fixture trees, captured
- * tables) report their size in fstat and are read until read() returns 0.
- */
-const SEQ_SHORT = 4096 - 1024;
-/** Never ask for less than this, so a short read can only mean the end (see above). */
-const MIN_ASK = 1 << 16;
-const INITIAL = 1 << 18;
-/** A buffer grown past this for a huge table is not kept after the read. */
-const KEEP_MAX = 1 << 23;
-
-/** Reused between reads: a busy node's table is megabytes, read on every allocation. */
-let scratch = Buffer.allocUnsafe(INITIAL);
-
-function ioError(path: string, e: unknown): BerthError {
-  return new BerthError(EXIT.IOERR, `cannot read ${path}: ${(e as Error).message}`);
-}
-
-/**
- * The bytes of a socket table, undefined when the file does not exist. The result is a
- * view of a shared buffer, valid until the next call: parse it before reading again.
- */
-function readTable(path: string): Buffer | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw ioError(path, e);
-  }
-  try {
-    const seqFile = fstatSync(fd).size === 0;
-    let len = 0;
-    for (;;) {
-      if (scratch.length - len < MIN_ASK) {
-        const bigger = Buffer.allocUnsafe(scratch.length * 2);
-        scratch.copy(bigger, 0, 0, len);
-        scratch = bigger;
-      }
-      const n = readSync(fd, scratch, len, scratch.length - len, null);
-      if (n === 0) break;
-      len += n;
-      if (seqFile && n <= SEQ_SHORT) break;
-    }
-    return scratch.subarray(0, len);
-  } catch (e) {
-    throw ioError(path, e);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * The text of /proc/net/tcp or tcp6 read as readHostMap reads it (one hash-table walk, not
- * two; see above), for callers that search the text themselves; undefined when missing.
- */
-export function readSocketTableText(path: string): string | undefined {
-  return readTable(path)?.toString('latin1');
-}
-
 /** The host port map (design §2): sysctls, every TCP socket, and owners when asked. */
 export function readHostMap(opts: ReadHostOptions = {}): HostMap {
   const procRoot = opts.procRoot ?? '/proc';
-  const tcpPath = join(procRoot, 'net', 'tcp');
-  const tcpBytes = readTable(tcpPath);
-  if (tcpBytes === undefined) {
-    throw new BerthError(EXIT.IOERR, `cannot read ${tcpPath}: missing (is ${procRoot} a Linux /proc?)`);
-  }
-  // Both families into one array; each table is parsed before the next read reuses the buffer.
-  const sockets: SocketRow[] = [];
-  const parseOpts = opts.localPorts === undefined ? {} : { localPorts: opts.localPorts };
-  let skippedLines = parseTcpBuffer(tcpBytes, 4, parseOpts, sockets).skipped;
-  const tcp6Bytes = readTable(join(procRoot, 'net', 'tcp6'));
-  if (tcp6Bytes !== undefined) skippedLines += parseTcpBuffer(tcp6Bytes, 6, parseOpts, sockets).skipped;
-  if (scratch.length > KEEP_MAX) scratch = Buffer.allocUnsafe(INITIAL);
+  const read = readSockets({
+    procRoot,
+    ...(opts.localPorts !== undefined ? { localPorts: opts.localPorts } : {}),
+    ...(opts.listenOnly === true ? { listenOnly: true } : {}),
+    ...(opts.via !== undefined ? { via: opts.via } : {}),
+  });
+  const sockets = read.rows;
   const map: HostMap = {
     ...readSysctls(procRoot),
     netns: readNetns(procRoot),
     sockets,
-    skippedLines,
-    ipv6: tcp6Bytes !== undefined,
+    skippedLines: read.skipped,
+    ipv6: read.ipv6,
+    via: read.via,
     readAt: new Date().toISOString(),
   };
   if (opts.owners !== undefined && opts.owners !== false) {

@@ -53,5 +53,7 @@ export interface HostMap extends HostSysctls {
   owners?: Map<number, SocketOwner[]>;
   /** Whether the kernel has IPv6 (tcp6 readable). */
   ipv6: boolean;
+  /** Which reader gave `sockets`: sock_diag through `ss`, or /proc/net/tcp{,6} (host/socket-reader.ts). */
+  via?: 'ss' | 'proc';
   readAt: string;
 }

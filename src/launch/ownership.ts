@@ -1,27 +1,22 @@
-import { join } from 'node:path';
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
-import { readSocketTableText } from '../host/read-host.js';
-import { parseTcpTable } from '../host/socket-table.js';
+import { forgetTurn } from '../host/proc-turn.js';
+import { readSockets } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
 import { redactArgv } from './redact.js';
 
 /*
  * "Who owns the listener on P?" asked many times a second while a service starts, so the
- * common answers are cheap: only the port's rows are parsed, and /proc/<pid>/fd is read
- * only for tree members and only once some LISTEN socket exists on the port. The host-wide owner scan runs only for a listener the
- * tree does not hold, which is the rare (stolen) case.
+ * common answers are cheap: only the port's rows are read (filtered by the kernel on a big
+ * table), and /proc/<pid>/fd is read only for tree members and only once some LISTEN socket
+ * exists on the port. A listener no known member holds makes the tree list /proc again and
+ * look at its new members; only a listener still unheld after that (a stranger: the rare,
+ * stolen case) costs a walk of every process's fds, to name it.
  */
 
-/** Every socket, v4 and v6, any state, whose local port is `port` (the parser skips the rest). */
+/** Every socket, v4 and v6, any state, whose local port is `port` (filtered by the kernel on a big table). */
 export function readPortRows(procRoot: string, port: number): SocketRow[] {
-  const only = { localPorts: [{ lo: port, hi: port }] };
-  const rows: SocketRow[] = [];
-  for (const [file, family] of [['tcp', 4], ['tcp6', 6]] as const) {
-    const text = readSocketTableText(join(procRoot, 'net', file));
-    if (text !== undefined) rows.push(...parseTcpTable(text, family, only).rows);
-  }
-  return rows;
+  return readSockets({ procRoot, localPorts: [{ lo: port, hi: port }] }).rows;
 }
 
 export interface Stranger {
@@ -52,18 +47,27 @@ export function checkOwnership(procRoot: string, port: number, tree: ProcessTree
   const wanted = new Set(listening.map((r) => r.inode));
   const held = new Set<number>();
   const ownerPids: number[] = [];
-  for (const m of tree.alive()) {
-    const got = socketsHeldBy(procRoot, m.pid, wanted);
-    if (got.size > 0) ownerPids.push(m.pid);
-    for (const inode of got) held.add(inode);
-  }
+  const look = (members: readonly { pid: number }[]) => {
+    for (const m of members) {
+      if (ownerPids.includes(m.pid)) continue;
+      const got = socketsHeldBy(procRoot, m.pid, wanted);
+      if (got.size > 0) ownerPids.push(m.pid);
+      for (const inode of got) held.add(inode);
+    }
+  };
+  look(tree.alive());
+  if (listening.every((r) => held.has(r.inode))) return { state: 'owned', rows, listening, ownerPids };
+  // The holder may be a member forked after this turn's listing of /proc: list again and look
+  // at the new members only. The whole host's fds are read only to name a stranger.
+  forgetTurn(procRoot);
+  look(tree.scan());
   const unheld = listening.filter((r) => !held.has(r.inode));
   if (unheld.length === 0) return { state: 'owned', rows, listening, ownerPids };
   const owners = findSocketOwners(procRoot, new Set(unheld.map((r) => r.inode)));
   const strangers: Stranger[] = [];
   for (const row of unheld) {
     const list = owners.get(row.inode) ?? [];
-    // A holder we had not scanned yet may be a fresh tree member (forked since the scan).
+    // A holder forked since the scan above is still the tree's.
     if (list.some((o) => tree.claims(o.pid))) {
       for (const o of list) if (tree.has(o.pid) && !ownerPids.includes(o.pid)) ownerPids.push(o.pid);
       continue;

@@ -1,4 +1,4 @@
-import { readHostMap } from '../host/read-host.js';
+import { readSockets } from '../host/socket-reader.js';
 import type { PortRange, SocketRow } from '../host/types.js';
 
 /*
@@ -7,8 +7,8 @@ import type { PortRange, SocketRow } from '../host/types.js';
  * produce /proc/net/tcp{,6}), so 16 launches of one stack looking on their own read the tables
  * 16 times as often as one would. Instead, one poller per /proc root serves every launch of
  * this process: each asks for the rows of its port no later than its own next poll time; when
- * the earliest such time comes the poller reads both tables once (readHostMap: it stops at a
- * seq_file's short read and builds only the asked ports' rows) and answers every waiting
+ * the earliest such time comes the poller reads the asked ports' sockets once (readSockets:
+ * filtered by the kernel through sock_diag on a big table, else /proc read to a seq_file's short read) and answers every waiting
  * request from that read (the others get their answer early). The read rate is that of the
  * most eager waiter, not the sum of all of them. An answer always comes from a read begun
  * after the request, so it is never staler than a look of the launch's own.
@@ -94,7 +94,7 @@ export class TablePoller {
     let sockets: SocketRow[];
     const t0 = now();
     try {
-      sockets = readHostMap({ procRoot: this.procRoot, localPorts: ports }).sockets;
+      sockets = readSockets({ procRoot: this.procRoot, localPorts: ports }).rows;
     } catch (e) {
       for (const req of served) req.reject(e);
       return;

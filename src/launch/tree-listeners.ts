@@ -21,7 +21,8 @@ export interface ListenSnapshot {
 }
 
 export function readListenSnapshot(procRoot: string): ListenSnapshot {
-  const map = readHostMap({ procRoot });
+  // LISTEN only: on a big table the kernel then walks its listening hash alone.
+  const map = readHostMap({ procRoot, listenOnly: true });
   return { listening: map.sockets.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(map.ephemeral, map.reserved) };
 }
 

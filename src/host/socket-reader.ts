@@ -1,0 +1,161 @@
+import type * as ChildProcess from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { normalizeRanges } from './intervals.js';
+import { readProcTables } from './read-tables.js';
+import { parseSsOutput, ssArgs } from './ss-output.js';
+import type { PortRange, SocketRow } from './types.js';
+
+/*
+ * Reading only the sockets berth cares about. /proc/net/tcp{,6} makes the kernel format every
+ * socket of the namespace however few berth keeps (≈ 150 ms at 50,000 sockets), so a read of a
+ * few ports or of the listeners asks sock_diag instead, through iproute2's `ss` with a filter
+ * the kernel runs (Node has no netlink sockets): the kernel checks each socket's port against
+ * the bytecode and formats only the matches, and for LISTEN only it walks the listening hash
+ * alone. `ss` costs a process spawn (a few ms) whatever the table holds, which is more than
+ * /proc costs on a quiet host; so each read looks at the table's size first
+ * (/proc/net/sockstat{,6}: a few counters, read in microseconds) and uses `ss` only from
+ * SS_MIN_ROWS sockets on (bench/socket-reader.ts measures both sides). /proc is also the
+ * fallback: where `ss` is missing, too old for -O/-H, or sock_diag is refused (its exit
+ * status is then not 0), berth reads /proc and does not try `ss` again in this process. Both
+ * give the same rows (test/host-socket-reader.test.ts compares them on live namespaces).
+ *
+ * `ss` reads the namespace of the calling process, which is /proc's (/proc/net is
+ * /proc/self/net): only a read of the real /proc may use it, never a fixture tree.
+ */
+
+export type ReaderChoice = 'auto' | 'ss' | 'proc';
+
+/** Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used: see bench/socket-reader.ts. */
+export const SS_MIN_ROWS = 5_000;
+
+export interface ReadSocketsOptions {
+  /** Root of the proc filesystem. Default '/proc'; any other root is always read as files. */
+  procRoot?: string;
+  /** Only sockets whose local port lies in these ranges. */
+  localPorts?: readonly PortRange[];
+  /** Only LISTEN sockets. */
+  listenOnly?: boolean;
+  /**
+   * 'auto' (default): `ss` from SS_MIN_ROWS sockets on, else /proc; 'ss': `ss` whenever it
+   * works (filtered or not); 'proc': /proc only. The environment variable BERTH_SOCKET_READER
+   * sets the default (tests force each path with it).
+   */
+  via?: ReaderChoice;
+  /** The `ss` to run (tests); default 'ss' from PATH. */
+  ssPath?: string;
+}
+
+export interface SocketRead {
+  rows: SocketRow[];
+  /** Lines that did not parse (a table read while sockets come and go can end mid-row). */
+  skipped: number;
+  /** Which reader answered. */
+  via: 'ss' | 'proc';
+  /** Whether the kernel has IPv6 TCP (tcp6 exists). */
+  ipv6: boolean;
+}
+
+/** Why `ss` is not used in this process any more, once it failed; undefined while it works. */
+let ssBroken: string | undefined;
+
+/** Why `ss` was given up in this process (for diagnostics and tests). */
+export function ssUnusable(): string | undefined {
+  return ssBroken;
+}
+
+/** Forget an earlier failure of `ss` (tests). */
+export function resetSsUnusable(): void {
+  ssBroken = undefined;
+}
+
+function envChoice(): ReaderChoice {
+  const v = process.env.BERTH_SOCKET_READER;
+  return v === 'ss' || v === 'proc' ? v : 'auto';
+}
+
+/** The number after `key` on a sockstat line ("TCP: inuse 5 orphan 0 tw 2 …"), 0 when absent. */
+function counter(text: string, line: string, key: string): number {
+  const at = text.indexOf(`${line}:`);
+  if (at < 0) return 0;
+  const end = text.indexOf('\n', at);
+  const fields = text.slice(at, end < 0 ? undefined : end).split(' ');
+  const k = fields.indexOf(key);
+  const v = k < 0 ? NaN : Number(fields[k + 1]);
+  return Number.isFinite(v) ? v : 0;
+}
+
+/**
+ * Rows a full /proc read would format, from /proc/net/sockstat{,6}: TCP sockets in use of both
+ * families and TIME_WAIT (all counted per network namespace); undefined when unreadable.
+ */
+export function tableSize(procRoot = '/proc'): number | undefined {
+  let v4: string;
+  try {
+    v4 = readFileSync(join(procRoot, 'net', 'sockstat'), 'latin1');
+  } catch {
+    return undefined;
+  }
+  let v6 = '';
+  try {
+    v6 = readFileSync(join(procRoot, 'net', 'sockstat6'), 'latin1');
+  } catch {
+    // no IPv6
+  }
+  return counter(v4, 'TCP', 'inuse') + counter(v4, 'TCP', 'tw') + counter(v6, 'TCP6', 'inuse');
+}
+
+/** Whether this read goes to `ss`. */
+function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
+  if (procRoot !== '/proc' || ssBroken !== undefined) return false;
+  const choice = opts.via ?? envChoice();
+  if (choice === 'proc') return false;
+  if (choice === 'ss') return true;
+  // An unfiltered read of every state gains nothing from the kernel's filter.
+  if (opts.localPorts === undefined && opts.listenOnly !== true) return false;
+  const size = tableSize(procRoot);
+  return size !== undefined && size >= SS_MIN_ROWS;
+}
+
+let childProcess: typeof ChildProcess | undefined;
+
+/**
+ * node:child_process, loaded on the first `ss` read: it pulls in net and streams, which
+ * `berth port` on a quiet host never needs (start-up time). createRequire, not import(): the
+ * read is synchronous, and the single executable cannot import() at all.
+ */
+function spawnSync(...args: Parameters<typeof ChildProcess.spawnSync>): ReturnType<typeof ChildProcess.spawnSync> {
+  if (childProcess === undefined) {
+    const req = typeof require === 'function' ? require : createRequire(process.cwd() + '/');
+    childProcess = req('node:child_process') as typeof ChildProcess;
+  }
+  return childProcess.spawnSync(...args);
+}
+
+/** The rows from `ss`, or undefined (and ss given up) when it could not answer. */
+function readViaSs(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): SocketRead | undefined {
+  const r = spawnSync(ssPath, ssArgs(ports, listenOnly), { encoding: 'latin1', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error !== undefined || r.status !== 0) {
+    const why = r.error?.message ?? `exit ${r.status ?? r.signal}: ${String(r.stderr).trim().split('\n')[0] ?? ''}`;
+    ssBroken = `${ssPath}: ${why}`;
+    return undefined;
+  }
+  const parsed = parseSsOutput(String(r.stdout), listenOnly ? { onlyState: 'LISTEN' } : {});
+  return { ...parsed, via: 'ss', ipv6: existsSync('/proc/net/tcp6') };
+}
+
+/** TCP sockets of this network namespace, filtered as asked, from `ss` or /proc (see above). */
+export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
+  const procRoot = opts.procRoot ?? '/proc';
+  const ports = opts.localPorts === undefined ? undefined : normalizeRanges(opts.localPorts);
+  const listenOnly = opts.listenOnly === true;
+  if (ports !== undefined && ports.length === 0) return { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) };
+  if (useSs(procRoot, opts)) {
+    const got = readViaSs(ports, listenOnly, opts.ssPath ?? 'ss');
+    if (got !== undefined) return got;
+  }
+  const t = readProcTables(procRoot, ports);
+  const rows = listenOnly ? t.rows.filter((r) => r.state === 'LISTEN') : t.rows;
+  return { rows, skipped: t.skipped, via: 'proc', ipv6: t.ipv6 };
+}
