@@ -3,7 +3,7 @@ import { rangeSize } from '../host/intervals.js';
 import { describeAssigned, portSetProblem, type AssignedPorts, type PortEntry } from './port-set.js';
 import { resolveReserveOptions } from './reserve-options.js';
 import { reserveSet, type SetRequest } from './reserve-set.js';
-import { setOptions } from './reserve.js';
+import { checkLeaseName, setOptions } from './reserve.js';
 import type { PortSource, Reservation, ReserveOptions } from './types.js';
 
 /*
@@ -118,6 +118,7 @@ function describeRange(s: PortSource): string {
 export async function reserveNamedSet(entries: readonly PortEntry[], o: ReserveOptions): Promise<NamedReservation> {
   if (o.count !== undefined || o.block !== undefined) throw new BerthError(EXIT.USAGE, 'a port set gives each entry its size: count and block do not apply');
   const opts = await resolveReserveOptions(o);
+  checkLeaseName(opts.name);
   const base: NamedRequestBase = {
     source: opts.source,
     strategy: opts.strategy ?? 'lowest',

@@ -123,6 +123,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     procRoot: st.procRoot,
     ...(files.length > 0 ? { files } : {}),
     ...(shared ? { sharedPorts: shared.assigned } : {}),
+    ...(shared?.set ? { leasesHeld: shared.set.reservations } : {}),
   };
   if (rep.set) {
     // launch() hands the singles over (closing their holds) but the leases stay the
