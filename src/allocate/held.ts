@@ -135,7 +135,7 @@ export class HeldReservation implements Reservation {
       // Ports first: a reader then never sees a port whose record is gone (it would look like a set in progress).
       await giveBack(this.taken);
       await Promise.all(this.keeping.records.map(closeName));
-      if (this.keeping.holder) endHolder(this.keeping.holder);
+      if (this.keeping.holder) await endHolder(this.keeping.holder);
     })();
     return this.releasing;
   }

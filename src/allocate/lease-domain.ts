@@ -16,8 +16,22 @@ import { leaseTable, listNames, type LeaseTable } from './lease-names.js';
 /** A bound name: a listening socket nobody is served on (connections are dropped). */
 export type NameHold = net.Server;
 
-/** What the descriptor limit says, for the message when it is reached. */
+let knownLimit: string | undefined;
+
+/**
+ * What the descriptor limit says, for the message when it is reached. Read ahead of need
+ * (rememberFdLimit): once the limit is reached, /proc/self/limits cannot be opened either.
+ */
 function fdLimit(): string {
+  return knownLimit ?? readFdLimit();
+}
+
+/** Read the descriptor limit now, while a descriptor can still be opened. */
+export function rememberFdLimit(): void {
+  knownLimit ??= readFdLimit();
+}
+
+function readFdLimit(): string {
   try {
     const line = readFileSync('/proc/self/limits', 'latin1').split('\n').find((l) => l.startsWith('Max open files'));
     const m = line === undefined ? null : /^Max open files\s+(\S+)\s+(\S+)/.exec(line);

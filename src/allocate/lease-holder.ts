@@ -71,13 +71,24 @@ function failure(e: unknown, cmd: string): BerthError {
   return new BerthError(EXIT.IOERR, `cannot start the lease holder (${cmd}): ${code || (e as Error).message}; nothing was leased`);
 }
 
-/** End a holder we started, if it still runs (Node reaps it, so its pid cannot be another's yet). */
-export function endHolder(child: ChildProcess): void {
-  if (child.exitCode === null && child.signalCode === null) {
+/**
+ * End a holder we started, if it still runs (Node reaps it, so its pid cannot be another's
+ * yet), and wait for it to be gone (its names with it), at most a second.
+ */
+export function endHolder(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1000);
+    timer.unref();
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
     try {
       child.kill('SIGTERM');
     } catch {
-      // gone meanwhile
+      clearTimeout(timer);
+      resolve(); // gone meanwhile
     }
-  }
+  });
 }

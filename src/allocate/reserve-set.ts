@@ -9,7 +9,7 @@ import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
 import { giveBack, type Taken } from './held.js';
 import { addressFailure, closeServer, holdPort, type HoldError } from './hold.js';
-import { bindName, closeName, descriptorError, readLeaseTable } from './lease-domain.js';
+import { bindName, closeName, descriptorError, readLeaseTable, rememberFdLimit } from './lease-domain.js';
 import type { HolderSpec } from './lease-holder.js';
 import { capName, portName, type RecordInfo } from './lease-names.js';
 import { planCandidates, sourceRanges, type Plan } from './plan.js';
@@ -138,6 +138,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
   const uid = process.getuid?.() ?? 0;
   const span = hull(allRanges);
   if (o.signal?.aborted) throw aborted(o.signal);
+  rememberFdLimit();
   const allocator = await bindAllocator(span.lo, span.hi);
   try {
     for (;;) {
