@@ -34,7 +34,9 @@ export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean
     if (!wanted(port)) continue;
     const r = byPort.get(port);
     if (r !== undefined) {
-      const k: KnownLease = { pid: r.owner ?? r.pid, createdBy: r.pid, uid: r.uid };
+      // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
+      const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
+      const k: KnownLease = { createdBy: r.pid, uid: r.uid, ...(owner !== undefined ? { pid: owner } : {}) };
       if (r.name !== undefined) k.name = r.name;
       out.set(port, k);
       continue;

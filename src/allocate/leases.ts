@@ -48,10 +48,12 @@ export interface LeaseListOptions {
 }
 
 function toLease(port: number, r: RecordInfo, netns: string): Lease {
+  // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
+  const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
   return {
     port,
     kind: r.kind,
-    ...(r.owner !== undefined ? { pid: r.owner } : {}),
+    ...(owner !== undefined ? { pid: owner } : {}),
     ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
     ...(r.name !== undefined ? { name: r.name } : {}),
     createdAt: r.createdAt ?? 0,
