@@ -143,7 +143,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * End the leases the caller targets ({ports}, {ownerPid}, {jobId} or {all}) by ending their
- * holder processes. Only a lease-holder process that holds the lease's socket at that
+ * holder processes; a holder holds the whole set of one `berth port`, so the set's other
+ * ports end too (they are listed in `released`). Only a lease-holder process that holds the lease's socket at that
  * moment is signalled (a pid that was reused holds no such socket), and only one's own
  * (root: anyone's). Waits up to a second for the names to go.
  */
@@ -154,7 +155,8 @@ export async function releaseLeases(opts: ReleaseFilter & LeaseListOptions = {})
   const result: ReleaseResult = { released: [], cleaned: 0, notOurs: [], heldBy: [] };
   const ending: ListedLease[] = [];
   const signalled = new Set<number>();
-  for (const l of currentLeases({ procRoot })) {
+  const all = currentLeases({ procRoot });
+  for (const l of all) {
     if (!targeted(l, opts, me)) continue;
     if (!root && l.uid !== me) {
       result.notOurs.push({ port: l.port, ...(l.uid !== undefined ? { uid: l.uid } : {}), targeted: true, state: l.state, why: 'other-user' });
@@ -183,6 +185,8 @@ export async function releaseLeases(opts: ReleaseFilter & LeaseListOptions = {})
     }
     ending.push(l);
   }
+  // A holder holds its whole set (one berth port call): every lease it held ends with it.
+  for (const l of all) if (!ending.includes(l) && (l.holders ?? []).some((h) => signalled.has(h.pid))) ending.push(l);
   const deadline = Date.now() + 1000;
   let left = ending;
   while (left.length > 0) {
