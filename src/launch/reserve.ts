@@ -23,8 +23,15 @@ export async function reserve(s: LaunchState): Promise<void> {
     if (o.allowEphemeral) ro.allowEphemeral = true;
     // The holds become the service's sockets: on the asked address, as {host} defaults.
     if (s.handoff === 'fd') ro.holdAddress = o.bind ?? '127.0.0.1';
-    if (o.ports) s.set = await reserveNamedSet(o.ports, ro);
-    else s.reservation = await reservePorts(ro);
+    // A stop during the reservation ends it at the next port, with everything given back.
+    ro.signal = s.reserveAbort.signal;
+    try {
+      if (o.ports) s.set = await reserveNamedSet(o.ports, ro);
+      else s.reservation = await reservePorts(ro);
+    } catch (e) {
+      if (s.stopReq) return;
+      throw e;
+    }
   }
   if (s.set) s.reservation = s.set.reservations[0];
   const port = s.reservation?.ports[0];
