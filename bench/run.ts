@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,leases] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -29,6 +29,7 @@ import { benchScale, benchScaleAlloc, benchScaleLoad } from './scale-up.js';
 import { benchMultinode } from './multinode-emulation.js';
 import { benchVllmStacks } from './vllm-stacks.js';
 import { benchSetAlloc } from './set-alloc.js';
+import { benchLeaseDomain } from './lease-domain.js';
 
 interface Bench {
   key: string;
@@ -91,6 +92,7 @@ const BENCHES: Bench[] = [
   { key: 'scale-alloc', title: "11. A whole stack's ports in one pass", needsNetns: true, run: benchScaleAlloc },
   { key: 'multinode', title: '12. Multi-node rendezvous, emulated', needsNetns: true, run: benchMultinode },
   { key: 'set-alloc', title: '13. A port set with a 100-port block', needsNetns: true, run: benchSetAlloc },
+  { key: 'leases', title: '14. Leases: kernel names vs the file store', needsNetns: true, run: benchLeaseDomain },
 ];
 
 function sh(cmd: string, args: string[]): string | undefined {
