@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BERTH, berth } from './helpers/cli.js';
-import { requireNetns, runInNetns, tsNode } from './helpers/netns.js';
+import { netnsUnavailable, requireNetns, runInNetns, tsNode } from './helpers/netns.js';
 
 let work: string;
 before(() => {
@@ -148,8 +148,11 @@ describe('berth port --block / --ports', () => {
       assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
       assert.equal(r.stdout, '');
     }
-    const ok = await berth(['port', '--range', '20000-20099', '--ttl', '1m', '--block', '2', '--count', '1'], { env: state() });
-    assert.equal(ok.code, 0, '--count 1 is what a block is anyway');
+    // In a namespace of its own: a lease in the host's would be seen by everyone for its ttl.
+    if (netnsUnavailable() === undefined) {
+      const ok = await berth(['port', '--range', '20000-20099', '--ttl', '1m', '--block', '2', '--count', '1'], { env: state(), netns: {} });
+      assert.equal(ok.code, 0, '--count 1 is what a block is anyway');
+    }
   });
 
   test('--help shows --block and --ports with vLLM, SGLang and Ray examples', async () => {
