@@ -51,13 +51,19 @@ function timeSpawn(argv: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
  */
 async function concurrent(ctx: BenchContext, script: string, lib: string, store: 'sockets' | 'files'): Promise<{ ok: number; failed: number; dups: number }> {
   const stateDir = ctx.privateDir(`conc-${store}`);
+  const out = join(stateDir, 'results');
+  const done = join(stateDir, 'done');
   const at = Date.now() + 8000;
-  const sh = `for i in $(seq 64); do "$NODE" "$SCRIPT" "$CFG" & done; wait`;
+  // Every process holds its leases until all 64 have answered (then "done" is made).
+  const sh = `for i in $(seq 64); do "$NODE" "$SCRIPT" "$CFG" & done
+    until [ "$(cat "$OUT" 2>/dev/null | wc -l)" -ge 64 ]; do sleep 0.05; done; touch "$DONE"; wait; cat "$OUT"`;
   const r = await timeSpawn([...netnsArgv({ ephemeral: '40000 60999' }), 'sh', '-c', sh], {
     ...process.env,
     NODE: process.execPath,
     SCRIPT: script,
-    CFG: JSON.stringify({ lib, store, stateDir, per: 4, at, holdMs: 4000 }),
+    OUT: out,
+    DONE: done,
+    CFG: JSON.stringify({ lib, store, stateDir, per: 4, at, out, done }),
   });
   const all: number[] = [];
   let failed = 0;
@@ -133,7 +139,7 @@ export async function benchLeaseDomain(ctx: BenchContext): Promise<Section> {
       `The stack and the 10,000 leases: bench/lease-domain-child.ts in a fresh network namespace (ephemeral range 40000-60999, descriptor limit raised to the hard limit), one library each, median of ${reps} repetitions after a warm-up; the file store in a private lease directory on ${ctx.tmp.startsWith('/tmp') ? '/tmp' : ctx.tmp}. ` +
       `The lease table read is \`currentLeases()\` (today: /proc/net/unix, without looking up holders; files: reading and judging every lease file). ` +
       `\`berth port\`: ${n} calls each after 2 warm-ups, interleaved, in the host's namespace, each owned by one sleeping process (today each call leaves a holder process). ` +
-      `256 concurrent allocators: 64 processes in a fresh namespace (256 Node.js processes do not fit a small machine), each running 4 \`reserve()\` calls of one port from 20000-29999 at one common start time, holding the leases until all have answered.`,
+      `256 concurrent allocators: 64 processes in a fresh namespace (256 Node.js processes do not fit a small machine), each running 4 \`reserve()\` calls of one port from 20000-29999 at one common start time, holding the leases until all 64 have answered.`,
   ].join('\n');
   return {
     title,
