@@ -66,8 +66,11 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   const marker = `BERTH_RUN_ID=${s.runId}`;
   // Before the spawn: a berth killed right after it still has its service found by the marker.
   s.guard = guardRun(s.runId, marker, o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
-  // The watchdog holds the leases too: they outlive a SIGKILLed berth while it stops the service.
-  await s.guard.holdLeases([...(s.set?.reservations ?? (s.reservation ? [s.reservation] : [])), ...(o.leasesHeld ?? [])].flatMap(leaseHandles));
+  // The watchdog holds the leases too: they outlive a SIGKILLed berth while it stops the
+  // service. Not awaited: each handle waits for the watchdog's acknowledgement of the one
+  // before, and a first launch must not wait for the watchdog's start-up. A berth killed
+  // before they arrive loses only those not yet written; its service is stopped all the same.
+  void s.guard.holdLeases([...(s.set?.reservations ?? (s.reservation ? [s.reservation] : [])), ...(o.leasesHeld ?? [])].flatMap(leaseHandles));
   let child: ChildProcess;
   try {
     child = spawnChild(plan.file, plan.args, {
