@@ -86,7 +86,7 @@ describe('reserve in a network namespace', () => {
     assert.deepEqual(o('expired').ports, [30013]);
     const ip = o('inProgress');
     assert.equal(ip.exitCode, 69);
-    assert.match(ip.message!, /30014 being allocated by berth.*\(a set in progress\).*still being allocated when berth gave up/);
+    assert.match(ip.message!, /30014 being allocated by berth pid 4242 of uid 4321 \(a set in progress\).*still being allocated when berth gave up/);
     assert.ok((out.inProgressWaitedMs as number) >= 100, `a set in progress is transient: retried for the contention budget (waited ${out.inProgressWaitedMs} ms)`);
     assert.deepEqual(o('inProgressDone').ports, [30014]);
     assert.deepEqual(o('garbage').ports, [30015], 'malformed names near a port do not take it');
