@@ -42,15 +42,15 @@ const BATCH = 100;
 const loops: Record<string, Loop> = {
   raw: (i) => listenClose(cfg.lo + (i % size)),
   berth: async () => {
-    const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 60_000, stateDir: cfg.stateDir });
+    const r = await berth.reserve({ source: { kind: 'range', range }, count: 1 });
     await r.release();
   },
   berthNoHold: async () => {
-    const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 60_000, stateDir: cfg.stateDir, hold: false });
+    const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, hold: false });
     await r.release();
   },
   berthBatch: async () => {
-    const r = await berth.reserve({ source: { kind: 'range', range }, count: BATCH, ttlMs: 60_000, stateDir: cfg.stateDir });
+    const r = await berth.reserve({ source: { kind: 'range', range }, count: BATCH });
     await r.release();
     return BATCH;
   },

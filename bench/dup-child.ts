@@ -86,7 +86,7 @@ async function loadAllocators(): Promise<Partial<Record<AllocatorKind, Allocator
   if (cfg.lib !== undefined) {
     const berth = await loadBerth(cfg.lib);
     out.berth = async (t) => {
-      const r = await berth.reserve({ source: { kind: 'range', range }, count: 1, ttlMs: 120_000, stateDir: t.stateDir! });
+      const r = await berth.reserve({ source: { kind: 'range', range }, count: 1 });
       return { port: r.ports[0]!, handOff: () => r.unhold(), cleanup: () => r.release() };
     };
   }

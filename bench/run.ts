@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -30,6 +30,7 @@ import { benchMultinode } from './multinode-emulation.js';
 import { benchVllmStacks } from './vllm-stacks.js';
 import { benchSetAlloc } from './set-alloc.js';
 import { benchBusyHost } from './busy-host.js';
+import { benchLeaseDomain } from './lease-domain.js';
 
 interface Bench {
   key: string;
@@ -93,6 +94,7 @@ const BENCHES: Bench[] = [
   { key: 'multinode', title: '12. Multi-node rendezvous, emulated', needsNetns: true, run: benchMultinode },
   { key: 'set-alloc', title: '13. A port set with a 100-port block', needsNetns: true, run: benchSetAlloc },
   { key: 'busy', title: '14. A busy host: filtered socket reads and `berth port`', needsNetns: true, run: benchBusyHost },
+  { key: 'leases', title: '15. Leases: kernel names vs the file store', needsNetns: true, run: benchLeaseDomain },
 ];
 
 /** Issue 23's goals, each from the section that measured it in this run. */

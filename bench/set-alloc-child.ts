@@ -7,8 +7,7 @@
 import net from 'node:net';
 import { planCandidates } from '../src/allocate/plan.js';
 import { planBlockStarts } from '../src/allocate/plan-block.js';
-import { portsWithLeaseFiles } from '../src/allocate/lease-store.js';
-import { leaseDir } from '../src/allocate/leases.js';
+import { readLeaseTable } from '../src/allocate/lease-domain.js';
 import { reserveSet, type SetRequest } from '../src/allocate/reserve-set.js';
 import { readHostMap } from '../src/host/read-host.js';
 import { nowMs } from './lib/stats.js';
@@ -24,7 +23,6 @@ interface Config {
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as Config;
 const source = { kind: 'range' as const, range: { lo: cfg.lo, hi: cfg.hi } };
-const location = { root: cfg.stateDir, shared: false };
 
 function listen(port: number): Promise<net.Server> {
   return new Promise((resolve, reject) => {
@@ -56,7 +54,7 @@ for (const k of Object.keys(loops)) {
 for (let rep = 0; rep <= cfg.reps; rep++) {
   for (const [k, req] of Object.entries(loops)) {
     const t0 = nowMs();
-    const rs = await reserveSet(req, { location, ttlMs: 60_000 });
+    const rs = await reserveSet(req, {});
     const t1 = nowMs();
     where[k] = rs.map((r) => [r.ports[0]!, r.ports[r.ports.length - 1]!]);
     await Promise.all(rs.map((r) => r.release()));
@@ -70,7 +68,7 @@ for (let rep = 0; rep <= cfg.reps; rep++) {
   const host = readHostMap({ localPorts: [source.range] });
   if (rep > 0) ms.hostMap!.push(nowMs() - t);
   t = nowMs();
-  portsWithLeaseFiles(leaseDir({ stateDir: cfg.stateDir }), () => true);
+  readLeaseTable();
   if (rep > 0) ms.leaseScan!.push(nowMs() - t);
   t = nowMs();
   const plan = planCandidates({ source, host, strategy: 'lowest' });

@@ -62,18 +62,17 @@ export async function benchSetAlloc(ctx: BenchContext): Promise<Section> {
     [`a set: one port + a block of ${BLOCK}`, fmt(m('set'), 2), fmt(r('set'), 2), at('set')],
     [`${BLOCK} separate ports (--count ${BLOCK})`, fmt(m('separate'), 2), fmt(r('separate'), 2), `${BLOCK} ports from ${at('separate')}`],
     ['parts paid once per attempt: socket table read', fmt(m('hostMap'), 2), '', ''],
-    ['… lease directory listing (lease files are read only when needed)', fmt(m('leaseScan'), 2), '', ''],
+    ['… lease table read (/proc/net/unix)', fmt(m('leaseScan'), 2), '', ''],
     [`… planning (candidates and every start of a run of ${BLOCK})`, fmt(m('plan'), 2), '', ''],
   ];
   const body = [
     table(['allocation', 'reserveSet() ms (median)', 'release() ms (median)', 'ports'], rows),
     '',
     `Band ${LO}-${HI} in a fresh network namespace with ${busy.length} of its ${HI - LO + 1} ports busy (${res.busyInTable} listeners in the table): every even port of ${LO}-21599, so the odd ports between are free but no two are adjacent, and all of 21700-21899. ` +
-      `A ${BLOCK}-port block fits only inside 21599-21699 and 21900-21999. Median of ${reps} repetitions after one warm-up, the loops interleaved; lease directory private, on ${ctx.tmp.startsWith('/tmp') ? '/tmp' : ctx.tmp}. Measured by bench/set-alloc.ts.`,
+      `A ${BLOCK}-port block fits only inside 21599-21699 and 21900-21999. Median of ${reps} repetitions after one warm-up, the loops interleaved; the leases are the namespace's abstract socket names (docs/leases.md), held by the child. Measured by bench/set-alloc.ts.`,
     '',
-    `Planning is not where the time goes: one read of the socket table, one listing of the lease directory (lease files are read only when the ports without one do not suffice) and one pass over the candidates serve the whole set. ` +
-      `Each port of the block still gets its own lease file (temporary file, link(), re-read once the port is bound) and a hold that proves it bindable: ${fmt(perPort, 3)} ms per port here, bounded below by the lease directory's file creation (section 1, "floor per port"). ` +
-      `Unlike ${BLOCK} separate ports, a block's leases are not rewritten at commit (the set's kept marker commits them), which saves one file creation per port; that is most of the difference between the second and third rows.`,
+    `Planning is not where the time goes: one read of the socket table, one read of the lease table and one pass over the candidates serve the whole set. ` +
+      `Each port of the block gets its own lease name (one bind) and a hold that proves it bindable: ${fmt(perPort, 3)} ms per port here.`,
     '',
     `Per repetition, ms: one port ${res.ms.single?.map((x) => fmt(x, 1)).join(', ')}; set ${res.ms.set?.map((x) => fmt(x, 1)).join(', ')}; separate ${res.ms.separate?.map((x) => fmt(x, 1)).join(', ')}.`,
   ].join('\n');

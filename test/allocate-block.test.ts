@@ -24,7 +24,7 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), 'berth-block-'));
   if (netnsUnavailable() !== undefined) return;
   const script = join(import.meta.dirname, 'fixtures', 'scripts', 'allocate-block.ts');
-  const r = await runInNetns({ ephemeral: '20000 20999' }, tsNode(script, join(work, 'state')), { timeoutMs: 120_000 });
+  const r = await runInNetns({ ephemeral: '20000 20999' }, tsNode(script), { timeoutMs: 120_000 });
   assert.equal(r.code, 0, `scenario script failed (${r.code ?? r.signal}): ${r.stderr}`);
   out = JSON.parse(r.stdout) as Record<string, unknown>;
 });
@@ -57,7 +57,7 @@ describe('blocks in a network namespace', () => {
     assert.match(m.message!, /ask for a smaller block \(--block\)/);
   });
 
-  test('leased, not held: the ports are bindable once reserve returns, and the leases are committed by a kept marker', (t) => {
+  test('leased, not held: the ports are bindable once reserve returns, and the leases are committed by their record', (t) => {
     if (!ns(t)) return;
     assert.deepEqual(out.blockFlags, [true, true, true, true, true]);
     assert.deepEqual(out.heldAfter, [false, false, false, false, false]);
@@ -67,12 +67,10 @@ describe('blocks in a network namespace', () => {
       leases.map((l) => l.port),
       range(19980, 19984),
     );
-    for (const l of leases) assert.ok(l.pending, 'a block file keeps its set token (not rewritten)');
-    assert.deepEqual(out.stateB5, ['live', 'live', 'live', 'live', 'live'], 'committed by the marker while the allocator lives');
-    assert.equal(out.markersWhileLeased, 5, 'one kept marker per block allocation');
-    assert.equal(out.returnedLeasePending, false, 'the Lease objects returned are the owner’s');
+    for (const l of leases) assert.equal(l.kind, 'block');
+    assert.deepEqual(out.stateB5, ['live', 'live', 'live', 'live', 'live'], 'committed by its record while the holder lives');
+    assert.deepEqual(out.returnedLeaseKinds, ['block']);
     assert.deepEqual(out.leasesAfterRelease, [19995], 'release removes every lease of the blocks');
-    assert.deepEqual(out.dotFilesAfterRelease, [], 'and their markers');
   });
 
   test('a single and a block are one set: all or none', (t) => {
@@ -83,12 +81,12 @@ describe('blocks in a network namespace', () => {
     assert.match(none.message!, /no 5 contiguous usable ports in range 19984-19992/);
     assert.deepEqual(out.leasesAfterSetNone, [], 'the single was given back');
     assert.equal(out.bindAfterSetNone, 'ok', 'and is not held');
-    const all = out.setAll as { ports: number[][]; single: Record<string, unknown>; block: Record<string, unknown>; leases: number[]; pending: number[] };
+    const all = out.setAll as { ports: number[][]; single: Record<string, unknown>; block: Record<string, unknown>; leases: number[]; kinds: string[] };
     assert.deepEqual(all.ports, [[21000], range(21001, 21010)]);
     assert.deepEqual(all.single, { block: false, held: true, bind: 'EADDRINUSE' });
     assert.deepEqual(all.block, { block: true, held: false, bind: 'ok' });
     assert.deepEqual(all.leases, range(21000, 21010));
-    assert.deepEqual(all.pending, range(21001, 21010), 'only the block keeps its set token');
+    assert.deepEqual(all.kinds, ['single', ...range(21001, 21010).map(() => 'block')]);
     assert.deepEqual((all as unknown as { states: string[] }).states, ['live']);
     assert.equal(o('insideLeasedBlock').exitCode, 69, 'a port inside a leased block is not handed out');
     assert.match(o('insideLeasedBlock').message!, /21005 leased/);
@@ -113,9 +111,9 @@ describe('blocks in a network namespace', () => {
     assert.match(o('namedBlockTooBig').message!, /^port "dist" \(a block of 12\): no 12 contiguous usable ports/);
   });
 
-  test('a stale lease file is passed over unread while free ports suffice, and reclaimed when they do not', (t) => {
+  test('a set in progress is passed over while free ports suffice; its port is free once its name is gone', (t) => {
     if (!ns(t)) return;
-    assert.deepEqual(out.staleSkipped, { ports: [24001], staleStillThere: true });
+    assert.deepEqual(out.staleSkipped, { ports: [24001], inProgressStillThere: true });
     assert.deepEqual(out.staleReclaimed, { ports: [24000, 24001], lease: true });
   });
 

@@ -5,10 +5,8 @@
  * one behaviour in its output.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { before, describe, test, type TestContext } from 'node:test';
 import { netnsUnavailable, requireNetns, runInNetns, tsNode } from './helpers/netns.js';
 
 interface Outcome {
@@ -20,18 +18,14 @@ interface Outcome {
 }
 
 let out: Record<string, unknown> = {};
-let work: string;
 
 before(async () => {
-  work = mkdtempSync(join(tmpdir(), 'berth-netns-'));
   if (netnsUnavailable() !== undefined) return;
   const script = join(import.meta.dirname, 'fixtures', 'scripts', 'allocate-netns.ts');
-  const r = await runInNetns({ ephemeral: '20000 20999', reserved: '20100-20109' }, tsNode(script, join(work, 'state')), { timeoutMs: 60_000 });
+  const r = await runInNetns({ ephemeral: '20000 20999', reserved: '20100-20109' }, tsNode(script), { timeoutMs: 60_000 });
   assert.equal(r.code, 0, `scenario script failed (${r.code ?? r.signal}): ${r.stderr}`);
   out = JSON.parse(r.stdout) as Record<string, unknown>;
 });
-
-after(() => rmSync(work, { recursive: true, force: true }));
 
 const o = (k: string) => out[k] as Outcome;
 const range = (lo: number, hi: number) => Array.from({ length: hi - lo + 1 }, (_, i) => lo + i);
@@ -78,16 +72,24 @@ describe('reserve in a network namespace', () => {
     assert.match(o('explicitTimeWait').message!, /port 30001 is not available: it is in use: 30001 TIME_WAIT/);
   });
 
-  test('a live owner’s lease blocks; dead-owner, expired, reused-pid and garbage leases are reclaimed', (t) => {
+  test('a live holder’s lease blocks; the end of its owner or ttl frees the port within a second; a set in progress is retried, then named', (t) => {
     if (!ns(t)) return;
     const live = o('liveLease');
     assert.equal(live.exitCode, 69);
-    assert.match(live.message!, new RegExp(`30010 leased to pid ${out.sleeperPid as number} "blocker".*berth release --port 30010`));
+    assert.match(live.message!, new RegExp(`30010 leased to pid ${out.sleeperPid as number} "blocker"`));
     assert.deepEqual(o('liveLeaseRange').ports, [30011]);
+    assert.equal(out.leasedWhileOwnerLives, true);
+    assert.ok((out.ownerGoneFreedMs as number) < 1000, `owner death freed the lease after ${out.ownerGoneFreedMs} ms`);
     assert.deepEqual(o('deadOwner').ports, [30012]);
+    assert.equal(out.leasedWithinTtl, true);
+    assert.ok((out.ttlFreedMs as number) < 1500, `the ttl lease ended after ${out.ttlFreedMs} ms`);
     assert.deepEqual(o('expired').ports, [30013]);
-    assert.deepEqual(o('pidReused').ports, [30014], 'same pid, different start time: not the owner');
-    assert.deepEqual(o('garbage').ports, [30015]);
+    const ip = o('inProgress');
+    assert.equal(ip.exitCode, 69);
+    assert.match(ip.message!, /30014 being allocated by berth pid 4242 of uid 4321 \(a set in progress\).*still being allocated when berth gave up/);
+    assert.ok((out.inProgressWaitedMs as number) >= 100, `a set in progress is transient: retried for the contention budget (waited ${out.inProgressWaitedMs} ms)`);
+    assert.deepEqual(o('inProgressDone').ports, [30014]);
+    assert.deepEqual(o('garbage').ports, [30015], 'malformed names near a port do not take it');
   });
 
   test('a held port cannot be bound by anyone; unhold keeps the lease; release ends it (twice is fine)', (t) => {
@@ -96,7 +98,7 @@ describe('reserve in a network namespace', () => {
     assert.deepEqual(out.bindWhileHeld, { v4loop: 'EADDRINUSE', v4any: 'EADDRINUSE', v6any: 'EADDRINUSE' });
     const lease = out.heldLease as Record<string, unknown>;
     assert.equal(lease.pid, out.sleeperPid);
-    assert.equal(typeof lease.pidStart, 'number');
+    assert.equal(lease.state, 'live');
     assert.equal(lease.expiresAt, undefined, 'an owned lease needs no expiry');
     assert.equal(lease.name, 'svc');
     assert.match(lease.netns as string, /^net:\[\d+\]$/);
@@ -125,14 +127,15 @@ describe('reserve in a network namespace', () => {
     assert.equal(out.bindV6onlyReleased, 'ok');
   });
 
-  test('hold: false returns a lease with the socket closed; ownerless leases expire', (t) => {
+  test('hold: false returns a lease with the socket closed; a ttl lease says its expiry and release ends it', (t) => {
     if (!ns(t)) return;
     const h = out.holdFalse as { fd: number | null; bind: string; lease: Record<string, unknown> };
     assert.equal(h.fd, null);
     assert.equal(h.bind, 'ok');
     assert.equal(h.lease.pid, undefined);
     assert.equal(typeof h.lease.expiresAt, 'number');
-    assert.ok((h.lease.expiresAt as number) - (h.lease.createdAt as number) === 60_000);
+    assert.ok(Math.abs((h.lease.expiresAt as number) - Date.now() - 60_000) < 60_000);
+    assert.equal(out.ttlLeaseAfterRelease, true, 'release() ends the holder of a ttl lease');
   });
 
   test('options: a dead owner pid is a usage error; privileged ports need root and allowPrivileged; random stays in range', (t) => {

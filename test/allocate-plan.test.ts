@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { explainUnavailable } from '../src/allocate/explain.js';
 import { backoff, transientCompetitor } from '../src/allocate/contention.js';
-import { leaseIsLive, leaseState, newLeaseRecord, parseLeaseRecord } from '../src/allocate/lease-record.js';
 import { emptyReport, planCandidates, type PlanHost, type PlanInput } from '../src/allocate/plan.js';
 import type { SocketOwner } from '../src/host/types.js';
 import { seeded } from './helpers/seeded.js';
@@ -100,16 +99,20 @@ describe('planCandidates', () => {
     assert.doesNotMatch(msg, /--allow-privileged/);
   });
 
-  test('competitors are named: a pending set, a berth hold, a socket closed since, another user’s stale lease', () => {
+  test('competitors are named: a set in progress (by pid, or by hold), a berth hold, a socket closed since', () => {
     const p = planCandidates(base({ source: { kind: 'port', port: 20001 } }));
     const x = p.report.excluded;
     x.inUse = [];
     x.leased = [{ port: 20001, kind: 'pending', pid: 4242, command: 'berth port --count 4' }];
     const args = { report: p.report, needed: 1, usable: 0, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host };
-    assert.match(explainUnavailable(args), /20001 being leased by berth pid 4242 \(berth port --count 4\)/);
-    x.leased = [{ port: 20001, kind: 'stale-foreign', uid: 1001, user: 'alice' }];
-    assert.match(explainUnavailable(args), /20001 has a stale lease of alice, uid 1001 that only that user or root may remove/);
+    assert.match(explainUnavailable(args), /20001 being allocated by berth pid 4242 \(berth port --count 4\) \(a set in progress\)/);
+    x.leased = [{ port: 20001, kind: 'pending', uid: 1001, user: 'alice' }];
+    assert.match(explainUnavailable(args), /20001 being allocated by berth of alice, uid 1001 \(a set in progress\)/);
     x.leased = [];
+    // Issue 22 item 19: another user's allocation in progress is named with its berth pid, not "process not visible".
+    x.inUse = [{ port: 20001, state: 'LISTEN', uid: 0, pid: 4244, heldByBerth: true, inProgress: true }];
+    assert.match(explainUnavailable(args), /20001 being allocated by berth pid 4244 \(a set in progress\)/);
+    assert.doesNotMatch(explainUnavailable(args), /not visible/);
     x.inUse = [{ port: 20001, state: 'LISTEN', pid: 4243, command: 'node berth.cjs up s.yaml', heldByBerth: true }];
     assert.match(explainUnavailable(args), /20001 held by berth pid 4243/);
     x.inUse = [{ port: 20001, state: 'LISTEN', uid: 0, closedSince: true }];
@@ -129,7 +132,7 @@ describe('planCandidates', () => {
   test('a range message counts every reason', () => {
     const p = planCandidates(base({ source: { kind: 'range', range: { lo: 20000, hi: 20010 } }, leased: new Map([[20004, { pid: 77, name: 'web' }]]) }));
     p.report.excluded.bindFailed.push({ port: 20000, code: 'EADDRINUSE' });
-    p.report.excluded.raced.push({ port: 20002, reason: 'lease taken concurrently' });
+    p.report.excluded.raced.push({ port: 20002, reason: 'leased concurrently' });
     const msg = explainUnavailable({ report: p.report, needed: 5, usable: p.candidates.length, got: 3, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
     assert.match(msg, /^could not get 5 ports in range 20000-20010: got 3 of the 6 that looked usable \(11 considered\)/);
     const few = explainUnavailable({ report: p.report, needed: 9, usable: 6, got: 0, ranges: p.ranges, ephemeralInSource: p.ephemeralInSource, host });
@@ -138,44 +141,6 @@ describe('planCandidates', () => {
     assert.match(msg, /1 leased: 20004 leased to pid 77 "web"/);
     assert.match(msg, /1 could not be bound: 20000 EADDRINUSE/);
     assert.match(msg, /1 lost to concurrent allocators: 20002/);
-  });
-});
-
-describe('lease records', () => {
-  const valid = readFileSync(join(FIX, 'valid.lease'), 'utf8');
-  const alive = (start: number) => (pid: number) => (pid === 4242 ? start : undefined);
-
-  test('valid file parses; wrong port or missing pieces are garbage', () => {
-    const r = parseLeaseRecord(valid, 20000);
-    assert.ok(r);
-    assert.equal(r.name, 'web');
-    assert.equal(r.slurmJobId, '77');
-    assert.equal(parseLeaseRecord(valid, 20001), undefined, 'file name and content disagree');
-    for (const f of ['garbage-truncated.lease', 'no-owner-no-expiry.lease', 'pid-without-start.lease', 'not-an-object.lease']) {
-      assert.equal(parseLeaseRecord(readFileSync(join(FIX, f), 'utf8'), 20000), undefined, f);
-    }
-  });
-
-  test('liveness: owner with the same start time and expiry not passed', () => {
-    const r = parseLeaseRecord(valid)!;
-    const before = 1700000000000 + 1000;
-    assert.equal(leaseState(r, before, alive(123456)), 'live');
-    assert.equal(leaseIsLive(r, before, alive(123456)), true);
-    assert.equal(leaseState(r, before, alive(999)), 'pid-reused');
-    assert.equal(leaseState(r, before, () => undefined), 'owner-gone');
-    assert.equal(leaseState(r, 1700000600000, alive(123456)), 'expired');
-    assert.equal(leaseState(undefined, before, alive(123456)), 'garbage');
-    const noOwner = { ...r, pid: undefined, pidStart: undefined };
-    delete noOwner.pid;
-    delete noOwner.pidStart;
-    assert.equal(leaseState(noOwner, before, () => undefined), 'live', 'expiry-only lease lives until its expiry');
-  });
-
-  test('new records carry owner, expiry and Slurm ids; an ownerless one needs an expiry', () => {
-    const r = newLeaseRecord({ port: 20000, netns: 'net:[1]', owner: { pid: 5, start: 9 }, now: 1, createdBy: 6, env: { SLURM_JOB_ID: '12', SLURM_STEP_ID: '3' } });
-    assert.deepEqual(r, { port: 20000, pid: 5, pidStart: 9, createdAt: 1, createdBy: 6, netns: 'net:[1]', slurmJobId: '12', slurmStepId: '3' });
-    assert.deepEqual(parseLeaseRecord(JSON.stringify(r), 20000), r);
-    assert.throws(() => newLeaseRecord({ port: 20000, netns: 'n', now: 1, createdBy: 6, env: {} }), /must have an expiry/);
   });
 });
 

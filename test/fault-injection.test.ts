@@ -1,14 +1,15 @@
 /**
  * Fault injection (issue 9 §7): berth killed with SIGKILL or SIGTERM at seeded random points
  * of `port`, `run` and `up` — allocation, spawn, ownership, probe, ready, teardown — each
- * trial in a network namespace of its own with a fresh lease directory
+ * trial in a network namespace of its own, so with a lease domain of its own
  * (test/fixtures/fault/trial.sh does one trial). After each:
  *   - no process of the run is alive 2 s after the kill (every process berth starts carries
  *     the trial's FAULT_TRIAL=<uuid> from berth's environment; its watchdog too);
- *   - `berth port`: no partial lease set (the owner stays alive; a set committed whole and
- *     killed before its print stays the owner's), no lease of a printed set removed while
- *     its owner lives, every other lease reclaimable;
- *   - `run`/`up`: every lease left is reclaimable (the whole range can be leased again);
+ *   - `berth port`: all or none: 0 or 4 port names (the owner stays alive; a set committed
+ *     whole and killed before its print stays the owner's, in its holder), no lease of a
+ *     printed set gone while its owner lives, every other port free at once;
+ *   - `run`/`up`: no lease is left once the run's processes are gone (the kernel closes them
+ *     with their holders), and the whole range can be leased again;
  *   - `up`: endpoints.json claims no replica as live.
  * FAULT_SEED=N replays a run; FAULT_TRIALS=N sets the number of trials (default 16 per
  * command, 32 for `port`). The trial count and every failure are printed.
@@ -100,13 +101,14 @@ async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] 
     if (t.mode === 'port') {
       const printed = Number(v.get('PRINTED'));
       if (printed !== 0 && printed !== 4) problems.push(`printed ${printed} of 4 ports`);
-      if (printed === 4 && leases < 4) problems.push(`a lease of the printed set was removed while its owner lives (${leases} lease files)`);
+      if (printed === 4 && leases < 4) problems.push(`a lease of the printed set was removed while its owner lives (${leases} port names)`);
+      if (leases !== 0 && leases !== 4) problems.push(`partial lease set: ${leases} port names of 4`);
       // The reclaim asks for every port but the live set's (trial.sh): a set committed whole and
       // killed before its print is the owner's, an unfinished one must be reclaimable.
-      if (printed === 0 && leases !== 0 && reclaim !== '0') problems.push(`partial lease set: ${leases} lease(s) of an unfinished set of a living owner, not reclaimable (${v.get('RECLAIM_ERR')})`);
-      else if (reclaim !== '0') problems.push(`the rest of the range cannot be leased (exit ${reclaim}): ${v.get('RECLAIM_ERR')}`);
+      if (reclaim !== '0') problems.push(`the rest of the range cannot be leased (exit ${reclaim}): ${v.get('RECLAIM_ERR')}`);
     } else {
-      if (reclaim !== '0') problems.push(`${leases} lease(s) left not reclaimable (exit ${reclaim}): ${v.get('RECLAIM_ERR')}`);
+      if (leases !== 0) problems.push(`${leases} lease(s) left after the run's processes are gone`);
+      if (reclaim !== '0') problems.push(`the range cannot be leased again (exit ${reclaim}): ${v.get('RECLAIM_ERR')}`);
       if (t.mode === 'up' && v.has('CLAIMED_LIVE') && v.get('CLAIMED_LIVE') !== '0') problems.push(`endpoints.json still claims ${v.get('CLAIMED_LIVE')} live replica(s)`);
     }
     if (t.sig === 'TERM' && t.mode !== 'port' && t.trigger !== 'teardown' && !['130', '143', '0', '69', '70', '75'].includes(v.get('RC')!)) {

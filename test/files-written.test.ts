@@ -128,7 +128,8 @@ test('shared directories are never to be chmod-ed: sticky or world-writable get 
 
 test('BERTH_STATE_DIR=/tmp-like and up --run-dir /tmp-like: no "chmod" advice, a private subdirectory instead', async () => {
   const pub = publicDir();
-  const port = await berth(['port', '--range', '20000-20010', '--ttl', '5s'], { env: { BERTH_STATE_DIR: pub } });
+  // BERTH_STATE_DIR is the base of run folders (never of leases: berth port does not use it).
+  const port = await berth(['run', '--range', '20000-20010', '--', 'true'], { env: { BERTH_STATE_DIR: pub } });
   assert.equal(port.code, EXIT.IOERR, port.stderr);
   assert.doesNotMatch(port.stderr, /chmod/);
   assert.match(port.stderr, /do not change its mode/);

@@ -22,8 +22,8 @@ test('lease names with ESC or newline are escaped by berth leases and in the 69 
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stdout, /\x1b/);
     const lines = r.stdout.trim().split('\n');
-    assert.match(lines[0]!, /^PORT +STATE +USER +OWNER +NAME$/);
-    assert.match(lines[1]!, /^24800 +live +root +expires in \d+s +evil\\x1b\[2J\\x0aPORT 1 live root$/);
+    assert.match(lines[0]!, /^PORT +STATE +USER +HOLDER +OWNER +NAME$/);
+    assert.match(lines[1]!, /^24800 +live +root +\d+ +expires in \d+s +evil\\x1b\[2J\\x0aPORT 1 live root$/);
     assert.match(lines[2]!, /port 24800 is not available: 24800 leased to no owner pid \(expiry only\) "evil\\x1b\[2J\\x0aPORT 1 live root"/);
     assert.equal(lines.length, 3, 'the name cannot add a line');
   } finally {

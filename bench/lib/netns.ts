@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { netnsArgv, netnsUnavailable, type NetnsSysctls } from '../../test/helpers/netns.js';
 
-export { netnsUnavailable };
+export { netnsArgv, netnsUnavailable };
 
 export interface NetnsRunOptions {
   /** Raise the soft open-file limit to the hard one first (sh's ulimit: node cannot). */

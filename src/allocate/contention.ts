@@ -5,8 +5,8 @@ import type { AllocationReport } from './types.js';
  * about to go away (another allocator still building its set, a hold about to be closed, a
  * socket closed since the table was read, a race lost a moment ago), the allocation is
  * retried from scratch, after giving everything back, for a bounded time. A port taken by
- * a committed lease of a live owner, a stranger's listener, TIME_WAIT (a minute) or a
- * stale lease of another user are not transient: they fail at once. Pure.
+ * a committed lease (its holder lives: leases cannot be stale), a stranger's listener or
+ * TIME_WAIT (a minute) are not transient: they fail at once. Pure.
  */
 
 /** Why retrying may help, or undefined when every competitor is there to stay. */

@@ -44,6 +44,7 @@ type Leased = AllocationReport['excluded']['leased'][number];
 const command = (c: string | undefined) => (c ? ` (${cleanText(truncate(c, 60))})` : '');
 
 export function describeInUse(u: InUse, isRoot = false): string {
+  if (u.inProgress) return `${u.port} being allocated by berth${u.pid !== undefined ? ` pid ${u.pid}` : ''}${command(u.command)} (a set in progress)`;
   if (u.heldByBerth) return `${u.port} held by berth pid ${u.pid}${command(u.command)}`;
   if (u.closedSince) return `${u.port} ${u.state}, closed just after (its holder let go)`;
   const who =
@@ -62,9 +63,7 @@ export function describeInUse(u: InUse, isRoot = false): string {
 export function describeLeased(l: Leased): string {
   const name = l.name !== undefined ? ` "${cleanText(truncate(l.name, 60))}"` : '';
   const user = l.uid === undefined ? '' : l.user !== undefined ? `${l.user}, uid ${l.uid}` : `uid ${l.uid}`;
-  if (l.kind === 'pending') return `${l.port} being leased by berth pid ${l.pid ?? '?'}${command(l.command)}${name}`;
-  if (l.kind === 'stale-foreign') return `${l.port} has a stale lease of ${user}${name} that only that user or root may remove (or it expires)`;
-  if (l.kind === 'unreadable') return `${l.port} has a lease file of ${user} that cannot be read`;
+  if (l.kind === 'pending') return `${l.port} being allocated by berth${l.pid !== undefined ? ` pid ${l.pid}` : ''}${user === '' ? '' : ` of ${user}`}${command(l.command)} (a set in progress)`;
   const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid (expiry only)';
   return `${l.port} leased to ${owner}${user === '' ? '' : ` of ${user}`}${name}${command(l.command)}`;
 }
@@ -101,7 +100,7 @@ export function explainUnavailable(input: ExplainInput): string {
     if (u) return `${head}: it is in use: ${describeInUse(u, input.isRoot)}`;
     const l = x.leased[0];
     if (l) {
-      const hint = l.kind === undefined ? `; if that lease is stale, end it with: berth release --port ${p}` : l.kind === 'pending' ? '; it was still being allocated when berth gave up' : '';
+      const hint = l.kind === undefined ? `; see berth leases (its holder ends it: berth release --port ${p})` : '; it was still being allocated when berth gave up';
       return `${head}: ${describeLeased(l)}${hint}`;
     }
     const b = x.bindFailed[0];

@@ -1,42 +1,33 @@
+import type { ChildProcess } from 'node:child_process';
 import type net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
 import { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
-import { removeOwnLease, removeSetMarker, type LeaseIdentity } from './lease-store.js';
+import { closeName, type NameHold } from './lease-domain.js';
+import { endHolder } from './lease-holder.js';
 import { portTaker } from './port-taker.js';
 import type { AllocationReport, Lease, Reservation } from './types.js';
 
-/** One port of a reservation: its lease (and the file to operate on) and its hold. */
+/** One port of a reservation: its lease (the port's name in the lease domain) and its hold. */
 export interface Taken {
   lease: Lease;
-  /** The lease file's path to operate on (Lease.path is the one users know). */
-  file: string;
-  id: LeaseIdentity;
+  /** The port's lease name; undefined once closed here (a holder process may still have it). */
+  name: NameHold | undefined;
   /** The hold; undefined once closed. */
   server: net.Server | undefined;
 }
 
-/** Close the holds and remove the leases of `taken`, in order (a rollback or a release). */
+/** Close the holds and the lease names of `taken` (a rollback or a release). */
 export async function giveBack(taken: readonly Taken[]): Promise<void> {
-  for (const t of taken) {
-    const s = t.server;
-    t.server = undefined;
-    if (s) await closeServer(s);
-    await removeOwnLease(t.file, t.id);
-  }
-}
-
-/** The kept marker of a set with blocks (lease-store.ts, "Sets"): removed with its last block. */
-export class SetMarker {
-  constructor(
-    private readonly dir: string,
-    private readonly set: string,
-    private blocks: number,
-  ) {}
-
-  /** One block of the set is released. */
-  blockReleased(): void {
-    if (--this.blocks === 0) removeSetMarker(this.dir, this.set);
-  }
+  await Promise.all(
+    taken.map(async (t) => {
+      const s = t.server;
+      const n = t.name;
+      t.server = undefined;
+      t.name = undefined;
+      if (s) await closeServer(s);
+      if (n) await closeName(n);
+    }),
+  );
 }
 
 /** How the ports were first held, so that rehold() binds them the same way. */
@@ -47,8 +38,14 @@ export interface HoldShape {
   /** fd handoff: the service's address, with a server's backlog. */
   holdAddress?: string;
   procRoot?: string;
-  /** A block's set marker, to let go of once the block's leases are gone. */
-  marker?: SetMarker;
+}
+
+/** Where a reservation's lease lives besides its ports' names: its record, and a holder process. */
+export interface LeaseKeeping {
+  /** The names of the lease record (lease-names.ts); closed after the ports' names. */
+  records: NameHold[];
+  /** The holder process of an --owner/--ttl lease (lease-holder.ts), shared by a set's reservations. */
+  holder?: ChildProcess;
 }
 
 export class HeldReservation implements Reservation {
@@ -58,15 +55,35 @@ export class HeldReservation implements Reservation {
   readonly block: boolean;
   private readonly taken: Taken[];
   private readonly shape: HoldShape;
+  private readonly keeping: LeaseKeeping;
   private releasing: Promise<void> | undefined;
 
-  constructor(taken: Taken[], report: AllocationReport, shape: HoldShape = {}) {
+  constructor(taken: Taken[], report: AllocationReport, shape: HoldShape = {}, keeping: LeaseKeeping = { records: [] }) {
     this.taken = taken;
     this.ports = taken.map((t) => t.lease.port);
     this.leases = taken.map((t) => t.lease);
     this.report = report;
     this.block = shape.block === true;
     this.shape = shape;
+    this.keeping = keeping;
+  }
+
+  /** The open lease-name sockets (ports', then the record's): what a watchdog must hold too. */
+  leaseHandles(): NameHold[] {
+    const out: NameHold[] = [];
+    for (const t of this.taken) if (t.name?.listening) out.push(t.name);
+    for (const r of this.keeping.records) if (r.listening) out.push(r);
+    return out;
+  }
+
+  /** The lease now lives in the holder process only: close our copies of its names. */
+  async dropNames(): Promise<void> {
+    await Promise.all(this.taken.map(async (t) => {
+      const n = t.name;
+      t.name = undefined;
+      if (n) await closeName(n);
+    }));
+    await Promise.all(this.keeping.records.map(closeName));
   }
 
   async rehold(): Promise<void> {
@@ -115,9 +132,16 @@ export class HeldReservation implements Reservation {
     // Idempotent, also when called again before the first call finished.
     this.releasing ??= (async () => {
       await this.unhold();
+      // Ports first: a reader then never sees a port whose record is gone (it would look like a set in progress).
       await giveBack(this.taken);
-      this.shape.marker?.blockReleased();
+      await Promise.all(this.keeping.records.map(closeName));
+      if (this.keeping.holder) await endHolder(this.keeping.holder);
     })();
     return this.releasing;
   }
+}
+
+/** The lease-name sockets of a reservation made here (empty for any other Reservation). */
+export function leaseHandles(r: Reservation): NameHold[] {
+  return r instanceof HeldReservation ? r.leaseHandles() : [];
 }

@@ -8,33 +8,8 @@ export * from './port-set.js';
 export { busyPorts, emptyReport, planCandidates, sourceRanges, type Plan, type PlanHost, type PlanInput } from './plan.js';
 export { describeInUse, describeLeased, describeSource, explainUnavailable, type ExplainInput } from './explain.js';
 export { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
-export { isBlocking, leaseIsLive, leaseState, newLeaseRecord, parseLeaseRecord, type LeaseState, type NewLeaseInput, type StartTimeOf } from './lease-record.js';
-export {
-  acquireLease,
-  cleanLeftovers,
-  commitLeases,
-  createLeaseFile,
-  judgeLease,
-  LEASE_SUFFIX,
-  leasePath,
-  leaseStillOurs,
-  listLeases,
-  portOfLeaseName,
-  readLeaseFile,
-  releaseLeasesIn,
-  removeOwnLease,
-  scanLeaseDir,
-  takeAway,
-  type AcquireResult,
-  type GarbageLease,
-  type LeaseFile,
-  type LeaseIdentity,
-  type LeaseScan,
-  type LeaseStoreOptions,
-  type ListedLease,
-  type ReleaseFilter,
-  type ReleaseResult,
-  type TakeResult,
-} from './lease-store.js';
-export { currentLeases, leaseDir, leaseLocation, openLeases, releaseJob, releaseLeases, scanLeases, type LeaseDirOptions } from './leases.js';
-export { checkPrivateDir, DEFAULT_LEASE_ROOT, netnsDirName, openLeaseDir, openStateDir, resolveLeaseLocation, resolveStateDir, type LeaseDir, type LeaseLocation } from './state-dir.js';
+export { leaseHandles } from './held.js';
+export { currentLeases, leasesOf, releaseJob, releaseLeases, scanLeases, type LeaseListOptions, type LeaseState, type ListedLease, type ReleaseFilter, type ReleaseResult } from './leases.js';
+export { readLeaseTable } from './lease-domain.js';
+export { leaseTable, listNames, portName, USER_NAME_CHARS, type LeaseTable, type ListedName, type RecordInfo } from './lease-names.js';
+export { HOLDER_ARGV0 } from './lease-holder.js';

@@ -19,8 +19,8 @@ export interface PlanHost {
 export interface PlanInput {
   source: PortSource;
   host: PlanHost;
-  /** Ports with a blocking lease (stale ones are reclaimable, so not listed); `pending`: the allocator's pid while its set is incomplete. */
-  leased?: ReadonlyMap<number, { pid?: number; name?: string; uid?: number; pending?: { pid: number } }>;
+  /** Ports with a lease (lease-domain.ts); `pending`: a set still being allocated, with its allocator's pid when known. */
+  leased?: ReadonlyMap<number, { pid?: number; name?: string; uid?: number; pending?: { pid?: number } }>;
   allowEphemeral?: boolean;
   allowPrivileged?: boolean;
   isRoot?: boolean;
@@ -121,7 +121,7 @@ export function planCandidates(input: PlanInput): Plan {
         const entry: AllocationReport['excluded']['leased'][number] = { port: p };
         if (lease.pending !== undefined) {
           entry.kind = 'pending';
-          entry.pid = lease.pending.pid;
+          if (lease.pending.pid !== undefined) entry.pid = lease.pending.pid;
         } else if (lease.pid !== undefined) entry.pid = lease.pid;
         if (lease.name !== undefined) entry.name = lease.name;
         if (lease.uid !== undefined) entry.uid = lease.uid;

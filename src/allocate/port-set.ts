@@ -33,6 +33,9 @@ export const PORT_FIELDS: readonly PortField[] = ['first', 'last', 'range', 'cou
 /** Port names: like service names (no "." so `{ports.NAME.first}` is unambiguous). */
 export const PORT_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
+/** Longest port name (it is stored in the lease record every user reads: docs/leases.md). */
+export const MAX_PORT_NAME = 64;
+
 /** Largest block berth hands out (a band window rarely exceeds this; Ray's worker range is ~1000). */
 export const MAX_BLOCK = 4096;
 
@@ -49,6 +52,7 @@ export function portSetProblem(entries: readonly PortEntry[]): string | undefine
   if (entries.length === 0) return 'declares no ports';
   const seen = new Map<string, string>();
   for (const e of entries) {
+    if (e.name.length > MAX_PORT_NAME) return `port name "${e.name.slice(0, 20)}…" is ${e.name.length} characters long; a port name has at most ${MAX_PORT_NAME} (it is stored in the lease record)`;
     if (!PORT_NAME_RE.test(e.name)) return `port name "${e.name}" is not a name (letters, digits, "_" and "-", starting with a letter)`;
     const env = portEnvName(e.name);
     const other = seen.get(env);
@@ -67,6 +71,8 @@ export function portSetProblem(entries: readonly PortEntry[]): string | undefine
  */
 export function parsePortsFlag(text: string): PortEntry[] {
   const entries: PortEntry[] = [];
+  // The flag is quoted in messages: a huge one only in part.
+  const shown = JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}…` : text);
   for (const raw of text.split(',')) {
     const item = raw.trim();
     const eq = item.indexOf('=');
@@ -76,10 +82,10 @@ export function parsePortsFlag(text: string): PortEntry[] {
     if (what === '1') entries.push({ name, kind: 'single' });
     else if (what === 'window') entries.push({ name, kind: 'window' });
     else if (block) entries.push({ name, kind: 'block', count: Number(block[1]) });
-    else throw new BerthError(EXIT.USAGE, `--ports ${JSON.stringify(text)}: "${item}" is not NAME, NAME=block:N or NAME=window (e.g. --ports http,dist=block:32)`);
+    else throw new BerthError(EXIT.USAGE, `--ports ${shown}: "${item.length > 40 ? `${item.slice(0, 37)}…` : item}" is not NAME, NAME=block:N or NAME=window (e.g. --ports http,dist=block:32)`);
   }
   const problem = portSetProblem(entries);
-  if (problem !== undefined) throw new BerthError(EXIT.USAGE, `--ports ${JSON.stringify(text)}: ${problem}`);
+  if (problem !== undefined) throw new BerthError(EXIT.USAGE, `--ports ${shown}: ${problem}`);
   return entries;
 }
 

@@ -3,7 +3,7 @@ import { rangeSize } from '../host/intervals.js';
 import { describeAssigned, portSetProblem, type AssignedPorts, type PortEntry } from './port-set.js';
 import { resolveReserveOptions } from './reserve-options.js';
 import { reserveSet, type SetRequest } from './reserve-set.js';
-import { setOptions } from './reserve.js';
+import { checkLeaseName, setOptions } from './reserve.js';
 import type { PortSource, Reservation, ReserveOptions } from './types.js';
 
 /*
@@ -113,11 +113,12 @@ function describeRange(s: PortSource): string {
  * Lease a named port set from one source (ReserveOptions' source, default band), all or
  * none: singles held (unless hold: false), blocks and windows leased and unheld. Throws
  * BerthError 64 (bad set, window without a band instance, count/block options, which a set
- * replaces), 69 with the entry that could not be met, 74 for the lease directory.
+ * replaces), 69 with the entry that could not be met, 74 when out of file descriptors.
  */
 export async function reserveNamedSet(entries: readonly PortEntry[], o: ReserveOptions): Promise<NamedReservation> {
   if (o.count !== undefined || o.block !== undefined) throw new BerthError(EXIT.USAGE, 'a port set gives each entry its size: count and block do not apply');
   const opts = await resolveReserveOptions(o);
+  checkLeaseName(opts.name);
   const base: NamedRequestBase = {
     source: opts.source,
     strategy: opts.strategy ?? 'lowest',

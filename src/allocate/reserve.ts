@@ -1,5 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 import { processStartTime } from '../host/proc-stat.js';
+import { USER_NAME_CHARS } from './lease-names.js';
 import { MAX_BLOCK } from './port-set.js';
 import { resolveReserveOptions } from './reserve-options.js';
 import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
@@ -25,7 +26,7 @@ function checkSource(s: PortSource): void {
 /**
  * Lease and hold `count` distinct ports of a source, all or none (design.md §2
  * Reservation; the engine is reserve-set.ts). Throws BerthError 69 explaining every
- * excluded port, 74 when the lease directory is unusable, 64 for bad options.
+ * excluded port, 74 when out of file descriptors (the limit is named), 64 for bad options.
  */
 export async function reserve(options: ReserveOptions): Promise<Reservation> {
   // Without a source, the default band, like `berth port` (reserve-options.ts).
@@ -35,6 +36,7 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
   checkSource(opts.source);
   if (opts.block !== undefined && count > 1 && opts.source.kind === 'port') throw usage(`block ${count} from port ${opts.source.port}: a block needs a range or a band to lie in; give range ${opts.source.port}-${opts.source.port + count - 1} for exactly those ports`);
   if (opts.ttlMs !== undefined && !(Number.isFinite(opts.ttlMs) && opts.ttlMs > 0)) throw usage(`ttl ${opts.ttlMs}ms: expected a positive duration`);
+  checkLeaseName(opts.name);
   const set = setOptions(opts);
   const [r] = await reserveSet(
     [
@@ -54,6 +56,19 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
   return r!;
 }
 
+/** Largest pid Linux hands out (pid_max's ceiling, 2^22). */
+const MAX_PID = 4_194_304;
+
+/**
+ * A lease name a caller gives is stored in the lease record, which every user reads: at most
+ * USER_NAME_CHARS characters (docs/leases.md). Throws BerthError 64.
+ */
+export function checkLeaseName(name: string | undefined, flag = 'name'): void {
+  if (name === undefined) return;
+  const n = [...name].length;
+  if (n > USER_NAME_CHARS) throw usage(`${flag} is ${n} characters long; a lease name has at most ${USER_NAME_CHARS} (it is stored in the lease record every user of the host reads)`);
+}
+
 /** `block` checked: a block size, which excludes count > 1; undefined without a block. */
 export function blockCount(o: Pick<ReserveOptions, 'block' | 'count'>): number | undefined {
   if (o.block === undefined) return undefined;
@@ -63,18 +78,16 @@ export function blockCount(o: Pick<ReserveOptions, 'block' | 'count'>): number |
 }
 
 /** The set-wide options of reserve()-style options: owner (checked alive), ttl, hold, where the leases live. */
-export function setOptions(opts: Pick<ReserveOptions, 'ownerPid' | 'ttlMs' | 'hold' | 'procRoot' | 'stateDir' | 'leaseDir' | 'contentionMs' | 'signal'>): SetOptions {
+export function setOptions(opts: Pick<ReserveOptions, 'ownerPid' | 'ttlMs' | 'hold' | 'procRoot' | 'contentionMs' | 'signal'>): SetOptions {
   const set: SetOptions = {};
   if (opts.ownerPid !== undefined) {
-    const start = Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 ? processStartTime(opts.ownerPid) : undefined;
-    if (start === undefined) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would be stale at once`);
+    const start = Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 && opts.ownerPid <= MAX_PID ? processStartTime(opts.ownerPid) : undefined;
+    if (start === undefined) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would end at once`);
     set.owner = { pid: opts.ownerPid, start };
   }
   if (opts.ttlMs !== undefined) set.ttlMs = opts.ttlMs;
   if (opts.hold !== undefined) set.hold = opts.hold;
   if (opts.procRoot !== undefined) set.procRoot = opts.procRoot;
-  if (opts.stateDir !== undefined) set.location = { root: opts.stateDir, shared: false };
-  else if (opts.leaseDir !== undefined) set.location = { root: opts.leaseDir, shared: true };
   if (opts.contentionMs !== undefined) set.contentionMs = opts.contentionMs;
   if (opts.signal !== undefined) set.signal = opts.signal;
   return set;

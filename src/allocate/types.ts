@@ -7,34 +7,29 @@ export type PortSource =
   | { kind: 'range'; range: PortRange }
   | { kind: 'band'; layoutFile?: string; band: string; instance?: number; range: PortRange };
 
-/** The JSON stored in a lease file, one per port. */
+/**
+ * What a lease says (docs/leases.md): read back from the lease record's names in the
+ * network namespace's abstract socket space. Everything but `port` is the claim of whoever
+ * bound the names.
+ */
 export interface LeaseRecord {
   port: number;
-  /** Owner pid; absent for a lease that lives only until its expiry. */
+  /** The lease lives while this pid lives (`--owner`; berth run/up: berth itself). */
   pid?: number;
-  /** Field 22 of /proc/<pid>/stat (clock ticks since boot) so a reused pid is not the owner. */
-  pidStart?: number;
-  /** ms since epoch */
+  /** ms since epoch: the lease ends then (`--ttl`). */
   expiresAt?: number;
   name?: string;
   createdAt: number;
-  /** Creator's pid (for humans; ownership is pid/pidStart). */
+  /** The allocator's pid (in its own pid namespace). */
   createdBy: number;
   netns: string;
   slurmJobId?: string;
   slurmStepId?: string;
-  /**
-   * While the set this lease belongs to is still being allocated: the allocator (pid and
-   * start time) and the set's token. The lease is the owner's only once the set is
-   * committed (rewritten without this field, or the set's marker file exists); it is
-   * stale as soon as the allocator is gone before that. See lease-store.ts, "Sets".
-   */
-  pending?: { pid: number; pidStart: number; set: string };
 }
 
 export interface Lease extends LeaseRecord {
-  /** Absolute path of the lease file. */
-  path: string;
+  /** A block's port (leased, never held) or a single port. */
+  kind: 'single' | 'block';
 }
 
 export type Strategy = 'lowest' | 'random';
@@ -70,9 +65,12 @@ export interface ReserveOptions extends SourceOptions {
   ttl?: Duration;
   /** Distinct ports wanted (default 1). All or none. */
   count?: number;
-  /** The lease lives while this pid lives (default: none; then ttlMs applies). */
+  /**
+   * The lease lives while this pid lives. Another process than the caller (or a ttl) hands
+   * the lease to a small holder process (lease-holder.ts), so it outlives the caller.
+   */
   ownerPid?: number;
-  /** Lease expiry from now, in ms. Default 10 minutes when there is no owner. */
+  /** Lease expiry from now, in ms (held by a holder process). Without an owner or a ttl the lease lives while the caller holds the Reservation. */
   ttlMs?: number;
   name?: string;
   /** Hand out ports inside the unreserved ephemeral range (held only until the service owns them). */
@@ -95,9 +93,9 @@ export interface ReserveOptions extends SourceOptions {
   holdAddress?: string;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
-  /** A private lease directory (one user's domain, 0700; for tests). Default: see leaseDir. */
+  /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
   stateDir?: string;
-  /** The shared lease root (mode 1777); default $BERTH_LEASE_DIR, else $BERTH_STATE_DIR (private), else /tmp/berth. */
+  /** @deprecated Ignored, like BERTH_LEASE_DIR: there is no lease directory any more. */
   leaseDir?: string;
   /**
    * How long to keep retrying while the ports are taken by transient competitors (another
@@ -126,6 +124,8 @@ export interface AllocationReport {
       heldByBerth?: boolean;
       /** The socket was gone when its owner was looked up (closed since the table was read). */
       closedSince?: boolean;
+      /** The port's lease is a set still being allocated (a port name without a record): the hold of that allocator (pid, when its name says). */
+      inProgress?: boolean;
     }[];
     leased: {
       port: number;
@@ -133,18 +133,15 @@ export interface AllocationReport {
       name?: string;
       /** The owner's command line, when visible. */
       command?: string;
-      /** Uid owning the lease file, and its login name when known (set only for other users). */
+      /** Uid the lease record names, and its login name when known (set only for other users). */
       uid?: number;
       user?: string;
-      /** 'pending': an allocator (pid) is still building its set; 'stale-foreign': stale, but another user's file we may not remove; 'unreadable': another user's file we cannot judge. */
-      kind?: 'pending' | 'stale-foreign' | 'unreadable';
+      /** 'pending': an allocator (pid, when its name says) is still building its set. */
+      kind?: 'pending';
     }[];
     /** Ports whose bind failed although the table showed them free (a race lost). */
     bindFailed: { port: number; code: string }[];
-    /**
-     * Ports lost to a concurrent allocator: leased by someone else between our look at
-     * the directory and our create, or our lease replaced before the hold was confirmed.
-     */
+    /** Ports lost to a concurrent allocator: leased by someone else between our look at the lease table and our bind. */
     raced: { port: number; reason: string }[];
   };
 }
@@ -162,7 +159,7 @@ export interface Reservation {
   holdFd(port: number): number | undefined;
   /** Close the hold sockets, keep the leases (the service is about to bind). */
   unhold(port?: number): Promise<void>;
-  /** Close holds and remove the leases. Idempotent. */
+  /** Close holds and end the leases (closing their names; ending their holder process, if any). Idempotent. */
   release(): Promise<void>;
   /** A block of a port set: contiguous ports, leased but never held once allocated. */
   readonly block: boolean;

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { IMPLICIT_SET, portSetProblem } from '../allocate/port-set.js';
 import { hasSourceOptions } from '../allocate/source-options.js';
+import { checkLeaseName } from '../allocate/reserve.js';
 import { BerthError, EXIT } from '../errors.js';
 import { removeReplaceable } from '../util/atomic-write.js';
 import { nulProblems } from '../util/nul-bytes.js';
@@ -24,6 +25,7 @@ export function prepare(s: LaunchState): void {
   if (s.portless) checkPortless(s);
   else checkPortSet(s);
   preflight(o); // cwd, program, argv size, bind, timers: before anything is leased
+  if (!s.portless) checkLeaseName(o.name);
   const base = o.env ?? process.env;
   if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {
     throw new BerthError(EXIT.USAGE, `command not found: ${o.command[0]} (not an executable file${o.command[0]!.includes('/') ? '' : ' in PATH'})`);

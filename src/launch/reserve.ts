@@ -2,6 +2,7 @@ import { reserveNamedSet } from '../allocate/reserve-named.js';
 import { reserve as reservePorts } from '../allocate/reserve.js';
 import { pickSourceOptions } from '../allocate/source-options.js';
 import type { ReserveOptions } from '../allocate/types.js';
+import { capName, USER_NAME_CHARS } from '../allocate/lease-names.js';
 import { BerthError, EXIT } from '../errors.js';
 import { iso, type LaunchState } from './state.js';
 
@@ -17,13 +18,20 @@ export async function reserve(s: LaunchState): Promise<void> {
   } else if (o.reservation) {
     s.reservation = o.reservation;
   } else {
-    const ro: ReserveOptions = { ...pickSourceOptions(o), ownerPid: process.pid, name: s.name, procRoot: s.procRoot };
+    // A default name (the program's) is cut to fit a lease record; one given was checked in prepare.
+    const ro: ReserveOptions = { ...pickSourceOptions(o), ownerPid: process.pid, name: capName(s.name, USER_NAME_CHARS), procRoot: s.procRoot };
     if (o.allowEphemeral) ro.allowEphemeral = true;
-    if (o.stateDir !== undefined) ro.stateDir = o.stateDir;
     // The holds become the service's sockets: on the asked address, as {host} defaults.
     if (s.handoff === 'fd') ro.holdAddress = o.bind ?? '127.0.0.1';
-    if (o.ports) s.set = await reserveNamedSet(o.ports, ro);
-    else s.reservation = await reservePorts(ro);
+    // A stop during the reservation ends it at the next port, with everything given back.
+    ro.signal = s.reserveAbort.signal;
+    try {
+      if (o.ports) s.set = await reserveNamedSet(o.ports, ro);
+      else s.reservation = await reservePorts(ro);
+    } catch (e) {
+      if (s.stopReq) return;
+      throw e;
+    }
   }
   if (s.set) s.reservation = s.set.reservations[0];
   const port = s.reservation?.ports[0];

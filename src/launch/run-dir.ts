@@ -1,14 +1,26 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { resolveStateDir } from '../allocate/state-dir.js';
 import { BerthError, EXIT } from '../errors.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../util/private-dir.js';
+
+/**
+ * Base directory for berth's private state (run directories; never leases, which are the
+ * network namespace's: docs/leases.md): $BERTH_STATE_DIR, else $XDG_RUNTIME_DIR/berth, else /tmp/berth-<uid>.
+ */
+export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const explicit = env.BERTH_STATE_DIR;
+  if (explicit !== undefined && explicit !== '') return explicit;
+  const runtime = env.XDG_RUNTIME_DIR;
+  if (runtime !== undefined && runtime !== '') return join(runtime, 'berth');
+  // process.getuid is absent only on Windows, which berth does not support.
+  return `/tmp/berth-${process.getuid?.() ?? 0}`;
+}
 
 /*
  * Each launch writes its logs as it runs into one private folder, so a failure bundle has
  * the complete output however large it is. Default: <state dir>/runs/<name>-<UTC>-<pid>,
- * next to the leases (node-local, private, checked like them). A --diag-dir follows the
+ * node-local and private (0700, checked on every use). A --diag-dir follows the
  * rules of a stack's --run-dir: created 0700 or, when it exists, ours and not writable by
  * others; and it must not hold an earlier run's files. One folder is one run: reusing one
  * would pair an old diagnostics.json with new logs, and berth never deletes evidence.

@@ -9,6 +9,7 @@ import { DEFAULT_STOP_GRACE_MS, iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
 import { onChildExit } from './supervise.js';
 import { guardRun } from './watchdog.js';
+import { leaseHandles } from '../allocate/held.js';
 
 /**
  * Phase 2: hand the ports over (close the holds, or pass each single port as fd 3, 4, …)
@@ -65,6 +66,11 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   const marker = `BERTH_RUN_ID=${s.runId}`;
   // Before the spawn: a berth killed right after it still has its service found by the marker.
   s.guard = guardRun(s.runId, marker, o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+  // The watchdog holds the leases too: they outlive a SIGKILLed berth while it stops the
+  // service. Not awaited: each handle waits for the watchdog's acknowledgement of the one
+  // before, and a first launch must not wait for the watchdog's start-up. A berth killed
+  // before they arrive loses only those not yet written; its service is stopped all the same.
+  void s.guard.holdLeases([...(s.set?.reservations ?? (s.reservation ? [s.reservation] : [])), ...(o.leasesHeld ?? [])].flatMap(leaseHandles));
   let child: ChildProcess;
   try {
     child = spawnChild(plan.file, plan.args, {

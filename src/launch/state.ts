@@ -89,6 +89,8 @@ export class LaunchState {
   readyInfo: ReadyInfo | undefined;
   failure: LaunchError | undefined;
   stopReq: { signal: NodeJS.Signals } | undefined;
+  /** Aborted by a stop: a reservation under way stops at its next port (issue 22 item 17). */
+  readonly reserveAbort = new AbortController();
   killTimer: NodeJS.Timeout | undefined;
   deadlineTimer: NodeJS.Timeout | undefined;
   finishing = false;

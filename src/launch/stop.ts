@@ -23,6 +23,7 @@ export function stop(s: LaunchState, signal: NodeJS.Signals, graceMs?: number): 
     s.phase = 'stopping';
     s.emit({ type: 'stopping', signal, t: iso() });
   }
+  s.reserveAbort.abort();
   signalTree(s, signal);
   if (first) armKill(s, graceMs);
   s.wake();

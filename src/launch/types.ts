@@ -111,7 +111,7 @@ export interface LaunchOptions extends SourceOptions {
   stdin?: 'inherit' | 'ignore';
   /** Every state change, for callers that keep an event log. */
   onEvent?: (event: LaunchEvent) => void;
-  /** Lease directory override (else $BERTH_STATE_DIR, $XDG_RUNTIME_DIR/berth, /tmp/berth-<uid>). */
+  /** Run folder base (else $BERTH_STATE_DIR, $XDG_RUNTIME_DIR/berth, /tmp/berth-<uid>); leases are never there (docs/leases.md). */
   stateDir?: string;
   /** /proc root (default '/proc'). */
   procRoot?: string;
@@ -133,6 +133,11 @@ export interface LaunchOptions extends SourceOptions {
   exitZeroHint?: string;
   /** The service's own directory (a stack's {dir}): named in diagnostics.json. */
   dir?: string;
+  /**
+   * Reservations outside the launch's own whose leases its service depends on (a stack's
+   * shared ports): the watchdog holds them too while it stops the service after berth died.
+   */
+  leasesHeld?: readonly Reservation[];
 }
 
 /** A kind of listener outside the set that is expected: in the ephemeral range, any, or on these ports. */

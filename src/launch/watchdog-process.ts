@@ -1,3 +1,5 @@
+import type { EventEmitter } from 'node:events';
+import type net from 'node:net';
 import { ProcessTree } from './process-tree.js';
 import { parseMessage, type WatchMessage } from './watchdog-protocol.js';
 
@@ -11,6 +13,11 @@ import { parseMessage, type WatchMessage } from './watchdog-protocol.js';
  * daemons), looked for again every 50 ms so late forks are caught too, then SIGKILL once the
  * service's grace has passed. Processes are signalled one by one, after checking their start
  * time, never by a process group number that may have been reused.
+ *
+ * It also holds each launch's lease sockets (sent over the IPC channel, watchdog.ts): a
+ * lease lives as long as a process holds it, and it must outlive berth exactly as long as
+ * the launch's service is being stopped. They are closed when berth says the launch ended
+ * (in whichever order the two channels deliver), or once it is stopped.
  */
 
 const POLL_MS = 50;
@@ -109,6 +116,8 @@ export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport>
 
 export interface WatchOptions {
   procRoot?: string;
+  /** Where lease sockets arrive ('message' events with a handle); default this process's IPC channel, if any. */
+  ipc?: EventEmitter;
   /** After every run is stopped: the stacks' run directories to mark (berth is gone). */
   afterStop?: (runDirs: string[]) => void;
 }
@@ -119,6 +128,27 @@ export interface WatchOptions {
  */
 export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promise<StopReport & { runs: number }> {
   const state = emptyState();
+  const leases = new Map<string, net.Server[]>();
+  const endedRuns = new Set<string>();
+  const closeLeases = (id: string) => {
+    for (const h of leases.get(id) ?? []) h.close();
+    leases.delete(id);
+  };
+  const ipc = o.ipc ?? ((process as unknown as { channel?: unknown }).channel ? process : undefined);
+  ipc?.on('message', (m: unknown, h: unknown) => {
+    const msg = m as { op?: unknown; id?: unknown } | null;
+    if (msg?.op !== 'lease' || typeof msg.id !== 'string' || h === undefined || h === null) return;
+    const server = h as net.Server;
+    server.on('error', () => {});
+    server.on('connection', (sock: net.Socket) => sock.destroy());
+    if (endedRuns.has(msg.id)) {
+      server.close();
+      return;
+    }
+    const list = leases.get(msg.id);
+    if (list) list.push(server);
+    else leases.set(msg.id, [server]);
+  });
   let partial = '';
   input.setEncoding?.('utf8');
   return new Promise((resolve) => {
@@ -129,6 +159,10 @@ export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promi
       for (const line of lines) {
         const m = parseMessage(line);
         if (m) applyMessage(state, m);
+        if (m?.op === 'end') {
+          endedRuns.add(m.id);
+          closeLeases(m.id);
+        }
       }
     });
     // 'error' too: a reset pipe is berth gone as well.
@@ -137,8 +171,15 @@ export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promi
       if (ended) return;
       ended = true;
       void (async () => {
+        const ids = [...state.runs.keys()];
         const runs = [...state.runs.values()];
-        const reports = await Promise.all(runs.map((r) => stopRun(r, o.procRoot)));
+        // Each launch's leases end once its service is stopped, not before.
+        const reports = await Promise.all(runs.map(async (r, i) => {
+          const rep = await stopRun(r, o.procRoot);
+          closeLeases(ids[i]!);
+          return rep;
+        }));
+        for (const id of [...leases.keys()]) closeLeases(id);
         try {
           if (state.runDirs.size > 0) o.afterStop?.([...state.runDirs]);
         } catch {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type net from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { isSingleExecutable } from '../util/self.js';
@@ -13,6 +14,11 @@ import { formatMessage, type WatchMessage } from './watchdog-protocol.js';
  * berth registers each launch (its marker before the spawn, its pid right after) and each
  * stack's run directory, and ends them when it has cleaned up itself; a watchdog that died
  * is started again and told everything still registered.
+ *
+ * Leases (allocate/lease-domain.ts) live as long as a process holds their sockets, and the
+ * services must keep theirs while the watchdog stops them after berth died: each launch's
+ * lease sockets are sent to the watchdog over an IPC channel (SCM_RIGHTS), and it closes
+ * them when the launch ends, or, after berth's death, once the launch is stopped.
  *
  * Where it is: dist/watchdog.cjs, next to the bundle that runs (the CLI's command bundles in
  * dist/cli/, the library's dist/index.js), or the single executable itself (`up --watchdog`).
@@ -47,6 +53,8 @@ class Watchdog {
   private child: ChildProcess | undefined;
   /** What a new watchdog must be told: registration key → its messages so far. */
   private readonly live = new Map<string, string[]>();
+  /** Lease sockets of live launches, by id: sent again to a new watchdog. */
+  private readonly leases = new Map<string, net.Server[]>();
   private respawns = 0;
   private warned = false;
 
@@ -54,6 +62,7 @@ class Watchdog {
     const line = formatMessage(m);
     const ending = m.op === 'end' || m.op === 'runDirEnd';
     if (ending) {
+      this.leases.delete(key);
       if (!this.live.delete(key)) return;
     } else {
       const lines = this.live.get(key);
@@ -64,12 +73,40 @@ class Watchdog {
     else if (!ending) this.start(); // tells the new watchdog everything registered, this included
   }
 
+  /** Hand the launch's lease sockets to the watchdog; resolves once they are on their way (in the kernel's hands). */
+  hold(id: string, handles: readonly net.Server[]): Promise<void> {
+    if (handles.length === 0) return Promise.resolve();
+    this.leases.set(id, [...handles]);
+    return this.send(id, handles);
+  }
+
+  private send(id: string, handles: readonly net.Server[]): Promise<void> {
+    const child = this.child;
+    if (!child?.connected) return Promise.resolve();
+    return Promise.all(
+      handles.map(
+        (h) =>
+          new Promise<void>((resolve) => {
+            try {
+              // The callback comes once the descriptor is written to the channel: from then on it is the watchdog's too.
+              child.send({ op: 'lease', id }, h, (err) => {
+                void err; // a watchdog gone meanwhile: berth still holds the lease itself
+                resolve();
+              });
+            } catch {
+              resolve();
+            }
+          }),
+      ),
+    ).then(() => undefined);
+  }
+
   private start(): void {
     const argv = watchdogArgv();
     if (argv === undefined) return;
     let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['pipe', 'ignore', 'ignore'], cwd: '/' });
+      child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['pipe', 'ignore', 'ignore', 'ipc'], cwd: '/' });
     } catch {
       return; // no watchdog (out of processes): berth still cleans up when it can
     }
@@ -87,7 +124,9 @@ class Watchdog {
     // berth must not wait for its watchdog: it ends when berth does.
     child.unref();
     (child.stdin as unknown as { unref?: () => void }).unref?.();
+    (child.channel as unknown as { unref?: () => void } | null | undefined)?.unref?.();
     for (const lines of this.live.values()) for (const line of lines) child.stdin!.write(line);
+    for (const [id, handles] of this.leases) void this.send(id, handles);
   }
 
   /**
@@ -111,6 +150,8 @@ const watchdog = () => (shared ??= new Watchdog());
 
 /** What a launch tells the watchdog: who its process tree is, and when it has ended. */
 export interface RunGuard {
+  /** The launch's lease sockets, for the watchdog to hold until the launch ends or is stopped. */
+  holdLeases(handles: readonly net.Server[]): Promise<void>;
   spawned(pid: number, start: number): void;
   /** A tree member outside the child's process group (setsid daemons). */
   member(pid: number, start: number): void;
@@ -122,6 +163,7 @@ export function guardRun(id: string, marker: string, graceMs: number): RunGuard 
   const w = watchdog();
   w.say(id, { op: 'run', id, marker, graceMs });
   return {
+    holdLeases: (handles) => w.hold(id, handles),
     spawned: (pid, start) => w.say(id, { op: 'pid', id, pid, start }),
     member: (pid, start) => w.say(id, { op: 'member', id, pid, start }),
     ended: () => w.say(id, { op: 'end', id }),

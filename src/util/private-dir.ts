@@ -4,7 +4,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { makeDirsSafely, UnsafePathError } from './safe-path.js';
 
 /*
- * Directories only their user may write (the lease directory, a run directory, a
+ * Directories only their user may write (a run directory, a
  * --diag-dir): anyone who can write into one, or swap it for a symlink, can forge what
  * berth reads back from it or redirect what it writes. They are created 0700 and every use
  * re-checks type, owner and mode with lstat. The messages name the directory and say what

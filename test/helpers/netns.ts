@@ -39,7 +39,14 @@ function setupScript(s: NetnsSysctls): string {
   if (s.ephemeral) lines.push(`echo '${s.ephemeral}' > /proc/sys/net/ipv4/ip_local_port_range`);
   if (s.reserved !== undefined) lines.push(`echo '${s.reserved}' > /proc/sys/net/ipv4/ip_local_reserved_ports`);
   if (s.unprivilegedStart !== undefined) lines.push(`echo ${s.unprivilegedStart} > /proc/sys/net/ipv4/ip_unprivileged_port_start`);
-  lines.push('exec "$@"');
+  // berth port --ttl leaves holder processes (docs/leases.md) that would keep the namespace
+  // and its leases for their ttl after the test: once the command is done, end those of
+  // this namespace (only berth's holders, only here).
+  lines.push(
+    'NS=$(readlink /proc/self/ns/net); ME=$$',
+    '( set +e; while kill -0 $ME 2>/dev/null; do sleep 0.2; done; for f in /proc/[0-9]*; do case "$(tr "\\0" " " < $f/cmdline 2>/dev/null)" in berth-lease-holder*) [ "$(readlink $f/ns/net 2>/dev/null)" = "$NS" ] && kill "${f#/proc/}" 2>/dev/null;; esac; done ) </dev/null >/dev/null 2>&1 &',
+    'exec "$@"',
+  );
   return lines.join('\n');
 }
 

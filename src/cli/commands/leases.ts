@@ -1,56 +1,63 @@
 import { parseCommandArgs, printJson, type Command } from '../command.js';
-import { scanLeases } from '../../allocate/leases.js';
+import { currentLeases } from '../../allocate/leases.js';
 import { procRoot } from '../env.js';
-import { leaseNotes, leaseOwnerText, leaseRows } from '../leases-view.js';
+import { leaseHolderText, leaseOwnerText, leaseRows } from '../leases-view.js';
 import { cleanText } from '../../util/clean-text.js';
 import { userName } from '../../util/user-name.js';
 
 const help = `Usage: berth leases [--live] [--json]
 
-List berth's leases in this network namespace, every user's: port, state, user, owner pid
-or expiry, name, Slurm job. States: live; pending (its allocator is still building the
-set); expired, owner-gone, pid-reused, abandoned (stale: the next allocation or 'berth
-release' reclaims them, if they are yours, or as root). A stale lease of another user
-blocks its port until that user or root removes it, or it expires; it is listed with a hint.
+List berth's leases in this network namespace: every user's, every container's (whatever
+its /tmp), port, state, user, holder pid, owner or expiry, name, Slurm job. States: live
+(its set is committed); pending (a set still being allocated, by the berth pid shown).
 
-Leases live in /tmp/berth/net-<namespace> (shared by all users, mode 1777), or under
-$BERTH_LEASE_DIR; $BERTH_STATE_DIR gives a private directory of one user (for tests).
+A lease is a name in the network namespace's abstract Unix socket space held open by a
+live process (docs/leases.md): it lasts exactly as long as its holder, so there is nothing
+stale to clean. HOLDER is the process holding it, where visible (your own; root: every
+process of this pid namespace): berth run/up itself, or for 'berth port --owner/--ttl' a
+small holder process (berth-lease-holder). The kernel shows the same with:
+  ss -xl | grep berth/v1/
 
 Options:
-  --live   only leases that block their port (live or pending)
-  --json   machine-readable output (an array; each lease with uid and user)
+  --live   only leases that block their port (all of them: kept for scripts)
+  --json   machine-readable output (an array; each lease with uid, user and holders)
 
 Examples:
   berth leases
-  berth leases --json | jq '.[] | select(.live) | .port'
+  berth leases --json | jq '.[] | .port'
 
-Exit codes: 0 ok; 74 the lease directory is unsafe or unreadable.`;
+Exit codes: 0 ok; 74 /proc/net/unix cannot be read.`;
 
 export const leasesCommand: Command = {
   name: 'leases',
-  summary: 'list port leases with owners and liveness',
+  summary: 'list port leases with owners and holders',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('leases', argv, { live: { type: 'boolean' }, json: { type: 'boolean' } });
-    const scan = scanLeases({ procRoot: procRoot() });
-    const leases = scan.leases.filter((l) => !values.live || l.live);
+    const leases = currentLeases({ procRoot: procRoot() });
     if (values.json) {
       printJson(
-        leases.map(({ ino: _ino, text: _text, file: _file, ...l }) => {
-          const user = userName(l.uid);
+        leases.map((l) => {
+          const user = l.uid === undefined ? undefined : userName(l.uid);
           return user === undefined ? l : { ...l, user };
         }),
       );
     } else if (leases.length === 0) {
-      process.stdout.write(`no leases (${scan.dir.path})\n`);
+      process.stdout.write('no leases in this network namespace\n');
     } else {
-      const rows = leaseRows(leases).map(({ ports, lease: l, count }) => [ports, l.state, cleanText(userName(l.uid) ?? String(l.uid)), leaseOwnerText(l), `${cleanText(l.name ?? '')}${count > 1 ? `${l.name ? ' ' : ''}(${count} ports)` : ''}`]);
-      const head = ['PORT', 'STATE', 'USER', 'OWNER', 'NAME'];
+      const rows = leaseRows(leases).map(({ ports, lease: l, count }) => [
+        ports,
+        l.state,
+        l.uid === undefined ? '?' : cleanText(userName(l.uid) ?? String(l.uid)),
+        leaseHolderText(l),
+        leaseOwnerText(l),
+        `${cleanText(l.name ?? '')}${count > 1 ? `${l.name ? ' ' : ''}(${count} ports)` : ''}`,
+      ]);
+      const head = ['PORT', 'STATE', 'USER', 'HOLDER', 'OWNER', 'NAME'];
       const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
       const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
       process.stdout.write([line(head), ...rows.map(line)].join('\n') + '\n');
     }
-    for (const note of leaseNotes(scan)) process.stderr.write(`berth: ${note}\n`);
     return 0;
   },
 };

@@ -1,6 +1,6 @@
 import { writeSync } from 'node:fs';
 import { constants } from 'node:os';
-import { reserve } from '../../allocate/reserve.js';
+import { checkLeaseName, DEFAULT_TTL_MS, reserve } from '../../allocate/reserve.js';
 import { BerthError } from '../../errors.js';
 import type { Reservation, ReserveOptions, Strategy } from '../../allocate/types.js';
 import { reserveNamedSet, type NamedReservation } from '../../allocate/reserve-named.js';
@@ -38,7 +38,8 @@ Options:
   --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script)
   --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h). Default without
                      --owner: 10m. With --owner, an optional extra limit.
-  --name NAME        a label stored in the lease (shown by 'berth leases')
+  --name NAME        a label stored in the lease (shown by 'berth leases'; at most 64
+                     characters)
   --format F         plain: one port per line (default); env: BERTH_PORT=… lines
                      (BERTH_PORT_0…); json: the leases as JSON (same as --json)
   --strategy S       lowest (default: predictable ports) or random
@@ -69,7 +70,10 @@ Examples:
   # one block per engine instance of a layout band
   berth port --layout layout.yaml --band engines --instance auto --block 100 --owner $$
 
-Leases are shared by every user of this host (network namespace): see 'berth leases'.
+Leases are shared by every user and container of this network namespace, whatever their
+/tmp (docs/leases.md): see 'berth leases'. With --owner or --ttl a small holder process
+(berth-lease-holder: coreutils tail/sleep/timeout, about 2 MiB) keeps the lease after berth
+port exits, exactly as long as the owner lives or the ttl lasts.
 When the ports are taken by competitors that are about to let go (another allocator still
 building its set, a hold being closed), berth retries for up to 2.5 s before giving up.
 
@@ -81,7 +85,8 @@ lease lasts (a program that binds without berth is not stopped). Lease it with -
 Exit codes: 0 leased; 64 usage (e.g. --block with --count, --block 0, a bad --ports);
 65 bad layout; 69 no usable port (the message says why: in the ephemeral range, in use
 and by whom, or leased; for a block, the longest free run); 74 cannot write leases; 128+N
-interrupted by signal N before the ports were printed (nothing stays leased).`;
+interrupted by signal N before the ports were printed (nothing stays leased).
+74 also when out of file descriptors (the message says which limit to raise).`;
 
 /**
  * A few bytes to stdout with write(2). process.stdout is a stream object (a net.Socket for
@@ -160,7 +165,16 @@ export const portCommand: Command = {
     }
     if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner, 1, MAX_PID);
     if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
-    if (values.name !== undefined) opts.name = values.name;
+    // Without an owner the lease still must end some time: its holder process sleeps this long.
+    if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;
+    if (values.name !== undefined) {
+      try {
+        checkLeaseName(values.name, '--name');
+      } catch (e) {
+        asUsage(e);
+      }
+      opts.name = values.name;
+    }
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
     // A signal before the ports are printed rolls back: the caller never learns of them.
     const stop = new AbortController();

@@ -3,12 +3,14 @@ import { parseCommandArgs, printJson, usage, type Command } from '../command.js'
 import { procRoot } from '../env.js';
 import { MAX_PID, parseCount, parsePort } from '../values.js';
 import { userText } from '../../util/user-name.js';
+import { cleanText } from '../../util/clean-text.js';
 
 const help = `Usage: berth release [--port P]… [--owner PID] [--job ID] [--all] [--json]
 
-End leases in this network namespace. Stale leases (owner gone, expired) and garbage lease
-files are cleaned on the way; a live lease is removed only when you target it. Leases are
-shared by all users of the host, but each user can remove only their own (root: anyone's).
+End leases in this network namespace by ending their holder process: the small holder
+that 'berth port --owner/--ttl' leaves (berth-lease-holder). Each user can end only their
+own (root: anyone's). A lease held by berth run/up (or a library caller) ends with that
+process: stop it (release names it). Leases cannot go stale: there is nothing to clean.
 
 Options:
   --port P      release the lease of port P (repeatable)
@@ -24,10 +26,10 @@ Examples:
   berth release --job "$SLURM_JOB_ID"  # Slurm TaskEpilog (runs as the job's user)
 
 Leases made inside a Slurm job record SLURM_JOB_ID, so --job ends those that were given a
---ttl and would otherwise outlive the job. A root Epilog may run it as root (it can remove
+--ttl and would otherwise outlive the job. A root Epilog may run it as root (it can end
 any user's leases) or as the job's user.
 
-Exit codes: 0 ok (also when nothing matched); 64 usage; 74 the lease directory is unsafe.`;
+Exit codes: 0 ok (also when nothing matched); 64 usage; 74 /proc/net/unix cannot be read.`;
 
 /** Slurm job ids are numbers; leases store SLURM_JOB_ID as written, so match it as text. */
 function parseJobId(text: string): string {
@@ -59,11 +61,18 @@ export const releaseCommand: Command = {
     };
     const result = await releaseLeases({ ...filter, procRoot: procRoot() });
     const refused = result.notOurs.filter((n) => n.targeted);
-    if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned, notOurs: result.notOurs });
+    if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned, notOurs: result.notOurs, heldBy: result.heldBy });
     else {
       process.stdout.write(result.released.length > 0 ? `released ${result.released.map((l) => l.port).join(' ')}\n` : 'no matching lease\n');
-      if (result.cleaned > 0) process.stderr.write(`berth: cleaned ${result.cleaned} stale lease file(s)\n`);
-      for (const n of refused) process.stderr.write(`berth: port ${n.port}: the lease is ${userText(n.uid)}'s; only that user or root can release it\n`);
+      for (const n of refused) {
+        const who = n.uid === undefined ? 'another user' : userText(n.uid);
+        process.stderr.write(
+          n.why === 'other-user'
+            ? `berth: port ${n.port}: the lease is ${who}'s; only that user or root can release it\n`
+            : `berth: port ${n.port}: its holder is not visible from here (another container's or pid namespace's process); release it from there\n`,
+        );
+      }
+      for (const h of result.heldBy) process.stderr.write(`berth: port ${h.port}: held by pid ${h.pid} (${cleanText(h.command.slice(0, 80))}), not a lease holder; the lease ends when that process does: stop it\n`);
     }
     return 0;
   },

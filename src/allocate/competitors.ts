@@ -1,0 +1,141 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { readHostMap } from '../host/read-host.js';
+import type { HostMap, PortRange } from '../host/types.js';
+import type { LeaseTable, RecordInfo } from './lease-names.js';
+import { busyPorts, type Plan } from './plan.js';
+import type { BlockPlan } from './plan-block.js';
+
+/*
+ * What an allocation knows of the ports in its way: the lease table sorted by port (a
+ * complete record names its lease; a port name without one is a set in progress), and,
+ * after a failure, who the competitors are (socket owners, lease holders' commands).
+ */
+
+/** What an attempt knows of a port's lease. */
+export interface KnownLease {
+  /** The owner pid (or, without one, the allocator's). */
+  pid?: number;
+  name?: string;
+  uid?: number;
+  /** A set still being allocated: the allocator, when its name says. */
+  pending?: { pid?: number };
+  createdBy?: number;
+}
+
+/** The leases of `table` on ports that `wanted` accepts, by port. */
+export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean, self?: { uid: number; pid: number }): Map<number, KnownLease> {
+  const out = new Map<number, KnownLease>();
+  if (table.ports.size === 0) return out;
+  const byPort = new Map<number, RecordInfo>();
+  for (const r of table.records) for (const p of r.ports) if (wanted(p) && table.ports.has(p) && !byPort.has(p)) byPort.set(p, r);
+  for (const port of table.ports.keys()) {
+    if (!wanted(port)) continue;
+    const r = byPort.get(port);
+    if (r !== undefined) {
+      // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
+      const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
+      const k: KnownLease = { createdBy: r.pid, uid: r.uid, ...(owner !== undefined ? { pid: owner } : {}) };
+      if (r.name !== undefined) k.name = r.name;
+      out.set(port, k);
+      continue;
+    }
+    const a = table.allocators.find((c) => c.lo <= port && port <= c.hi && !(self && c.pid === self.pid && c.uid === self.uid));
+    out.set(port, a === undefined ? { pending: {} } : { pending: { pid: a.pid }, uid: a.uid });
+  }
+  return out;
+}
+
+/** In-use rows whose owners are looked up for the message (each lookup walks /proc/<pid>/fd). */
+const OWNERS_SHOWN = 5;
+
+export interface Attempt {
+  host: HostMap;
+  /** Leases found at the start, by port. */
+  leases: Map<number, KnownLease>;
+}
+
+export interface Failure {
+  request: number;
+  plan: Plan;
+  got: number;
+  attempt: Attempt;
+  /** A block request: its run plan (the longest free run goes into the message). */
+  block?: BlockPlan;
+  /** Usable ports the set's earlier requests took. */
+  own?: number[];
+}
+
+function commandOf(procRoot: string, pid: number): string | undefined {
+  try {
+    const argv = parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'utf8'));
+    return argv.length > 0 ? argv.join(' ') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Name the competitors of a failed request: owners of the first in-use rows and of every
+ * row on a leased port (a berth hold, or a service that owns its port), sockets closed since
+ * the table was read, and the commands of lease holders. A socket on a port whose lease is
+ * a set in progress is that allocator's hold (transient), even when its owner is not
+ * visible (another user's). Looked up after the attempt, so the few processes that matter
+ * are read once.
+ */
+export function nameCompetitors(f: Failure, procRoot: string): void {
+  const x = f.plan.report.excluded;
+  const busy = busyPorts(f.attempt.host.sockets, f.plan.ranges);
+  const rows = x.inUse.filter((u, i) => i < OWNERS_SHOWN || f.attempt.leases.has(u.port));
+  const inodes = new Set<number>();
+  for (const u of rows) {
+    const ino = busy.get(u.port)?.inode;
+    if (ino !== undefined && ino !== 0) inodes.add(ino);
+  }
+  const owners = inodes.size > 0 ? findSocketOwners(procRoot, inodes) : new Map();
+  const unowned: number[] = [];
+  for (const u of rows) {
+    const lease = f.attempt.leases.get(u.port);
+    if (lease?.pending !== undefined) {
+      u.heldByBerth = true;
+      u.inProgress = true;
+      if (lease.pending.pid !== undefined) u.pid = lease.pending.pid;
+    }
+    const ino = busy.get(u.port)?.inode ?? 0;
+    if (ino === 0) continue;
+    const list = (owners.get(ino) ?? []) as { pid: number; comm: string; cmdline: string[] }[];
+    if (list.length === 0) {
+      if (!u.heldByBerth) unowned.push(u.port);
+      continue;
+    }
+    const holders = lease === undefined ? [] : [lease.pending?.pid, lease.createdBy, lease.pid];
+    const o = list.find((p) => holders.includes(p.pid)) ?? list[0]!;
+    u.pid = o.pid;
+    u.command = o.cmdline.length > 0 ? o.cmdline.join(' ') : o.comm;
+    // The lease's allocator holding its own port: a hold, given up (or handed to a service) shortly.
+    if (lease !== undefined && (o.pid === lease.createdBy || o.pid === lease.pending?.pid) && socketsHeldBy(procRoot, o.pid, new Set([ino])).size > 0) u.heldByBerth = true;
+  }
+  if (unowned.length > 0) {
+    const now = readHostMap({ procRoot, localPorts: unowned.map((p) => ({ lo: p, hi: p })) });
+    const still = new Set(now.sockets.map((r) => r.inode));
+    for (const u of rows) if (unowned.includes(u.port) && !still.has(busy.get(u.port)?.inode ?? 0)) u.closedSince = true;
+  }
+  for (const l of x.leased.slice(0, OWNERS_SHOWN)) {
+    if (l.pid !== undefined) {
+      const c = commandOf(procRoot, l.pid);
+      if (c !== undefined) l.command = c;
+    }
+  }
+}
+
+/** The hull of some ranges, for the allocator's name. */
+export function hull(ranges: readonly PortRange[]): PortRange {
+  let lo = 65535;
+  let hi = 1;
+  for (const r of ranges) {
+    lo = Math.min(lo, r.lo);
+    hi = Math.max(hi, r.hi);
+  }
+  return lo <= hi ? { lo, hi } : { lo: 1, hi: 1 };
+}

@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { BerthError, EXIT } from '../errors.js';
+import { leaseTable, listNames, type LeaseTable } from './lease-names.js';
+
+/*
+ * The lease domain: names in the network namespace's abstract Unix socket space
+ * (lease-names.ts has the protocol). The kernel does everything a lease store must: bind()
+ * of a taken name fails (EADDRINUSE) atomically, /proc/net/unix lists every name of the
+ * namespace whatever the user, container or mount namespace, and a name is gone the moment
+ * the last descriptor of its socket is closed, so a lease can neither outlive its holder nor
+ * need reclaiming. Nothing here is configured: the domain is the caller's network namespace.
+ */
+
+/** A bound name: a listening socket nobody is served on (connections are dropped). */
+export type NameHold = net.Server;
+
+let knownLimit: string | undefined;
+
+/**
+ * What the descriptor limit says, for the message when it is reached. Read ahead of need
+ * (rememberFdLimit): once the limit is reached, /proc/self/limits cannot be opened either.
+ */
+function fdLimit(): string {
+  return knownLimit ?? readFdLimit();
+}
+
+/** Read the descriptor limit now, while a descriptor can still be opened. */
+export function rememberFdLimit(): void {
+  knownLimit ??= readFdLimit();
+}
+
+function readFdLimit(): string {
+  try {
+    const line = readFileSync('/proc/self/limits', 'latin1').split('\n').find((l) => l.startsWith('Max open files'));
+    const m = line === undefined ? null : /^Max open files\s+(\S+)\s+(\S+)/.exec(line);
+    if (m) return `soft ${m[1]}, hard ${m[2]}`;
+  } catch {
+    // no /proc: say nothing of the value
+  }
+  return 'unknown';
+}
+
+/** Out of descriptors: which limit, and what to raise. */
+export function descriptorError(code: string, what: string): BerthError {
+  const msg =
+    code === 'EMFILE'
+      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${fdLimit()}): a lease takes one descriptor per port, a held port one more; raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
+      : `the system is out of file descriptors while ${what} (ENFILE): raise fs.file-max (sysctl -w fs.file-max=…) or free descriptors elsewhere`;
+  return new BerthError(EXIT.IOERR, `${msg}; nothing was leased`, { code });
+}
+
+/**
+ * Bind `name` (padded to the whole sun_path, as Node does for an abstract name). Resolves
+ * to the hold, or undefined when the name is taken. Throws BerthError 74 when out of
+ * descriptors or the name cannot be bound for another reason.
+ */
+export function bindName(name: string): Promise<NameHold | undefined> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.destroy());
+    const onError = (e: NodeJS.ErrnoException) => {
+      server.close();
+      if (e.code === 'EADDRINUSE') resolve(undefined);
+      else if (e.code === 'EMFILE' || e.code === 'ENFILE') reject(descriptorError(e.code, 'binding a lease name'));
+      else reject(new BerthError(EXIT.IOERR, `cannot bind the lease name @${name}: ${e.code ?? e.message}`, { code: e.code }));
+    };
+    server.once('error', onError);
+    server.listen({ path: `\0${name}`, backlog: 1, exclusive: true }, () => {
+      server.off('error', onError);
+      server.on('error', () => {});
+      // A lease must not keep its process alive: it ends with it.
+      server.unref();
+      resolve(server);
+    });
+  });
+}
+
+/** The name's descriptor (to hand to a holder process), undefined once closed. */
+export function nameFd(h: NameHold): number | undefined {
+  const fd = (h as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
+  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
+}
+
+export function closeName(h: NameHold): Promise<void> {
+  return new Promise((resolve) => {
+    if (!h.listening) return resolve();
+    h.close(() => resolve());
+  });
+}
+
+/** The raw text of this network namespace's Unix socket table. */
+export function readUnixTable(procRoot = '/proc'): string {
+  try {
+    return readFileSync(join(procRoot, 'net', 'unix'), 'latin1');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, 'reading /proc/net/unix');
+    throw new BerthError(EXIT.IOERR, `cannot read ${join(procRoot, 'net', 'unix')} (the lease domain): ${code ?? (e as Error).message}; berth needs /proc mounted`);
+  }
+}
+
+/** Every lease name of this network namespace, sorted out (lease-names.ts). */
+export function readLeaseTable(procRoot = '/proc'): LeaseTable {
+  return leaseTable(listNames(readUnixTable(procRoot)));
+}

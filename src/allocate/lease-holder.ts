@@ -1,0 +1,94 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { BerthError, EXIT } from '../errors.js';
+import { descriptorError } from './lease-domain.js';
+
+/*
+ * A lease lives exactly as long as the sockets of its names are open somewhere. `berth port
+ * --owner PID` and `--ttl DUR` exit at once, so their names are handed to a holder: a
+ * coreutils process that inherits the descriptors (fds 3…) and does nothing but wait, for
+ * about 1 MiB of memory instead of a Node.js runtime:
+ *
+ *   owner:        tail --pid=PID -s 0.2 -f /dev/null   ends within 0.2 s of PID's end
+ *   ttl:          sleep SECONDS
+ *   owner + ttl:  timeout SECONDS tail --pid=PID …     whichever comes first
+ *
+ * It runs in a session of its own (a Ctrl-C for the caller's terminal is not for it), with
+ * stdin, stdout and stderr on /dev/null, so `$(berth port --owner $$)` does not wait for it.
+ * argv[0] is HOLDER_ARGV0, by which `berth release` knows a holder it may end (besides the
+ * socket inodes it must hold). The names are the holder's from the moment it exists:
+ * fork() copies every descriptor at once, so it has the whole set or nothing.
+ */
+
+export const HOLDER_ARGV0 = 'berth-lease-holder';
+
+/** How often tail looks whether the owner lives, in seconds (the lease ends at most this late). */
+const OWNER_POLL_S = '0.2';
+
+export interface HolderSpec {
+  ownerPid?: number;
+  ttlMs?: number;
+}
+
+function seconds(ms: number): string {
+  return (Math.max(ms, 1) / 1000).toFixed(3);
+}
+
+/** The holder's program and arguments. */
+export function holderCommand(h: HolderSpec): [string, string[]] {
+  const tail = ['--pid=' + String(h.ownerPid), '-s', OWNER_POLL_S, '-f', '/dev/null'];
+  if (h.ownerPid !== undefined && h.ttlMs !== undefined) return ['timeout', [seconds(h.ttlMs), 'tail', ...tail]];
+  if (h.ownerPid !== undefined) return ['tail', tail];
+  if (h.ttlMs !== undefined) return ['sleep', [seconds(h.ttlMs)]];
+  throw new BerthError(EXIT.SOFTWARE, 'a lease holder needs an owner or a ttl');
+}
+
+/**
+ * Start a holder of `fds` (they become its fds 3, 4, …). Resolves once it runs (the names are
+ * then its too); the caller may close its own copies.
+ */
+export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<ChildProcess> {
+  const [cmd, args] = holderCommand(h);
+  return new Promise((resolve, reject) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/' });
+    } catch (e) {
+      reject(failure(e, cmd));
+      return;
+    }
+    child.once('error', (e) => reject(failure(e, cmd)));
+    child.once('spawn', () => {
+      child.unref();
+      resolve(child);
+    });
+  });
+}
+
+function failure(e: unknown, cmd: string): BerthError {
+  const code = (e as NodeJS.ErrnoException).code ?? '';
+  if (code === 'EMFILE' || code === 'ENFILE') return descriptorError(code, 'starting the lease holder');
+  if (code === 'ENOENT') return new BerthError(EXIT.UNAVAILABLE, `cannot start the lease holder: ${cmd} is not on PATH (berth holds --owner/--ttl leases with coreutils' tail, sleep and timeout); install coreutils; nothing was leased`);
+  return new BerthError(EXIT.IOERR, `cannot start the lease holder (${cmd}): ${code || (e as Error).message}; nothing was leased`);
+}
+
+/**
+ * End a holder we started, if it still runs (Node reaps it, so its pid cannot be another's
+ * yet), and wait for it to be gone (its names with it), at most a second.
+ */
+export function endHolder(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1000);
+    timer.unref();
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    try {
+      child.kill('SIGTERM');
+    } catch {
+      clearTimeout(timer);
+      resolve(); // gone meanwhile
+    }
+  });
+}

@@ -1,0 +1,96 @@
+import type { ChildProcess } from 'node:child_process';
+import { BerthError, EXIT } from '../errors.js';
+import { bindName, closeName, type NameHold } from './lease-domain.js';
+import { spawnHolder, type HolderSpec } from './lease-holder.js';
+import { allocatorName, randomId, recordNames, type RecordInfo } from './lease-names.js';
+import { HeldReservation, type HoldShape, type Taken } from './held.js';
+import type { AllocationReport } from './types.js';
+
+/*
+ * The end of an allocation: every port of the set has its name (and its hold), so the set
+ * is committed by binding one record per request (lease-names.ts), and, for a lease that
+ * must outlive the caller (--owner of another process, --ttl), handed to a holder process.
+ * Until its record exists a port's name says "a set in progress": other allocators retry
+ * rather than fail, and never hand it out.
+ */
+
+/** Bind a record's names; a clash of the random id with a live record is retried with another. */
+export async function bindRecord(info: RecordInfo): Promise<NameHold[]> {
+  for (let tries = 0; tries < 5; tries++) {
+    const bound: NameHold[] = [];
+    let clash = false;
+    try {
+      for (const name of recordNames(info, randomId(10))) {
+        const h = await bindName(name);
+        if (h === undefined) {
+          clash = true;
+          break;
+        }
+        bound.push(h);
+      }
+    } catch (e) {
+      await Promise.all(bound.map(closeName));
+      throw e;
+    }
+    if (!clash) return bound;
+    await Promise.all(bound.map(closeName));
+  }
+  throw new BerthError(EXIT.SOFTWARE, 'cannot bind a lease record: its names were taken five times over (someone binds berth/v1/r/ names on purpose)');
+}
+
+/**
+ * The allocator's own name ("an allocator at work in ports lo-hi"), so that a port it has
+ * named but not yet committed is shown with its pid. Only for messages: undefined when it
+ * cannot be bound.
+ */
+export async function bindAllocator(lo: number, hi: number): Promise<NameHold | undefined> {
+  const uid = process.getuid?.() ?? 0;
+  for (let tries = 0; tries < 3; tries++) {
+    const h = await bindName(allocatorName(uid, process.pid, lo, hi));
+    if (h !== undefined) return h;
+  }
+  return undefined;
+}
+
+export interface CommitRequest {
+  taken: Taken[];
+  report: AllocationReport;
+  shape: HoldShape;
+  record: RecordInfo;
+}
+
+/**
+ * Commit the set: bind each request's record and make its reservation. With `holder`, the
+ * whole set's names go to one holder process and our copies are closed. On failure nothing
+ * of the set's records is left (the caller gives back the ports).
+ */
+export async function commitSet(requests: readonly CommitRequest[], holder: HolderSpec | undefined): Promise<HeldReservation[]> {
+  const records: NameHold[][] = [];
+  try {
+    for (const r of requests) records.push(await bindRecord(r.record));
+  } catch (e) {
+    await Promise.all(records.flat().map(closeName));
+    throw e;
+  }
+  let child: ChildProcess | undefined;
+  if (holder !== undefined) {
+    const fds: number[] = [];
+    for (const r of requests) for (const t of r.taken) fds.push(fdOf(t.name));
+    for (const h of records.flat()) fds.push(fdOf(h));
+    try {
+      child = await spawnHolder(fds, holder);
+    } catch (e) {
+      await Promise.all(records.flat().map(closeName));
+      throw e;
+    }
+  }
+  const out = requests.map((r, i) => new HeldReservation(r.taken, r.report, r.shape, { records: records[i]!, ...(child ? { holder: child } : {}) }));
+  if (child) await Promise.all(out.map((r) => r.dropNames()));
+  return out;
+}
+
+function fdOf(h: NameHold | undefined): number {
+  const fd = (h as unknown as { _handle?: { fd?: unknown } | null } | undefined)?._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) throw new BerthError(EXIT.SOFTWARE, 'a lease name has no descriptor to hand to its holder');
+  return fd;
+}
