@@ -67,6 +67,8 @@ test('berth up: a job that fills the run directory: said once per file at once, 
   const doc = JSON.parse(readFileSync(join(r.out, 'run', 'endpoints.json'), 'utf8')) as Doc;
   assert.deepEqual(doc.replicas.map((x) => `${x.service}:${x.state}`), ['web:exited', 'job:exited'], JSON.stringify(doc));
   assert.ok(doc.writeFailures?.some((f) => f.path === `${run}/logs/job-0.out` && f.error === 'no space left on the device (ENOSPC)'), JSON.stringify(doc));
+  // Whole lines only: a write cut short by the full disk leaves no half line behind.
+  for (const line of readFileSync(join(r.out, 'run', 'events.jsonl'), 'utf8').split('\n').filter(Boolean)) assert.doesNotThrow(() => JSON.parse(line), line);
   // No temporary file of a failed replace left behind.
   assert.deepEqual(readdirSync(join(r.out, 'run')).filter((n) => n.endsWith('.tmp')), []);
 });

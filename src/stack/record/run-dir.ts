@@ -1,4 +1,4 @@
-import { closeSync, constants, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../../util/private-dir.js';
@@ -269,10 +269,20 @@ export class RunDir {
     if (this.eventLines.length === 0 || this.eventsFd === undefined) return;
     const buf = Buffer.from(this.eventLines.join(''));
     this.eventLines = [];
+    let off = 0;
     try {
       // O_APPEND: each write lands whole at the end; a short write continues where it stopped.
-      for (let off = 0; off < buf.length; ) off += writeSync(this.eventsFd, buf, off);
+      while (off < buf.length) off += writeSync(this.eventsFd, buf, off);
     } catch (e) {
+      // Half a line (a disk that filled mid-write) would spoil the lines written after it:
+      // cut back to where this write began (berth is the log's only writer).
+      if (off > 0) {
+        try {
+          ftruncateSync(this.eventsFd, fstatSync(this.eventsFd).size - off);
+        } catch {
+          // it stays as it is
+        }
+      }
       this.failed(this.eventsFile, e, 'state changes from here on may be missing');
     }
   }
