@@ -9,6 +9,9 @@ import { expandHostlist } from '../../slurm/hostlist.js';
  * up closed that stdin means the node's agent is gone (killed, crashed, its node lost): the
  * node failed. srun prints it on the first node, so no shared filesystem delays it.
  * Agents' own lines are prefixed "[node] " (prefix-lines.ts): none can pass for srun's.
+ * srun says it once the task's process has exited and its stdout and stderr are closed: no
+ * process an agent starts inherits them (services and probes get pipes, the watchdog none),
+ * so a killed agent is reported at once, not when its services end.
  */
 
 const TASKS_ENDED = /^srun: error: (\S+): tasks? [\d,-]+: (.+)$/;
