@@ -14,6 +14,8 @@ export class OutputTee {
   bytes = 0;
   /** Set when the log could not be written (e.g. disk full); the stream still passes through. */
   logError: string | undefined;
+  /** Told once, when the log could not be written (write-failed.ts). */
+  onLogError: ((e: unknown) => void) | undefined;
   /**
    * Where this launch's output begins in the log: 0 for a fresh file, the earlier size when
    * appending to a caller's log (a stack replica's attempts share one file).
@@ -55,6 +57,7 @@ export class OutputTee {
       } catch (e) {
         this.logError = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
         this.closeLog();
+        this.onLogError?.(e);
       }
     }
     if (this.passthrough) {

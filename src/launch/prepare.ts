@@ -12,6 +12,7 @@ import { onDeadline } from './ready.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
 import { createRunDir } from './run-dir.js';
 import { findExecutable, findPerl } from './spawn-plan.js';
+import { logWriteFailed } from './write-failed.js';
 import { DEFAULT_READY_TIMEOUT_MS, type LaunchState } from './state.js';
 
 /** Phase 0: everything that can be refused without touching a port; opens the logs, arms the deadline. */
@@ -116,6 +117,7 @@ function openLog(s: LaunchState, stream: 'stdout' | 'stderr', callerPath: string
   try {
     const tee = new OutputTee(path, through, kick, callerPath !== undefined);
     if (callerPath !== undefined) s.callerLogs.add(tee);
+    tee.onLogError = (e) => logWriteFailed(s, tee, stream, e);
     return tee;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;

@@ -98,6 +98,8 @@ export class LaunchState {
   /** The failure's message without the "diagnostics: …" note. */
   reason: string | undefined;
   warnings: string[] = [];
+  /** Files that could not be written while it ran (write-failed.ts), each once. */
+  readonly writeFailed: { path: string; error: string }[] = [];
   /** Logs that are the caller's files (LaunchOptions.stdoutLog/stderrLog): copied into a bundle. */
   readonly callerLogs = new Set<OutputTee>();
   /** Why a caller's log could not be copied into the bundle, by bundle file name. */

@@ -157,5 +157,6 @@ export async function finish(s: LaunchState): Promise<void> {
   if (s.failure) info.error = s.failure;
   if (s.runDir && keep) info.runDir = s.runDir.path;
   if (s.bundlePath) info.bundle = s.bundlePath;
+  if (s.writeFailed.length > 0) info.writeFailed = [...s.writeFailed];
   s.whenExited.resolve(info);
 }

@@ -189,6 +189,8 @@ export interface ExitInfo {
   runDir?: string;
   /** Path of diagnostics.json when a bundle was written. */
   bundle?: string;
+  /** Files that could not be written while it ran (its logs on a full disk): `berth run` then exits 74 where it would exit 0. */
+  writeFailed?: { path: string; error: string }[];
 }
 
 export interface LaunchHandle {
@@ -221,5 +223,7 @@ export type LaunchEvent =
   | { type: 'failed'; phase: LaunchPhase; exitCode: number; message: string; bundle?: string; t: string }
   | { type: 'exited'; code: number | null; signal: NodeJS.Signals | null; exitCode: number; t: string }
   | { type: 'warning'; message: string; t: string }
+  /** A file of the launch (a log) could not be written from now on (a full disk): once per file. */
+  | { type: 'write-failed'; path: string; error: string; message: string; t: string }
   /** Listeners of the tree outside its set, first seen now (each port is reported once per launch). */
   | { type: 'audit'; listeners: AuditFinding[]; t: string };

@@ -1,4 +1,5 @@
 import { describeAssigned, parsePortsFlag } from '../../allocate/port-set.js';
+import { EXIT } from '../../errors.js';
 import { readSysctls } from '../../host/sysctl.js';
 import { hostPort } from '../../launch/probe-host.js';
 import { launch, signalNumber } from '../../launch/launch.js';
@@ -177,6 +178,7 @@ export const runCommand: Command = {
     const say = (text: string, obj: Record<string, unknown>) => process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
     opts.onEvent = (e) => {
       if (e.type === 'warning') say(`warning: ${e.message}`, { event: 'warning', message: e.message });
+      else if (e.type === 'write-failed') say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
       // The audit's findings came as warning lines already; JSON readers also get them whole.
       else if (e.type === 'audit' && json) say('', { event: 'audit', listeners: e.listeners });
     };
@@ -211,6 +213,8 @@ export const runCommand: Command = {
     if (end.ready && end.exitCode !== 0 && end.bundle) {
       say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, { event: 'exited', status: end.exitCode, runDir: end.runDir });
     }
+    // Its logs could not be written (a full disk): no clean run, though the service ended well.
+    if (end.exitCode === 0 && end.writeFailed) return EXIT.IOERR;
     return end.exitCode;
   },
 };

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { BerthError } from '../../errors.js';
+import { BerthError, EXIT } from '../../errors.js';
 import { loadStack } from '../../stack/file/load.js';
 import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node/index.js';
 import { runStack, type RunStackOptions } from '../../stack/run/orchestrate.js';
@@ -154,6 +154,8 @@ export const upCommand: Command = {
       default:
         process.stderr.write(`berth: every service has exited; stack stopped (run directory: ${where})\n`);
     }
+    const lost = result.writeFailures?.length ?? 0;
+    if (lost > 0 && result.exitCode === EXIT.IOERR) process.stderr.write(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)\n`);
     return result.exitCode;
   },
 };

@@ -3,6 +3,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { agentStepArgv } from '../../slurm/agents.js';
+import { tasksEnded } from './task-ended.js';
 
 /*
  * The agents' srun step: one `berth up STACK --agent RUN_DIR` per node, every agent's output
@@ -14,7 +15,8 @@ import { agentStepArgv } from '../../slurm/agents.js';
  * I/O connection, and srun then aborts the step ("step_launch_notify_io_failure: aborting, io
  * error with slurmstepd on node N"), killing every other agent before it stops its services
  * and writes its final node file. srun writes the log itself, so the agents' output survives
- * berth up; `--follow` reads it back (tail()).
+ * berth up. berth up reads it back as it grows (scan()): srun's report of an agent that ended
+ * (task-ended.ts) and, with `--follow`, the agents' lines.
  */
 
 const AGENT_STOP_GRACE_MS = 5_000;
@@ -31,6 +33,10 @@ export class AgentsStep {
   private offset = 0;
   private partial = '';
   private readonly decoder = new StringDecoder('utf8');
+  /** Lines read by scan() and not yet taken by lines() (kept only when `keepLines`). */
+  private kept: string[] = [];
+  /** Nodes whose agent srun reported ended, with srun's words, in the order reported. */
+  readonly ended = new Map<string, string>();
 
   constructor(
     runDir: string,
@@ -40,6 +46,8 @@ export class AgentsStep {
     private readonly env: NodeJS.ProcessEnv,
     /** Called when srun ends or cannot start. */
     private readonly onExit: () => void,
+    /** Keep the log's lines for lines() (`--follow`). */
+    private readonly keepLines = false,
   ) {
     this.log = join(runDir, 'agents.log');
   }
@@ -89,8 +97,25 @@ export class AgentsStep {
     return this.stopped;
   }
 
-  /** Whole lines added to the log since the last call. */
-  tail(): string[] {
+  /** Reads what the log gained: srun's reports of ended agents into `ended`; the lines for lines(). */
+  scan(): void {
+    for (const line of this.readNew()) {
+      const t = tasksEnded(line);
+      // After berth up asked them to stop, agents end: that is no news.
+      if (t && this.stopped === undefined) for (const n of t.nodes) if (this.nodes.includes(n) && !this.ended.has(n)) this.ended.set(n, t.how);
+      if (this.keepLines) this.kept.push(line);
+    }
+  }
+
+  /** Whole lines scanned since the last call (with keepLines). */
+  lines(): string[] {
+    this.scan();
+    const out = this.kept;
+    this.kept = [];
+    return out;
+  }
+
+  private readNew(): string[] {
     let fd: number;
     try {
       fd = openSync(this.log, 'r');

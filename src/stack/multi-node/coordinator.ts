@@ -84,7 +84,8 @@ class MultiNodeStack {
   private addresses = new Map<string, string>();
   private stopping: { signal?: NodeJS.Signals; force: boolean } | undefined;
   private agentsStopAsked = false;
-  private nodeFailure: { node: string; file: NodeFile | undefined; why: string } | undefined;
+  /** `gone`: its agent ended unasked (srun said so): its replicas are recorded as failed. */
+  private nodeFailure: { node: string; file: NodeFile | undefined; why: string; gone?: boolean } | undefined;
   private wake: (() => void) | undefined;
   private localReady = false;
   private localDone: StackResult | undefined;
@@ -221,6 +222,17 @@ class MultiNodeStack {
       if (failed) this.nodeFailure = { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
     }
     const step = this.step;
+    if (!this.nodeFailure && step && !this.agentsStopAsked) {
+      // An agent is gone (kill -9, a crash, its node lost) though its node file still says
+      // starting or ready: srun's report is its end (task-ended.ts). A done node runs nothing.
+      step.scan();
+      const gone = this.plan.agentNodes.find((n) => step.ended.has(n) && files.get(n)?.state !== 'done');
+      if (gone) {
+        this.nodeFailure = { node: gone, file: files.get(gone), why: `its agent ended unasked (srun: ${step.ended.get(gone)}); see ${step.log}`, gone: true };
+        // Said now: the stop of every node takes their stop_grace, and nothing else tells why.
+        this.msg(`berth: node ${gone}: its agent ended unasked (srun: ${step.ended.get(gone)}); stopping the stack`);
+      }
+    }
     if (!this.nodeFailure && step && !step.running && !this.agentsStopAsked && !this.allDone(files)) {
       const silent = this.plan.agentNodes.find((n) => !['ready', 'done'].includes(files.get(n)?.state ?? '')) ?? this.plan.agentNodes[0]!;
       const why = step.startError ?? `the agents' step (srun) ended with status ${step.code} (see ${step.log})`;
@@ -255,7 +267,8 @@ class MultiNodeStack {
     const failure: StackFailure = {
       service: f?.service ?? '(agent)',
       replica: f?.replica ?? 0,
-      exitCode: f?.exitCode ?? nf.file?.exitCode ?? EXIT.SOFTWARE,
+      // A failed node is never a success: an agent that stopped on srun's end says 0.
+      exitCode: f?.exitCode || nf.file?.exitCode || EXIT.SOFTWARE,
       reason: `on node ${nf.node}: ${nf.why}`,
       logs: f?.logs ?? { out: join(this.runDir, 'agents.log'), err: join(this.runDir, 'agents.log') },
       ...(f?.diagnostics ? { diagnostics: f.diagnostics } : {}),
@@ -284,7 +297,7 @@ class MultiNodeStack {
     writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
     const { stackFile, berth: b, onMessage: _m, pollMs: _p, ...ro } = this.o;
     const agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];
-    this.step = new AgentsStep(this.runDir, this.plan.agentNodes, agentArgv, this.o.env ?? process.env, () => this.wake?.());
+    this.step = new AgentsStep(this.runDir, this.plan.agentNodes, agentArgv, this.o.env ?? process.env, () => this.wake?.(), this.o.follow === true);
     this.step.start();
     if (this.plan.local.services.length > 0) {
       this.local = runStack(this.plan.local, {
@@ -374,7 +387,7 @@ class MultiNodeStack {
   /** `--follow`: the agents' output (their services' lines, their messages), each line prefixed with its node. */
   private follow(): void {
     if (!this.o.follow || !this.step) return;
-    for (const line of this.step.tail()) if (line !== '' && !STATUS_LINE.test(line)) this.say(line);
+    for (const line of this.step.lines()) if (line !== '' && !STATUS_LINE.test(line)) this.say(line);
   }
 
   /** Every agent asked to stop (each stops its services dependents first); their last states recorded. */
@@ -384,5 +397,8 @@ class MultiNodeStack {
     const grace = Math.max(0, ...this.plan.nodeServices.map((s) => s.stopGraceMs)) * 2;
     await this.step.stop(this.stopping?.force ? 0 : grace);
     this.mirrorer?.update(this.readNodes());
+    // Its node file still shows what it last wrote: its replicas are not there any more.
+    const nf = this.nodeFailure;
+    if (nf?.gone) this.mirrorer?.markGone(nf.node, `its agent on ${nf.node} ended unasked; berth up stopped the stack`);
   }
 }

@@ -12,9 +12,11 @@
  *      an address other nodes reach: the node's name, or Slurm's NodeAddr); agents whose
  *      services depend on services here wait for them through RUN_DIR/endpoints.json;
  *   4. RUN_DIR/endpoints.json, events.jsonl and the status view carry every node's replicas
- *      (with `node`); a node that fails (before or after ready), or agents that end, stop
- *      everything: berth up exits with that node's exit class (70 for a service that failed),
- *      naming its diagnostics under RUN_DIR/nodes/<node>/diagnostics/.
+ *      (with `node`); a node that fails (before or after ready), an agent that is gone (srun's
+ *      report of its task's end in agents.log, task-ended.ts), or agents that end, stop
+ *      everything: berth up exits with that node's exit class (70 for a service that failed,
+ *      70 for an agent or step that ended), naming its diagnostics under
+ *      RUN_DIR/nodes/<node>/diagnostics/.
  * May import: ../run/ (runStack), ../record/, ../file/, src/slurm, src/launch, src/util,
  * src/errors.
  */

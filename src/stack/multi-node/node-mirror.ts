@@ -11,6 +11,8 @@ import { reachAt } from './plan.js';
 export class NodeMirror {
   /** node/service/replica → what was last recorded of it. */
   private readonly seen = new Map<string, string>();
+  /** node → its replicas' last recorded states (service/replica → state). */
+  private readonly states = new Map<string, Map<string, { service: string; replica: number; state: string }>>();
   private readonly sharedSeen = new Set<string>();
   /** Nodes whose replicas are recorded (see update). */
   private readonly listed = new Set<string>();
@@ -43,6 +45,9 @@ export class NodeMirror {
         const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}`;
         if (this.seen.get(key) === sig) continue;
         this.seen.set(key, sig);
+        let mine = this.states.get(node);
+        if (!mine) this.states.set(node, (mine = new Map()));
+        mine.set(`${r.service}/${r.replica}`, { service: r.service, replica: r.replica, state: r.state });
         this.record({
           service: r.service,
           replica: r.replica,
@@ -55,6 +60,19 @@ export class NodeMirror {
           ...(r.code !== undefined && (r.state === 'exited' || r.state === 'failed') ? { code: r.code } : {}),
         });
       }
+    }
+  }
+
+  /**
+   * A node whose agent is gone: its node file keeps claiming what it last wrote, so every
+   * replica of it not known to have ended is recorded failed, with why.
+   */
+  markGone(node: string, detail: string): void {
+    for (const r of this.states.get(node)?.values() ?? []) {
+      if (r.state === 'exited' || r.state === 'failed') continue;
+      r.state = 'failed';
+      this.seen.set(`${node}\0${r.service}\0${r.replica}`, 'gone');
+      this.record({ service: r.service, replica: r.replica, node, state: 'failed', detail });
     }
   }
 

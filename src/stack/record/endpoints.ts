@@ -83,6 +83,8 @@ export interface EndpointsDocument {
    * "ports": {"master": 1025}}} (`ports` as a replica's).
    */
   shared?: Record<string, { host: string; ports: NonNullable<EndpointRecord['ports']> }>;
+  /** Writes to the run directory that failed (a full disk), each file once: the record is incomplete. */
+  writeFailures?: { path: string; error: string; at: string }[];
   /** Set by berth's watchdog after berth died and it stopped the services (see run-gone.ts). */
   ended?: { at: string; by: 'watchdog'; reason: string };
 }

@@ -1,8 +1,9 @@
 /*
  * record/: what a run leaves and shows. The run directory (run-dir.ts: endpoints.json,
  * events.jsonl, logs/, diagnostics/) and its records (endpoints.ts), how a run ended
- * (result.ts), the console on stderr (stack-console.ts with status-view.ts and the
- * replicas' prefixed output, replica-output.ts), what `berth up` says (stack-messages.ts),
+ * (result.ts), the writes that failed while it ran (write-failures.ts: a full disk), the
+ * console on stderr (stack-console.ts with status-view.ts and the replicas' prefixed output,
+ * replica-output.ts), what `berth up` says (stack-messages.ts),
  * and the watchdog's mark on a run whose berth died (run-gone.ts, watchdog-main.ts).
  * Writes and shows; decides nothing about the run.
  * May import: ../file/ and src/launch, src/allocate (types), src/util, src/errors; never
@@ -13,6 +14,7 @@ export type { RunDirOptions } from './run-dir.js';
 export { applyUpdate, formatEvent, portsRecord } from './endpoints.js';
 export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, StackEvent } from './endpoints.js';
 export type { SharedPorts, StackFailure, StackResult } from './result.js';
+export type { WriteFailure } from './write-failures.js';
 export { eraseFrame, formatAge, formatClock, formatEventLine, renderTable, StatusView, wantColor } from './status-view.js';
 export type { RenderOptions, StatusRow, StatusStream, StatusViewOptions } from './status-view.js';
 export type { StatusMode } from './stack-console.js';

@@ -1,4 +1,5 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
+import type { WriteFailure } from './write-failures.js';
 
 /*
  * How a run ended (StackResult, written by the teardown, told by stack-messages.ts) and the
@@ -41,4 +42,6 @@ export interface StackResult {
   runDir: string;
   /** ms from runStack() until every non-job service was ready, when that happened. */
   readyMs?: number;
+  /** Writes that failed while it ran (a full disk), each file once: then exitCode is 74 where it would be 0. */
+  writeFailures?: WriteFailure[];
 }

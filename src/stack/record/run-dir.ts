@@ -1,10 +1,11 @@
-import { closeSync, constants, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../../util/private-dir.js';
 import { openForAppend } from '../../util/safe-file.js';
 import { applyUpdate, formatEvent, portsRecord, type EndpointRecord, type EndpointsDocument, type ReplicaUpdate, type StackEvent } from './endpoints.js';
 import type { SharedPorts } from './result.js';
+import type { WriteFailures } from './write-failures.js';
 
 /*
  * The run directory of one `berth up`:
@@ -96,8 +97,13 @@ export class RunDir {
   /** When the last write of endpoints.json ended, and how long it took (performance.now() ms). */
   private lastWriteEnd = -Infinity;
   private lastWriteMs = 0;
-  /** A batched write that failed: thrown by the next update(), which stops the stack. */
+  /** Without `failures`: a batched write that failed, thrown by the next update(). */
   private writeFailure: BerthError | undefined;
+  /**
+   * Where a failed write is reported (a running stack's, write-failures.ts): the run goes on,
+   * each file is said once, and nothing is thrown. Without it a failed write throws.
+   */
+  failures: WriteFailures | undefined;
   /** Writes of endpoints.json so far (for benchmarks and tests). */
   endpointsWrites = 0;
   /** events.jsonl lines of this turn, not written yet. */
@@ -163,7 +169,15 @@ export class RunDir {
   private document(updated: string): EndpointsDocument {
     const entries = Object.entries(this.shared).map(([svc, s]) => [svc, { host: s.host, ports: portsRecord(s.ports) }]);
     const shared = entries.length > 0 ? { shared: Object.fromEntries(entries) } : {};
-    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...shared };
+    const failed = this.failures?.any ? { writeFailures: [...this.failures.list] } : {};
+    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...shared, ...failed };
+  }
+
+  /** A write that failed: reported (failures), else kept and thrown. */
+  private failed(file: string, e: unknown, what: string): void {
+    if (this.failures) return this.failures.report(file, e, what);
+    this.writeFailure = writeError(file, e);
+    throw this.writeFailure;
   }
 
   /** Writes pending changes now (nothing when events.jsonl and endpoints.json are current). */
@@ -172,17 +186,32 @@ export class RunDir {
     if (this.pending !== undefined) this.writeEndpoints(this.pending);
   }
 
-  /** Replaces endpoints.json with the current table now (a pending batched write is folded in). */
-  writeEndpoints(updated?: string): void {
+  /**
+   * Replaces endpoints.json with the current table now (a pending batched write is folded in).
+   * `final`: the run's last word. When the disk is full the atomic replace has no room for its
+   * temporary file; the last document is then written over the old one in place (truncated
+   * first, so it reuses its space): a reader might catch it half written, but it no longer
+   * claims replicas that have stopped.
+   */
+  writeEndpoints(updated?: string, final = false): void {
     this.flushEvents();
     this.cancelFlush();
     this.pending = undefined;
     const t0 = performance.now();
+    const text = () => JSON.stringify(this.document(updated ?? new Date().toISOString()), null, 2) + '\n';
     try {
-      replaceFile(this.endpointsFile, JSON.stringify(this.document(updated ?? new Date().toISOString()), null, 2) + '\n', this.tmpFile);
+      replaceFile(this.endpointsFile, text(), this.tmpFile);
     } catch (e) {
-      this.writeFailure = writeError(this.endpointsFile, e);
-      throw this.writeFailure;
+      const full = ['ENOSPC', 'EDQUOT'].includes((e as NodeJS.ErrnoException).code ?? '');
+      // Reported first: the document written in place then lists the failure too.
+      this.failed(this.endpointsFile, e, final ? 'it may hold an older state' : 'it may lag behind the stack');
+      if (final && full) {
+        try {
+          overwriteFile(this.endpointsFile, text());
+        } catch {
+          // said above
+        }
+      }
     } finally {
       this.lastWriteEnd = performance.now();
       this.lastWriteMs = this.lastWriteEnd - t0;
@@ -219,7 +248,9 @@ export class RunDir {
       // Opened now: a run directory that cannot take events fails the first change, not later.
       this.eventsFd ??= openForAppend(this.eventsFile);
     } catch (e) {
-      throw writeError(this.eventsFile, e);
+      if (!this.failures) throw writeError(this.eventsFile, e);
+      this.failures.report(this.eventsFile, e, 'state changes from here on are not in it');
+      return;
     }
     this.eventLines.push(formatEvent(ev));
     this.eventsImmediate ??= setImmediate(() => {
@@ -238,12 +269,21 @@ export class RunDir {
     if (this.eventLines.length === 0 || this.eventsFd === undefined) return;
     const buf = Buffer.from(this.eventLines.join(''));
     this.eventLines = [];
+    let off = 0;
     try {
       // O_APPEND: each write lands whole at the end; a short write continues where it stopped.
-      for (let off = 0; off < buf.length; ) off += writeSync(this.eventsFd, buf, off);
+      while (off < buf.length) off += writeSync(this.eventsFd, buf, off);
     } catch (e) {
-      this.writeFailure = writeError(this.eventsFile, e);
-      throw this.writeFailure;
+      // Half a line (a disk that filled mid-write) would spoil the lines written after it:
+      // cut back to where this write began (berth is the log's only writer).
+      if (off > 0) {
+        try {
+          ftruncateSync(this.eventsFd, fstatSync(this.eventsFd).size - off);
+        } catch {
+          // it stays as it is
+        }
+      }
+      this.failed(this.eventsFile, e, 'state changes from here on may be missing');
     }
   }
 
@@ -269,23 +309,35 @@ export class RunDir {
  * suffices: berth is the only writer of its run directory and writes synchronously.
  */
 function replaceFile(path: string, text: string, tmp: string): void {
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
+  let fd: number | undefined = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);
   try {
     const buf = Buffer.from(text);
     let off = 0;
     while (off < buf.length) off += writeSync(fd, buf, off);
-  } finally {
     closeSync(fd);
-  }
-  try {
+    fd = undefined;
     renameSync(tmp, path);
   } catch (e) {
+    // A half-written temporary file (a full disk) must not stay behind either.
+    if (fd !== undefined) closeSync(fd);
     try {
       unlinkSync(tmp);
     } catch {
       // already gone
     }
     throw e;
+  }
+}
+
+/** Writes `text` over the file at `path` in place (no temporary file: a full disk's last resort). */
+function overwriteFile(path: string, text: string): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_NOFOLLOW);
+  try {
+    ftruncateSync(fd, 0);
+    const buf = Buffer.from(text);
+    for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off);
+  } finally {
+    closeSync(fd);
   }
 }
 

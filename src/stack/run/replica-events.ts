@@ -42,6 +42,9 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
     case 'warning':
       st.warn(e.message);
       break;
+    case 'write-failed':
+      st.writeFailures.report(e.path, e.error, `the rest of ${rep.label}'s output is not in it`);
+      break;
     case 'audit': {
       // The console heard them once, as a 'warning' (or not at all: acknowledged by `strays:`):
       // here they become the replica's record, events.jsonl's detail and endpoints.json, and

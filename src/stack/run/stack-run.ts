@@ -12,6 +12,7 @@ import { localTopology, type Topology } from '../file/ranks.js';
 import { socketPathProblems } from '../file/replica-dir-path.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackConsole } from '../record/stack-console.js';
+import { WriteFailures } from '../record/write-failures.js';
 import type { RunStackOptions, StackFailure, StackResult } from './types.js';
 import type { Happened } from './happened.js';
 
@@ -43,6 +44,8 @@ export class StackRun {
   forced = false;
   stackReadyMs: number | undefined;
   private writeBroken = false;
+  /** Writes that failed (a full disk): said once each; the end's status 0 becomes 74 (teardown.ts). */
+  readonly writeFailures: WriteFailures;
   readonly whenReady = deferred<EndpointsDocument>();
   readonly whenDone = deferred<StackResult>();
   private readonly sleepers = new Set<() => void>();
@@ -73,6 +76,12 @@ export class StackRun {
     if (deep.length > 0) throw new BerthError(EXIT.USAGE, deep.join('\n'), { path: this.run.path });
     this.runGuard = guardRunDir(this.run.path);
     this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
+    // Said as berth's warnings are: above the status display, and to the caller's onWarning.
+    this.writeFailures = new WriteFailures((text) => {
+      this.console.message(text);
+      this.o.onWarning?.(text.replace(/^berth: /, ''));
+    });
+    this.run.failures = this.writeFailures;
     this.nodes = spec.services.map((s) => ({ name: s.name, dependsOn: s.dependsOn }));
     // External services take their place in the stop order (teardown calls o.stopExternal), as started first.
     for (const x of o.externalServices ?? []) {

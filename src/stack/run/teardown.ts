@@ -111,7 +111,7 @@ function finish(st: StackRun): void {
     // none made
   }
   try {
-    st.run.writeEndpoints();
+    st.run.writeEndpoints(undefined, true);
   } catch {
     // reported when it first failed
   }
@@ -125,10 +125,13 @@ function finish(st: StackRun): void {
   else if (reason === 'job') exitCode = st.job?.status ?? 0;
   else if (reason === 'signal') exitCode = 128 + signalNumber(st.endSignal ?? 'SIGTERM');
   else exitCode = 0;
+  // A record that could not be written (a full disk) is no clean run: 74, unless it failed otherwise.
+  if (exitCode === 0 && st.writeFailures.any) exitCode = st.writeFailures.exitCode;
   const result: StackResult = { exitCode, reason, runDir: st.run.path };
   if (st.endSignal) result.signal = st.endSignal;
   if (st.failure) result.failure = st.failure;
   if (st.job) result.job = st.job;
   if (st.stackReadyMs !== undefined) result.readyMs = Math.round(st.stackReadyMs);
+  if (st.writeFailures.any) result.writeFailures = [...st.writeFailures.list];
   st.whenDone.resolve(result);
 }
