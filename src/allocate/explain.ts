@@ -2,6 +2,7 @@ import { formatRange, normalizeRanges } from '../host/intervals.js';
 import { formatReservedPorts } from '../host/sysctl.js';
 import type { PortRange } from '../host/types.js';
 import { cleanText } from '../util/clean-text.js';
+import { redactText } from '../util/redact.js';
 import type { AllocationReport, PortSource } from './types.js';
 
 /*
@@ -41,7 +42,7 @@ type InUse = AllocationReport['excluded']['inUse'][number];
 type Leased = AllocationReport['excluded']['leased'][number];
 
 // Names and command lines may be other users': never print their control characters.
-const command = (c: string | undefined) => (c ? ` (${cleanText(truncate(c, 60))})` : '');
+const command = (c: string | undefined) => (c ? ` (${cleanText(truncate(redactText(c, { commandLine: true }), 60))})` : '');
 
 export function describeInUse(u: InUse, isRoot = false): string {
   if (u.inProgress) return `${u.port} being allocated by berth${u.pid !== undefined ? ` pid ${u.pid}` : ''}${command(u.command)} (a set in progress)`;
