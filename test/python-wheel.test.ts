@@ -14,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { requireNetns, runCollect, runInNetns, type RunResult } from './helpers/netns.js';
 import { EMULATION_ENV, requireEmulation } from './helpers/qemu.js';
+import { NEED, requireNeeds } from './helpers/require.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** Debian's interpreter, never a pyenv shim (house rule). */
@@ -71,7 +72,7 @@ function outputMatches(expected: string, actual: string): boolean {
 }
 
 test('python wheel (x86_64): a fresh venv, no node or npx on PATH, outside the clone: berth, python -m berth, import berth and the README examples', { timeout: 900_000 }, async (t) => {
-  if (!requireNetns(t)) return;
+  if (!requireNetns(t) || !requireNeeds(t, NEED.setuptools, NEED.wheel, NEED.venv, NEED.pip)) return;
   const dir = scratch(t);
   const t0 = Date.now();
   const whl = buildWheel(dir, ['--arch', 'x64'], '-py3-none-manylinux_2_28_x86_64.whl');
@@ -123,7 +124,7 @@ test('python wheel (x86_64): a fresh venv, no node or npx on PATH, outside the c
 });
 
 test('python wheel (aarch64): tags and contents, accepted by pip for an aarch64 machine, its berth runs under qemu', { timeout: 900_000 }, async (t) => {
-  if (!requireEmulation(t)) return;
+  if (!requireEmulation(t) || !requireNeeds(t, NEED.setuptools, NEED.wheel, NEED.pip)) return;
   const dir = scratch(t);
   const t0 = Date.now();
   const whl = buildWheel(dir, ['--arch', 'arm64'], '.whl');
@@ -151,6 +152,7 @@ test('python wheel (aarch64): tags and contents, accepted by pip for an aarch64 
 });
 
 test('python wheel (pure): the client alone, for people who bring their own berth', { timeout: 300_000 }, (t) => {
+  if (!requireNeeds(t, NEED.setuptools, NEED.wheel)) return;
   const dir = scratch(t);
   const whl = buildWheel(dir, ['--pure'], '.whl');
   assert.equal(whl.split('/').pop(), `berth-${VERSION}-py3-none-any.whl`);

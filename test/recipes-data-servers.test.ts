@@ -21,6 +21,7 @@ const PG = '/usr/lib/postgresql/15/bin';
 function need(t: TestContext, file: string, pkg: string): boolean {
   if (existsSync(file)) return true;
   if (process.env.CI === 'true') assert.fail(`${file} is missing: .ci/run installs ${pkg}`);
+  process.stderr.write(`\n!!! SKIPPING "${t.name}": ${file} is missing (Debian: apt-get install ${pkg}). In CI this is a failure.\n\n`);
   t.skip(`SKIP: ${file} is missing; install Debian's ${pkg} to run this recipe`);
   return false;
 }

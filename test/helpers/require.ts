@@ -28,6 +28,8 @@ export const NEED = {
   torch: { python: 'torch', pkg: 'python3-torch' },
   pip: { python: 'pip', pkg: 'python3-pip' },
   setuptools: { python: 'setuptools', pkg: 'python3-setuptools' },
+  wheel: { python: 'wheel', pkg: 'python3-wheel' },
+  venv: { python: 'ensurepip', pkg: 'python3-venv' },
   redisServer: { program: 'redis-server', pkg: 'redis-server' },
   redisCli: { program: 'redis-cli', pkg: 'redis-tools' },
   nginx: { program: 'nginx', pkg: 'nginx' },
