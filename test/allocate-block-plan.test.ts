@@ -165,7 +165,7 @@ describe('block exit-69 message', () => {
     });
     assert.match(m, /^no 30 contiguous usable ports in band b \(30000-30079\) \(80 considered, 56 usable\): the longest run of usable ports is 30023-30049 \(27\)/);
     assert.match(m, /30010 TIME_WAIT/);
-    assert.match(m, /30022 being leased by berth pid 778/);
+    assert.match(m, /30022 being allocated by berth pid 778 \(a set in progress\)/);
     assert.match(m, /20 inside the ephemeral range 30050-30999/);
     assert.match(m, /ask for a smaller block \(--block\)/);
   });
