@@ -49,7 +49,9 @@ test('refused: not a list, not the whole word, a separator, outside command:', (
   assert.match(err('{...node.port}')[0]!, /uses \{\.\.\.node\.port\}: only a list of every replica .* can be spread, and \{node\.port\} is one value/);
   assert.match(err('{...port}')[0]!, /\{port\} is one value/);
   assert.match(err('{...node.port|{}}')[0]!, /can be spread, and \{node\.port\} is one value/);
-  assert.match(err('--nodes={...node.hostports}')[0]!, /a spread list must be a command: word of its own, but this word also holds "--nodes="; move that text into the pattern \(\{\.\.\.LIST\|PATTERN\}/);
+  // The fix, written out: the text into the pattern (one argument each), or the joined list.
+  assert.match(err('--nodes={...node.hostports}')[0]!, /a spread list must be a command: word of its own, but this word also holds "--nodes="; for one argument per entry write "\{\.\.\.node\.hostports\|--nodes=\{\}\}"; for one argument with the comma-joined list, "--nodes=\{node\.hostports\}"/);
+  assert.match(err('{port}:{...node.ports}')[0]!, /but this word also holds "\{port\}:"; move that text into the pattern \(\{\.\.\.LIST\|PATTERN\}/);
   assert.match(err('{...node.ports}{...node.ports}')[0]!, /a command: word of its own/);
   assert.match(err('{...node.ports|{}| }')[0]!, /takes no separator; write \{\.\.\.LIST\|PATTERN\}/);
   assert.match(err('{...node.hostports}', false)[0]!, /can only be a word of command:; here write \{node\.hostports\} for the comma-joined list/);

@@ -1,9 +1,8 @@
-import { isIP } from 'node:net';
 import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../../allocate/port-set.js';
 import { BerthError, EXIT } from '../../errors.js';
 import { formatEntries, scanListFormat, type ListEntry, type ListFormat } from './list-format.js';
 import type { Rank } from './ranks.js';
-import { schemeUrl } from './server-keys.js';
+import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
@@ -33,6 +32,9 @@ import { schemeUrl } from './server-keys.js';
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
+
+// Where a replica is reached: its own file, re-exported for the callers that import it from here.
+export { endpointHostPort, endpointUrl, reachableHost, type Endpoint };
 
 export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | RankField;
 export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
@@ -184,9 +186,19 @@ export function parseTemplate(template: string, opts: ParseOptions = {}): Parsed
   const spreads = parts.filter((p) => typeof p !== 'string' && p.kind === 'service' && p.spread) as Placeholder[];
   for (const p of spreads) {
     if (!opts.commandWord) errors.push({ kind: 'spread', text: p.text, problem: `a list spread into one argument per entry can only be a word of command:; here write {${p.text.slice(1 + SPREAD.length)} for the comma-joined list` });
-    else if (parts.length > 1) errors.push({ kind: 'spread', text: p.text, problem: `a spread list must be a command: word of its own, but this word also holds ${JSON.stringify(template.replace(p.text, ''))}; move that text into the pattern ({...LIST|PATTERN}, e.g. {...svc.hostports|--peer={}}) or into a word of its own` });
+    else if (parts.length > 1) errors.push({ kind: 'spread', text: p.text, problem: `a spread list must be a command: word of its own, but this word also holds ${JSON.stringify(template.replace(p.text, ''))}; ${spreadFix(parts, p)}` });
   }
   return { parts, errors };
+}
+
+/** What to write instead of text beside a spread: the text in its pattern, or the joined list. */
+function spreadFix(parts: TemplatePart[], p: Placeholder): string {
+  const i = parts.indexOf(p);
+  const [pre, post] = [parts[i - 1] ?? '', parts[i + 1] ?? ''];
+  const inner = p.text.slice(1 + SPREAD.length, -1);
+  const plain = parts.length - (pre === '' ? 0 : 1) - (post === '' ? 0 : 1) === 1 && typeof pre === 'string' && typeof post === 'string' && !inner.includes('|') && !/[{}|]/.test(pre + post);
+  if (!plain) return 'move that text into the pattern ({...LIST|PATTERN}, e.g. {...svc.hostports|--peer={}}) or into a word of its own';
+  return `for one argument per entry write ${JSON.stringify(`{...${inner}|${pre}{}${post}}`)}; for one argument with the comma-joined list, ${JSON.stringify(`${pre}{${inner}}${post}`)}`;
 }
 
 /** The placeholders of a template, in order (for load-time checks); spread lists included. */
@@ -203,37 +215,6 @@ export function describeTemplateError(e: TemplateError): string {
   if (e.kind === 'unclosed') return `has a "{" with no closing "}" (write {{ for a literal "{")`;
   if (e.kind === 'format' || e.kind === 'spread') return `uses ${e.text}: ${e.problem}`;
   return `uses unknown placeholder ${e.text}; known: ${KNOWN_PLACEHOLDERS} (write {{ for a literal "{")`;
-}
-
-export interface Endpoint {
-  host: string;
-  /** The primary port. */
-  port: number;
-  /** Every named port of the replica (its `ports:` set), when known. */
-  ports?: readonly AssignedPorts[];
-  /** The node it runs on and that node's index among its service's nodes (templates' replica entries). */
-  node?: string;
-  nodeRank?: number;
-  /** Its service's `scheme:` (default http; null: none, no URL). */
-  scheme?: string | null;
-}
-
-/** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
-export function reachableHost(host: string): string {
-  if (host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '::1';
-  return host;
-}
-
-/** HOST:PORT of the reachable host, with IPv6 literals bracketed. */
-export function endpointHostPort(e: Endpoint): string {
-  const h = reachableHost(e.host);
-  return `${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
-}
-
-/** SCHEME://HOST:PORT (http by default), IPv6 literals bracketed; null for `scheme: none`. */
-export function endpointUrl(e: Endpoint): string | null {
-  return schemeUrl(e.scheme, endpointHostPort(e));
 }
 
 /** The URL a placeholder asks for; load-time checks refuse {svc.url} of a service without a scheme. */
