@@ -89,6 +89,8 @@ describe('recipes of servers with data (examples/recipes), run with Debian\'s pa
     const [create] = u.records('create');
     assert.deepEqual([create!.port, create!.state], [null, 'exited']);
     assert.match(u.log('create-0.out'), /\[OK\] All 16384 slots covered/);
+    // {...node.hostports}: redis-cli got one HOST:PORT argument per node (no sh to split them).
+    for (const n of nodes) assert.match(u.log('create-0.out'), new RegExp(`^M: [0-9a-f]+ 127\\.0\\.0\\.1:${n.port}$`, 'm'));
     assert.doesNotMatch(u.r.stderr, /warning: .*listen/i, 'no listener outside the leased ports (the bus is declared)');
   });
 });

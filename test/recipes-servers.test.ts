@@ -110,18 +110,28 @@ describe('server recipes (examples/recipes), run with Debian\'s packages', { con
     });
   }
 
-  test('a 3-member etcd cluster: --initial-cluster rendered from every member\'s leased peer port, all healthy', async (t) => {
+  test('a 3-member etcd cluster from flags: --initial-cluster from every member\'s leased peer port, each member\'s data in its directory, the member list', async (t) => {
     const u = await up(t, recipe('etcd-cluster'), 'etcd', [NEED.etcd, NEED.etcdctl]);
     if (!u) return;
     assert.equal(u.r.code, 0, u.r.stderr);
-    // etcdctl writes its health lines to stderr; the job's output passes through berth's.
-    const out = u.r.stdout + u.r.stderr;
-    const healthy = [...out.matchAll(/^127\.0\.0\.1:(\d+) is healthy/gm)].map((m) => Number(m[1]));
-    assert.equal(new Set(healthy).size, 3, out);
-    const conf = readFileSync(join(u.run, 'data', 'etcd-2', 'etcd.yaml'), 'utf8');
-    const cluster = /^initial-cluster: (.*)$/m.exec(conf)?.[1] ?? '';
-    assert.match(cluster, /^m0=http:\/\/127\.0\.0\.1:\d+,m1=http:\/\/127\.0\.0\.1:\d+,m2=http:\/\/127\.0\.0\.1:\d+$/, conf);
-    assert.match(conf, /^name: m2$/m);
+    const doc = JSON.parse(readFileSync(join(u.run, 'endpoints.json'), 'utf8')) as { replicas: { service: string; replica: number; ports?: { client: number; peer: number } }[] };
+    const members = doc.replicas.filter((x) => x.service === 'etcd').sort((a, b) => a.replica - b.replica);
+    assert.equal(members.length, 3);
+    // The job's `etcdctl member list`: the cluster formed of all three, each named m<replica>
+    // (--name=m{replica}) at its leased peer and client port — so every member was given the
+    // same --initial-cluster (m{index}=http://{hostport}) and the same --initial-cluster-token.
+    const listed = u.r.stdout.trim().split('\n').map((l) => l.split(', ').slice(1, 5).join(' ')).sort();
+    assert.deepEqual(listed, members.map((m) => `started m${m.replica} http://127.0.0.1:${m.ports!.peer} http://127.0.0.1:${m.ports!.client}`), u.r.stdout);
+    const ids = new Set<string>();
+    for (const m of members) {
+      const log = u.log(`etcd-${m.replica}.err`);
+      assert.match(log, new RegExp(`name = m${m.replica}$`, 'm'));
+      // --data-dir={dir}/data: the member's data in its own replica directory.
+      assert.match(log, new RegExp(`data dir = ${join(u.run, 'data', `etcd-${m.replica}`, 'data').replace(/[.]/g, '\\.')}$`, 'm'));
+      assert.ok(existsSync(join(u.run, 'data', `etcd-${m.replica}`, 'data', 'member')), 'etcd wrote its member directory there');
+      ids.add(/starting member \w+ in cluster (\w+)/.exec(log)?.[1] ?? '');
+    }
+    assert.equal(ids.size, 1, 'one cluster id: the same token and initial cluster on every member');
   });
 
   test('gunicorn with --bind fd://3 fails with "Bad file descriptor" (why the recipe has no --bind)', async (t) => {

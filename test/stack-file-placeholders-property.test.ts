@@ -7,12 +7,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseTemplate, resolveTemplate, type ResolveContext } from '../src/stack/file/placeholders.js';
+import { parseTemplate, resolveCommand, resolveTemplate, type ResolveContext } from '../src/stack/file/placeholders.js';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 
 const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}', '{gpu}', '{engine.url}', '{engine.urls}', '{engine.port}', '{engine.ports}', '{db.port}', '{x.y.port}', '{Engine-2.url}', '{.port}', '{port', 'port}', '{}', '{ port }', 'http://', ':',
   // per-entry formats (list-format.ts)
-  '|', '{engine.urls|', '{engine.hostports|nats://{}}', '{db.ports|{index}={hostport}|;}', '{index}', '{hostport}', '{engine.port|'];
+  '|', '{engine.urls|', '{engine.hostports|nats://{}}', '{db.ports|{index}={hostport}|;}', '{index}', '{hostport}', '{engine.port|',
+  // lists spread into command words
+  '...', '{...', '{...engine.hostports}', '{...engine.urls|-u={}}', '{...port}', '{...db.ports|{}|;}'];
 const template = fc.oneof(anyText(80), tokenSoup(TOKENS, 20));
 
 const ctx: ResolveContext = {
@@ -32,12 +34,14 @@ test('parseTemplate: never throws; literals (with "{" written "{{") and placehol
   holds(
     template,
     (t) => {
-      const r = outcome(() => parseTemplate(t));
-      assert.ok(r.ok);
-      const { parts, errors } = r.value;
-      if (errors.length > 0) return; // malformed: refused at load, its text kept only for messages
-      const back = parts.map((p) => (typeof p === 'string' ? p.split('{').join('{{') : p.text)).join('');
-      assert.equal(back, t);
+      for (const commandWord of [false, true]) {
+        const r = outcome(() => parseTemplate(t, { commandWord }));
+        assert.ok(r.ok);
+        const { parts, errors } = r.value;
+        if (errors.length > 0) continue; // malformed: refused at load, its text kept only for messages
+        const back = parts.map((p) => (typeof p === 'string' ? p.split('{').join('{{') : p.text)).join('');
+        assert.equal(back, t);
+      }
     },
     { seed: 3301, numRuns: 500 },
   );
@@ -66,6 +70,46 @@ test('resolveTemplate: every placeholder filled, or exit 65 for a malformed temp
 
 test('resolveTemplate: placeholders mean this replica and its dependencies', () => {
   assert.equal(resolveTemplate('{{"p": {port}, "r": {replica}} {engine.urls} {db.url} {gpu}', ctx), '{"p": 20001, "r": 1} http://127.0.0.1:20100,http://[::1]:20101 http://127.0.0.1:5432 3');
+});
+
+test('resolveCommand: a {...LIST|P{}S} word is the bare list, one word per entry between P and S; any other word is resolveTemplate\'s', () => {
+  const lists = ['engine.ports', 'engine.urls', 'engine.hosts', 'engine.hostports', 'db.urls'];
+  const spread = fc.record({ list: fc.constantFrom(...lists), pre: plain, post: plain }).map(({ list, pre, post }) => ({
+    word: pre === '' && post === '' ? `{...${list}}` : `{...${list}|${pre}{}${post}}`,
+    words: resolveTemplate(`{${list}}`, ctx).split(',').map((v) => pre + v + post),
+  }));
+  const other = template.map((word) => ({ word, words: undefined }));
+  holds(
+    fc.array(fc.oneof(spread, other), { maxLength: 6 }),
+    (items) => {
+      const r = outcome(() => resolveCommand(items.map((x) => x.word), ctx), new Set([65, 70]));
+      const want: string[] = [];
+      for (const x of items) {
+        if (x.words) {
+          want.push(...x.words);
+          continue;
+        }
+        const whole = parseTemplate(x.word, { commandWord: true });
+        const only = whole.parts[0];
+        if (whole.errors.length === 0 && whole.parts.length === 1 && typeof only !== 'string' && only?.kind === 'service' && only.spread) {
+          // A word that is a spread list: its entries, as the same format joined by a separator no entry holds.
+          const inner = only.text.slice('{...'.length, -1);
+          want.push(...resolveTemplate(`{${inner}${only.format ? '' : '|{}'}|\u2063}`, ctx).split('\u2063'));
+          continue;
+        }
+        const one = outcome(() => resolveTemplate(x.word, ctx), new Set([65, 70]));
+        if (!one.ok) {
+          // A malformed word (or a misplaced spread, refused at load) fails the whole command.
+          assert.ok(!r.ok, x.word);
+          return;
+        }
+        want.push(one.value);
+      }
+      assert.ok(r.ok, JSON.stringify(items));
+      assert.deepEqual(r.value, want);
+    },
+    { seed: 3304, numRuns: 300 },
+  );
 });
 
 /** Text without the format's own characters ("{", "}", "|"): a pattern's literal parts, a separator. */

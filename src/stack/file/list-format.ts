@@ -46,6 +46,8 @@ export interface FormatScan {
   end: number;
   /** What is wrong with the format, in words; [] when it is well formed. */
   problems: string[];
+  /** Whether a separator was written (a spread list takes none). */
+  sepGiven: boolean;
 }
 
 /**
@@ -66,7 +68,7 @@ export function scanListFormat(t: string, from: number): FormatScan | undefined 
     const c = t[i]!;
     if (c === '}') {
       if (literal !== '') pattern.push(literal);
-      return { format: { pattern, sep: sep ?? ',' }, end: i, problems };
+      return { format: { pattern, sep: sep ?? ',' }, end: i, problems, sepGiven: sep !== undefined };
     }
     if (c === '{' && t[i + 1] === '{') {
       push('{');
@@ -104,9 +106,7 @@ export function scanListFormat(t: string, from: number): FormatScan | undefined 
   return undefined;
 }
 
-/** The entries written by the pattern, joined by the separator. */
-export function formatList(entries: readonly ListEntry[], f: ListFormat): string {
-  return entries
-    .map((e) => f.pattern.map((p) => (typeof p === 'string' ? p : p.field === '' ? e.value : String(e[p.field]))).join(''))
-    .join(f.sep);
+/** Each entry written by the pattern. */
+export function formatEntries(entries: readonly ListEntry[], f: ListFormat): string[] {
+  return entries.map((e) => f.pattern.map((p) => (typeof p === 'string' ? p : p.field === '' ? e.value : String(e[p.field]))).join(''));
 }

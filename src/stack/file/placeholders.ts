@@ -1,9 +1,8 @@
-import { isIP } from 'node:net';
 import { PORT_FIELDS, PORT_NAME_RE, portValue, type AssignedPorts, type PortField } from '../../allocate/port-set.js';
 import { BerthError, EXIT } from '../../errors.js';
-import { formatList, scanListFormat, type ListEntry, type ListFormat } from './list-format.js';
+import { formatEntries, scanListFormat, type ListEntry, type ListFormat } from './list-format.js';
 import type { Rank } from './ranks.js';
-import { schemeUrl } from './server-keys.js';
+import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
@@ -24,12 +23,18 @@ import { schemeUrl } from './server-keys.js';
  *                                                  port NAME is the one of every replica)
  * FIELD is first, last, range (LO-HI) or count; without it a block gives its first port.
  * A list ({svc.ports}, {svc.urls}, {svc.hosts}, {svc.hostports}, {svc.ports.NAME[.FIELD]})
- * may be formatted per entry, {LIST|PATTERN} or {LIST|PATTERN|SEP} (list-format.ts).
+ * may be formatted per entry, {LIST|PATTERN} or {LIST|PATTERN|SEP} (list-format.ts), and a
+ * command: word that is exactly {...LIST} or {...LIST|PATTERN} becomes one argv word per entry
+ * (redis-cli --cluster create h:p h:p h:p). Before this "{..." was always an unknown
+ * placeholder, so no stack file that loaded changes meaning.
  * Read by position, so nothing is ambiguous: a leading "ports" is always the own set (no
  * service may be called "ports"), a FIELD only ever follows a port NAME.
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
  * Parsing is one left-to-right scan: templates are parsed once at load and per start.
  */
+
+// Where a replica is reached: its own file, re-exported for the callers that import it from here.
+export { endpointHostPort, endpointUrl, reachableHost, type Endpoint };
 
 export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | RankField;
 export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
@@ -44,7 +49,7 @@ export type Placeholder =
   /** {templates.NAME}: the path of this replica's rendered config file NAME. */
   | { kind: 'template'; template: string; text: string }
   /** `port`/`part` only for {svc.port.NAME[.FIELD]} and {svc.ports.NAME[.FIELD]}. */
-  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: OwnPart; format?: ListFormat; text: string };
+  | { kind: 'service'; service: string; field: ServiceField; port?: string; part?: OwnPart; format?: ListFormat; spread?: true; text: string };
 
 export type TemplatePart = string | Placeholder;
 
@@ -54,7 +59,9 @@ export type TemplateError =
   /** A `{` with no `}` after it. */
   | { kind: 'unclosed'; offset: number }
   /** `{LIST|PATTERN}` that is wrong: not a list, or a pattern naming no entry field. */
-  | { kind: 'format'; text: string; problem: string };
+  | { kind: 'format'; text: string; problem: string }
+  /** `{...LIST}` where it cannot stand: not a list, not a whole command word, a separator. */
+  | { kind: 'spread'; text: string; problem: string };
 
 export interface ParsedTemplate {
   parts: TemplatePart[];
@@ -67,6 +74,8 @@ const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host
 
 /** Service names: letters, digits, "_" and "-", starting with a letter (no "." so {svc.port} is unambiguous). */
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
+const LISTS = '{SERVICE.ports}, .urls, .hosts, .hostports, .ports.NAME';
 
 /** The first segment that means "this replica's own set"; no service may have this name. */
 export const OWN_SET = 'ports';
@@ -102,7 +111,15 @@ function classify(inner: string, text: string): Placeholder | undefined {
   return { kind: 'service', service, field: field as ServiceField, port, ...(part !== undefined ? { part } : {}), text };
 }
 
-export function parseTemplate(template: string): ParsedTemplate {
+/** The mark of a list spread into one command word per entry: {...LIST}. */
+export const SPREAD = '...';
+
+export interface ParseOptions {
+  /** The text is one command: word, where {...LIST} may stand (alone). */
+  commandWord?: boolean;
+}
+
+export function parseTemplate(template: string, opts: ParseOptions = {}): ParsedTemplate {
   const parts: TemplatePart[] = [];
   const errors: TemplateError[] = [];
   let literal = '';
@@ -119,22 +136,25 @@ export function parseTemplate(template: string): ParsedTemplate {
       i = open + 2;
       continue;
     }
-    const bar = template.indexOf('|', open + 1);
-    let close = template.indexOf('}', open + 1);
-    if (bar >= 0 && (close < 0 || bar < close) && !template.slice(open + 1, bar).includes('{')) {
+    const spread = template.startsWith(SPREAD, open + 1);
+    const from = spread ? open + 1 + SPREAD.length : open + 1;
+    const bar = template.indexOf('|', from);
+    let close = template.indexOf('}', from);
+    if (bar >= 0 && (close < 0 || bar < close) && !template.slice(from, bar).includes('{')) {
       // {LIST|PATTERN[|SEP]}: a format, whose fields are in braces of their own.
       const scan = scanListFormat(template, bar + 1);
       if (scan) {
         const text = template.slice(open, scan.end + 1);
-        const ph = classify(template.slice(open + 1, bar), text);
+        const ph = classify(template.slice(from, bar), text);
         const list = ph?.kind === 'service' && isList(ph);
-        if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica ({SERVICE.ports}, .urls, .hosts, .hostports, .ports.NAME) can be formatted per entry, and {${template.slice(open + 1, bar)}} is one value` });
+        if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica (${LISTS}) can be ${spread ? 'spread' : 'formatted per entry'}, and {${template.slice(from, bar)}} is one value` });
         for (const problem of scan.problems) errors.push({ kind: 'format', text, problem });
+        if (spread && scan.sepGiven) errors.push({ kind: 'spread', text, problem: 'a spread list is one command word per entry, so it takes no separator; write {...LIST|PATTERN}' });
         if (!ph) errors.push({ kind: 'unknown', text: template.slice(open, bar) + '}' });
         if (ph && list && scan.problems.length === 0) {
           if (literal !== '') parts.push(literal);
           literal = '';
-          parts.push({ ...ph, format: scan.format });
+          parts.push({ ...ph, format: scan.format, ...(spread ? { spread: true as const } : {}) });
         } else literal += text;
         i = scan.end + 1;
         continue;
@@ -147,11 +167,14 @@ export function parseTemplate(template: string): ParsedTemplate {
       break;
     }
     const text = template.slice(open, close + 1);
-    const ph = classify(template.slice(open + 1, close), text);
-    if (ph) {
+    const ph = classify(template.slice(from, close), text);
+    if (ph && spread && !(ph.kind === 'service' && isList(ph))) {
+      errors.push({ kind: 'spread', text, problem: `only a list of every replica (${LISTS}) can be spread, and {${template.slice(from, close)}} is one value` });
+      literal += text;
+    } else if (ph) {
       if (literal !== '') parts.push(literal);
       literal = '';
-      parts.push(ph);
+      parts.push(spread ? { ...ph, spread: true } as Placeholder : ph);
     } else {
       errors.push({ kind: 'unknown', text });
       literal += text;
@@ -159,12 +182,28 @@ export function parseTemplate(template: string): ParsedTemplate {
     i = close + 1;
   }
   if (literal !== '') parts.push(literal);
+  // Kept in parts even when misplaced, so dependency checks still see the service it names.
+  const spreads = parts.filter((p) => typeof p !== 'string' && p.kind === 'service' && p.spread) as Placeholder[];
+  for (const p of spreads) {
+    if (!opts.commandWord) errors.push({ kind: 'spread', text: p.text, problem: `a list spread into one argument per entry can only be a word of command:; here write {${p.text.slice(1 + SPREAD.length)} for the comma-joined list` });
+    else if (parts.length > 1) errors.push({ kind: 'spread', text: p.text, problem: `a spread list must be a command: word of its own, but this word also holds ${JSON.stringify(template.replace(p.text, ''))}; ${spreadFix(parts, p)}` });
+  }
   return { parts, errors };
 }
 
-/** The placeholders of a template, in order (for load-time checks). */
+/** What to write instead of text beside a spread: the text in its pattern, or the joined list. */
+function spreadFix(parts: TemplatePart[], p: Placeholder): string {
+  const i = parts.indexOf(p);
+  const [pre, post] = [parts[i - 1] ?? '', parts[i + 1] ?? ''];
+  const inner = p.text.slice(1 + SPREAD.length, -1);
+  const plain = parts.length - (pre === '' ? 0 : 1) - (post === '' ? 0 : 1) === 1 && typeof pre === 'string' && typeof post === 'string' && !inner.includes('|') && !/[{}|]/.test(pre + post);
+  if (!plain) return 'move that text into the pattern ({...LIST|PATTERN}, e.g. {...svc.hostports|--peer={}}) or into a word of its own';
+  return `for one argument per entry write ${JSON.stringify(`{...${inner}|${pre}{}${post}}`)}; for one argument with the comma-joined list, ${JSON.stringify(`${pre}{${inner}}${post}`)}`;
+}
+
+/** The placeholders of a template, in order (for load-time checks); spread lists included. */
 export function placeholdersOf(template: string): Placeholder[] {
-  return parseTemplate(template).parts.filter((p): p is Placeholder => typeof p !== 'string');
+  return parseTemplate(template, { commandWord: true }).parts.filter((p): p is Placeholder => typeof p !== 'string');
 }
 
 /** Whether a service placeholder is a list of every replica (it may take a per-entry format). */
@@ -174,39 +213,8 @@ function isList(p: Placeholder & { kind: 'service' }): boolean {
 
 export function describeTemplateError(e: TemplateError): string {
   if (e.kind === 'unclosed') return `has a "{" with no closing "}" (write {{ for a literal "{")`;
-  if (e.kind === 'format') return `uses ${e.text}: ${e.problem}`;
+  if (e.kind === 'format' || e.kind === 'spread') return `uses ${e.text}: ${e.problem}`;
   return `uses unknown placeholder ${e.text}; known: ${KNOWN_PLACEHOLDERS} (write {{ for a literal "{")`;
-}
-
-export interface Endpoint {
-  host: string;
-  /** The primary port. */
-  port: number;
-  /** Every named port of the replica (its `ports:` set), when known. */
-  ports?: readonly AssignedPorts[];
-  /** The node it runs on and that node's index among its service's nodes (templates' replica entries). */
-  node?: string;
-  nodeRank?: number;
-  /** Its service's `scheme:` (default http; null: none, no URL). */
-  scheme?: string | null;
-}
-
-/** The address to reach a host at: a wildcard bind is reached on loopback of its family. */
-export function reachableHost(host: string): string {
-  if (host === '0.0.0.0') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '::1';
-  return host;
-}
-
-/** HOST:PORT of the reachable host, with IPv6 literals bracketed. */
-export function endpointHostPort(e: Endpoint): string {
-  const h = reachableHost(e.host);
-  return `${isIP(h) === 6 ? `[${h}]` : h}:${e.port}`;
-}
-
-/** SCHEME://HOST:PORT (http by default), IPv6 literals bracketed; null for `scheme: none`. */
-export function endpointUrl(e: Endpoint): string | null {
-  return schemeUrl(e.scheme, endpointHostPort(e));
 }
 
 /** The URL a placeholder asks for; load-time checks refuse {svc.url} of a service without a scheme. */
@@ -280,14 +288,21 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
     return p.field === 'dir' ? dirs[0]! : dirs.join(',');
   }
+  const v = serviceValue(p, ctx, template);
+  return typeof v === 'string' ? v : v.join(p.format?.sep ?? ',');
+}
+
+/** A service placeholder's value: one text, or a list's entries (each written by its format). */
+function serviceValue(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): string | string[] {
   // An endpoint without a node is one of this host's (a stack on one host).
   const here = ctx.rank?.node ?? '';
+  const written = (list: ListEntry[]) => (p.format ? formatEntries(list, p.format) : list.map((x) => x.value));
   // A shared port is the service's, not a replica's: one value, even without replicas of its own.
   const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;
   const sp = shared?.ports.find((a) => a.name === p.port);
   if (sp) {
     const value = portAt(sp, shared!.host, p.part);
-    return p.format ? formatList([entry(p.service, 0, value, shared!.host, sp.ports[0]!, ctx.endpoints.get(p.service)?.[0]?.node ?? here)], p.format) : value;
+    return p.field === 'port' ? value : written([entry(p.service, 0, value, shared!.host, sp.ports[0]!, ctx.endpoints.get(p.service)?.[0]?.node ?? here)]);
   }
   const eps = ctx.endpoints.get(p.service);
   if (!eps || eps.length === 0) {
@@ -301,31 +316,20 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
       return a;
     };
     if (p.field === 'port') return portAt(portOf(eps[0]!), eps[0]!.host, p.part);
-    const list = eps.map((e, i) => entry(p.service, i, portAt(portOf(e), e.host, p.part), e.host, portOf(e).ports[0]!, e.node ?? here));
-    return p.format ? formatList(list, p.format) : list.map((x) => x.value).join(',');
-  }
-  if (p.format) {
-    const value = { ports: (e: Endpoint) => String(e.port), urls: (e: Endpoint) => urlOf(e, ctx, p), hosts: (e: Endpoint) => reachableHost(e.host), hostports: endpointHostPort }[p.field as 'ports' | 'urls' | 'hosts' | 'hostports'];
-    return formatList(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port, e.node ?? here)), p.format);
+    return written(eps.map((e, i) => entry(p.service, i, portAt(portOf(e), e.host, p.part), e.host, portOf(e).ports[0]!, e.node ?? here)));
   }
   switch (p.field) {
     case 'port':
       return String(eps[0]!.port);
-    case 'ports':
-      return eps.map((e) => String(e.port)).join(',');
     case 'url':
       return urlOf(eps[0]!, ctx, p);
-    case 'urls':
-      return eps.map((e) => urlOf(e, ctx, p)).join(',');
     case 'host':
       return reachableHost(eps[0]!.host);
-    case 'hosts':
-      return eps.map((e) => reachableHost(e.host)).join(',');
     case 'hostport':
       return endpointHostPort(eps[0]!);
-    case 'hostports':
-      return eps.map(endpointHostPort).join(',');
   }
+  const value = { ports: (e: Endpoint) => String(e.port), urls: (e: Endpoint) => urlOf(e, ctx, p), hosts: (e: Endpoint) => reachableHost(e.host), hostports: endpointHostPort }[p.field as 'ports' | 'urls' | 'hosts' | 'hostports'];
+  return written(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port, e.node ?? here)));
 }
 
 /** One entry of a list placeholder, for its per-entry format. */
@@ -349,4 +353,18 @@ export function resolveTemplate(template: string, ctx: ResolveContext): string {
   let out = '';
   for (const p of parts) out += typeof p === 'string' ? p : fill(p, ctx, template);
   return out;
+}
+
+/** A command's words with every placeholder filled; a {...LIST} word is one word per entry. */
+export function resolveCommand(words: readonly string[], ctx: ResolveContext): string[] {
+  return words.flatMap((word) => {
+    const { parts, errors } = parseTemplate(word, { commandWord: true });
+    if (errors.length > 0) throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(word)} ${describeTemplateError(errors[0]!)}`);
+    const only = parts.length === 1 ? parts[0]! : undefined;
+    if (only !== undefined && typeof only !== 'string' && only.kind === 'service' && only.spread) {
+      const v = serviceValue(only, ctx, word);
+      return typeof v === 'string' ? [v] : v;
+    }
+    return [parts.map((p) => (typeof p === 'string' ? p : fill(p, ctx, word))).join('')];
+  });
 }

@@ -9,7 +9,7 @@ import { DEADLINE, GRACE, parseDuration, timerProblem } from '../../util/duratio
 import { didYouMean, isNullish, kindOf, scalarText, scalarTextOrBool, toUint } from '../../util/yaml-source.js';
 import type { Draft } from './cross-check.js';
 import { readNodesKey } from './nodes-key.js';
-import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_NAME_RE, type TemplatePart } from './placeholders.js';
+import { describeTemplateError, OWN_SET, OWN_TEMPLATES, parseTemplate, SERVICE_NAME_RE, type ParseOptions, type TemplatePart } from './placeholders.js';
 import { readSourceKey, resolvePorts } from './port-source-key.js';
 import type { YamlReader } from './ports-key.js';
 import { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, type DependCondition, type ServiceSpec } from './spec.js';
@@ -143,7 +143,7 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
               r.add(r.lineOf(it, vLine), `${label}: command[${i}] must be text, found ${kindOf(it)}`);
             } else {
               spec.command.push(t);
-              d.templates.push({ where: `command[${i}]`, line: r.lineOf(it, vLine), parts: templateParts(t, `command[${i}]`, r.lineOf(it, vLine), label, r) });
+              d.templates.push({ where: `command[${i}]`, line: r.lineOf(it, vLine), parts: templateParts(t, `command[${i}]`, r.lineOf(it, vLine), label, r, { commandWord: true }) });
             }
           });
         }
@@ -292,8 +292,8 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
 
 
 /** A text's placeholders, each broken one reported where it stands. */
-function templateParts(text: string, where: string, line: number, label: string, r: StackReader): TemplatePart[] {
-  const { parts, errors } = parseTemplate(text);
+function templateParts(text: string, where: string, line: number, label: string, r: StackReader, opts?: ParseOptions): TemplatePart[] {
+  const { parts, errors } = parseTemplate(text, opts);
   for (const e of errors) r.add(line, `${label}: ${where} ${describeTemplateError(e)}`);
   return parts;
 }

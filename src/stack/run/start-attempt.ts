@@ -4,7 +4,7 @@ import type { LaunchEvent, LaunchOptions, ReadySpec } from '../../launch/types.j
 import { portSetEnv } from '../../allocate/port-set.js';
 import { rankEnv, rankOf } from '../file/ranks.js';
 import type { SharedPorts } from './types.js';
-import { resolveTemplate, type Endpoint, type ResolveContext } from '../file/placeholders.js';
+import { resolveCommand, resolveTemplate, type Endpoint, type ResolveContext } from '../file/placeholders.js';
 import { oneShotFix } from '../file/one-shot.js';
 import { renderReplicaTemplates } from './render-templates.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
@@ -86,7 +86,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     const rendered = renderReplicaTemplates(st, rep, ctx);
     files = rendered.map((r, i) => ({ name: s.templates[i]!.name, source: r.source, path: r.path }));
     ctx.templates = new Map(files.map((f) => [f.name, f.path]));
-    command = s.command.map((a) => resolveTemplate(a, ctx));
+    command = resolveCommand(s.command, ctx);
     env = { ...st.env };
     if (rep.gpu) {
       // The GPU as the job sees it; the service's own env: may still override it.
