@@ -1,21 +1,21 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { nodeRunDir, nodesDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
+import { nodeRunDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { requireSlurmProgram } from '../../slurm/programs.js';
 import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
-import { runStack, type RunStackOptions, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
+import { runStack, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
 import { endpointHostPort, endpointUrl } from '../file/placeholders.js';
 import type { EndpointsDocument, ReplicaUpdate } from '../record/endpoints.js';
-import { createRunDir, makeRunDir, PREVIOUS_RUN, type RunDir } from '../record/run-dir.js';
+import { createRunDir, type RunDir } from '../record/run-dir.js';
 import type { StackSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
+import { makeCoordinatorRunDir, type MultiNodeOptions } from './coordinator-options.js';
 import { NodeMirror } from './node-mirror.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, serviceNodes, type NodePlan } from './plan.js';
 
@@ -42,29 +42,6 @@ function firstFailure(files: ReadonlyMap<string, NodeFile>): NodeFile | undefine
   return [...files.values()].filter((f) => f.rankFailure || f.state === 'failed').sort((a, b) => at(a).localeCompare(at(b)))[0];
 }
 
-export interface MultiNodeOptions extends RunStackOptions {
-  /** The stack file as the agents open it (absolute: they may start elsewhere). */
-  stackFile: string;
-  /** Runs berth (default selfArgv(): the single executable, or node + this script); `up STACK --agent DIR` is appended. */
-  berth?: string[];
-  /** Progress lines ("agents started on n[1-3]", "node n2 ready"). */
-  onMessage?: (text: string) => void;
-  /**
-   * How often the node files are read while the nodes start (default 100 ms; twice that once
-   * they are ready). Each look reads every node's file: on a shared filesystem that is one
-   * open and read per node per look (docs/scale.md).
-   */
-  pollMs?: number;
-}
-
-/** The run directory, made before any agent starts: a used one would have them run for nothing. */
-function makeCoordinatorRunDir(o: MultiNodeOptions): string {
-  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes']);
-  mkdirSync(nodesDir(path), { mode: 0o700 });
-  return path;
-}
-
-/** Starts a multi-node stack (see the file comment); the handle behaves as runStack()'s. */
 export function runMultiNodeStack(spec: StackSpec, plan: NodePlan, o: MultiNodeOptions): StackHandle {
   return new MultiNodeStack(spec, plan, o).handle;
 }

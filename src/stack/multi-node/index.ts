@@ -22,4 +22,5 @@
  */
 export { planNodes, agentServices, externalEndpoints, type NodePlan } from './plan.js';
 export { runAgent, type AgentOptions } from './agent.js';
-export { runMultiNodeStack, type MultiNodeOptions } from './coordinator.js';
+export { runMultiNodeStack } from './coordinator.js';
+export type { MultiNodeOptions } from './coordinator-options.js';

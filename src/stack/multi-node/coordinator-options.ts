@@ -1,0 +1,30 @@
+import { mkdirSync } from 'node:fs';
+import type { RunStackOptions } from '../run/orchestrate.js';
+import { makeRunDir, PREVIOUS_RUN } from '../record/run-dir.js';
+import { nodesDir } from '../../slurm/agents.js';
+
+/* What berth up of a multi-node stack is given (coordinator.ts), and the run directory it makes first. */
+
+export interface MultiNodeOptions extends RunStackOptions {
+  /** The stack file as the agents open it (absolute: they may start elsewhere). */
+  stackFile: string;
+  /** Runs berth (default selfArgv(): the single executable, or node + this script); `up STACK --agent DIR` is appended. */
+  berth?: string[];
+  /** Progress lines ("agents started on n[1-3]", "node n2 ready"). */
+  onMessage?: (text: string) => void;
+  /**
+   * How often the node files are read while the nodes start (default 100 ms; twice that once
+   * they are ready). Each look reads every node's file: on a shared filesystem that is one
+   * open and read per node per look (docs/scale.md).
+   */
+  pollMs?: number;
+}
+
+/** The run directory, made before any agent starts: a used one would have them run for nothing. */
+export function makeCoordinatorRunDir(o: MultiNodeOptions): string {
+  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes']);
+  mkdirSync(nodesDir(path), { mode: 0o700 });
+  return path;
+}
+
+/** Starts a multi-node stack (see the file comment); the handle behaves as runStack()'s. */
