@@ -3,7 +3,7 @@
  * containers with private /tmp sharing one network get disjoint ports with no
  * configuration; holders are small and free their leases with their owner; run/up leases
  * outlive a SIGKILLed berth only while its watchdog stops the service; and the allocator
- * items of issue 22 (4, 8, 9, 15, 16, 17).
+ * items of issue 22 (4, 8, 9, 15, 16, 17, for run and up).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -158,4 +158,30 @@ test('issue 22 item 17: a signal stops a long reservation at the next port; noth
   assert.equal(kv(r.stdout, 'RC'), '143', kv(r.stdout, 'ERR'));
   assert.equal(kv(r.stdout, 'SPAWNED'), '0', 'the service was never started');
   assert.equal(kv(r.stdout, 'LEFT'), '0');
+});
+
+test('issue 22 item 17 for up: a signal stops the stack\'s long reservation at the next port; nothing is spawned', async (t) => {
+  if (!requireNetns(t)) return;
+  // Three 4000-port blocks in one replica's set: a reservation of about a second.
+  const r = await runInNetns({ ephemeral: '50000 60999' }, ['sh', '-c', `
+    D=$(mktemp -d /tmp/berth-upsig-XXXXXX)
+    cat > $D/s.yaml <<YAML
+services:
+  web:
+    command: [sh, -c, 'touch $D/spawned; sleep 30']
+    range: 20000-49999
+    ports: { http: 1, a: { block: 4000 }, b: { block: 4000 }, c: { block: 4000 } }
+YAML
+    "$NODE" "$BERTH" up $D/s.yaml --run-dir $D/run >/dev/null 2>$D/err & B=$!
+    until grep -q @berth/v1/p/ /proc/net/unix || ! kill -0 $B 2>/dev/null; do sleep 0.005; done
+    kill -TERM $B; wait $B; echo "RC=$?"
+    echo "ERR=$(head -c 300 $D/err | tr '\\n' ' ')"
+    echo "SPAWNED=$(ls $D/spawned 2>/dev/null | wc -l)"
+    echo "LEFT=$(grep -c @berth/v1/ /proc/net/unix)"
+    rm -rf $D`], { env, timeoutMs: 120_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(kv(r.stdout, 'RC'), '143', kv(r.stdout, 'ERR'));
+  assert.equal(kv(r.stdout, 'SPAWNED'), '0', `the service was never started: ${r.stdout}`);
+  assert.equal(kv(r.stdout, 'LEFT'), '0');
+  assert.doesNotMatch(kv(r.stdout, 'ERR') ?? '', /internal error/);
 });
