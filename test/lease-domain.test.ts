@@ -185,3 +185,23 @@ YAML
   assert.equal(kv(r.stdout, 'LEFT'), '0');
   assert.doesNotMatch(kv(r.stdout, 'ERR') ?? '', /internal error/);
 });
+
+test('a zombie --owner keeps its lease until it is reaped, then the lease ends (documented in leases.md)', async (t) => {
+  if (!requireNetns(t)) return;
+  const py = `
+import os, subprocess, time
+def leased(): return '@berth/v1/p/24900' in open('/proc/net/unix').read()
+p = subprocess.Popen(['sh', '-c', '"$NODE" "$BERTH" port --port 24900 --owner $$ >/dev/null'])
+while open('/proc/%d/stat' % p.pid).read().rsplit(') ', 1)[1][0] != 'Z': time.sleep(0.05)
+time.sleep(0.6)
+print('ZOMBIE_LEASED=%s' % leased(), flush=True)
+p.wait()
+end = time.time() + 5
+while leased() and time.time() < end: time.sleep(0.05)
+print('REAPED_LEASED=%s' % leased(), flush=True)
+`;
+  const r = await runInNetns({}, ['/usr/bin/python3', '-c', py], { env, timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(kv(r.stdout, 'ZOMBIE_LEASED'), 'True', 'tail --pid counts a zombie as alive');
+  assert.equal(kv(r.stdout, 'REAPED_LEASED'), 'False', 'reaped: the lease ends');
+});
