@@ -205,3 +205,19 @@ print('REAPED_LEASED=%s' % leased(), flush=True)
   assert.equal(kv(r.stdout, 'ZOMBIE_LEASED'), 'True', 'tail --pid counts a zombie as alive');
   assert.equal(kv(r.stdout, 'REAPED_LEASED'), 'False', 'reaped: the lease ends');
 });
+
+test('the library\'s deprecated stateDir/leaseDir are still accepted and ignored: no directory, the namespace\'s leases', async (t) => {
+  if (!requireNetns(t)) return;
+  const index = join(import.meta.dirname, '..', 'src', 'index.ts');
+  const code = `
+    import { existsSync } from 'node:fs';
+    import { currentLeases, reserve } from ${JSON.stringify(index)};
+    const dir = '/tmp/berth-deprecated-' + process.pid;
+    const r = await reserve({ source: { kind: 'range', range: { lo: 24950, hi: 24959 } }, stateDir: dir, leaseDir: dir });
+    const listed = currentLeases({ stateDir: dir, leaseDir: dir }).map((l) => l.port);
+    console.log('LISTED=' + listed.includes(r.ports[0]) + ' DIR=' + existsSync(dir));
+    await r.release();`;
+  const r = await runInNetns({}, [NODE, '--import', 'tsx', '--input-type=module', '-e', code], { env, timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^LISTED=true DIR=false$/m);
+});

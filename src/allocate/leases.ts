@@ -41,9 +41,9 @@ export interface LeaseListOptions {
   procRoot?: string;
   /** Look up the holding processes (walks /proc/<pid>/fd). Default true. */
   holders?: boolean;
-  /** @deprecated ignored (leases are not files any more) */
+  /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
   stateDir?: string;
-  /** @deprecated ignored */
+  /** @deprecated Ignored, like BERTH_LEASE_DIR: there is no lease directory any more. */
   leaseDir?: string;
 }
 

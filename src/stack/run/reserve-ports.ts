@@ -109,7 +109,6 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
 
 function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
   const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
-  if (st.o.stateDir !== undefined) ro.stateDir = st.o.stateDir;
   // Without it the set never lets the event loop see a signal until it is complete (issue 22 §17).
   ro.signal = st.reserveAbort.signal;
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
