@@ -3,7 +3,7 @@
  * containers with private /tmp sharing one network get disjoint ports with no
  * configuration; holders are small and free their leases with their owner; run/up leases
  * outlive a SIGKILLed berth only while its watchdog stops the service; and the allocator
- * items of issue 22 (4, 8, 9, 15, 16, 17).
+ * items of issue 22 (4, 8, 9, 15, 16, 17, for run and up).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -158,4 +158,66 @@ test('issue 22 item 17: a signal stops a long reservation at the next port; noth
   assert.equal(kv(r.stdout, 'RC'), '143', kv(r.stdout, 'ERR'));
   assert.equal(kv(r.stdout, 'SPAWNED'), '0', 'the service was never started');
   assert.equal(kv(r.stdout, 'LEFT'), '0');
+});
+
+test('issue 22 item 17 for up: a signal stops the stack\'s long reservation at the next port; nothing is spawned', async (t) => {
+  if (!requireNetns(t)) return;
+  // Three 4000-port blocks in one replica's set: a reservation of about a second.
+  const r = await runInNetns({ ephemeral: '50000 60999' }, ['sh', '-c', `
+    D=$(mktemp -d /tmp/berth-upsig-XXXXXX)
+    cat > $D/s.yaml <<YAML
+services:
+  web:
+    command: [sh, -c, 'touch $D/spawned; sleep 30']
+    range: 20000-49999
+    ports: { http: 1, a: { block: 4000 }, b: { block: 4000 }, c: { block: 4000 } }
+YAML
+    "$NODE" "$BERTH" up $D/s.yaml --run-dir $D/run >/dev/null 2>$D/err & B=$!
+    until grep -q @berth/v1/p/ /proc/net/unix || ! kill -0 $B 2>/dev/null; do sleep 0.005; done
+    kill -TERM $B; wait $B; echo "RC=$?"
+    echo "ERR=$(head -c 300 $D/err | tr '\\n' ' ')"
+    echo "SPAWNED=$(ls $D/spawned 2>/dev/null | wc -l)"
+    echo "LEFT=$(grep -c @berth/v1/ /proc/net/unix)"
+    rm -rf $D`], { env, timeoutMs: 120_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(kv(r.stdout, 'RC'), '143', kv(r.stdout, 'ERR'));
+  assert.equal(kv(r.stdout, 'SPAWNED'), '0', `the service was never started: ${r.stdout}`);
+  assert.equal(kv(r.stdout, 'LEFT'), '0');
+  assert.doesNotMatch(kv(r.stdout, 'ERR') ?? '', /internal error/);
+});
+
+test('a zombie --owner keeps its lease until it is reaped, then the lease ends (documented in leases.md)', async (t) => {
+  if (!requireNetns(t)) return;
+  const py = `
+import os, subprocess, time
+def leased(): return '@berth/v1/p/24900' in open('/proc/net/unix').read()
+p = subprocess.Popen(['sh', '-c', '"$NODE" "$BERTH" port --port 24900 --owner $$ >/dev/null'])
+while open('/proc/%d/stat' % p.pid).read().rsplit(') ', 1)[1][0] != 'Z': time.sleep(0.05)
+time.sleep(0.6)
+print('ZOMBIE_LEASED=%s' % leased(), flush=True)
+p.wait()
+end = time.time() + 5
+while leased() and time.time() < end: time.sleep(0.05)
+print('REAPED_LEASED=%s' % leased(), flush=True)
+`;
+  const r = await runInNetns({}, ['/usr/bin/python3', '-c', py], { env, timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(kv(r.stdout, 'ZOMBIE_LEASED'), 'True', 'tail --pid counts a zombie as alive');
+  assert.equal(kv(r.stdout, 'REAPED_LEASED'), 'False', 'reaped: the lease ends');
+});
+
+test('the library\'s deprecated stateDir/leaseDir are still accepted and ignored: no directory, the namespace\'s leases', async (t) => {
+  if (!requireNetns(t)) return;
+  const index = join(import.meta.dirname, '..', 'src', 'index.ts');
+  const code = `
+    import { existsSync } from 'node:fs';
+    import { currentLeases, reserve } from ${JSON.stringify(index)};
+    const dir = '/tmp/berth-deprecated-' + process.pid;
+    const r = await reserve({ source: { kind: 'range', range: { lo: 24950, hi: 24959 } }, stateDir: dir, leaseDir: dir });
+    const listed = currentLeases({ stateDir: dir, leaseDir: dir }).map((l) => l.port);
+    console.log('LISTED=' + listed.includes(r.ports[0]) + ' DIR=' + existsSync(dir));
+    await r.release();`;
+  const r = await runInNetns({}, [NODE, '--import', 'tsx', '--input-type=module', '-e', code], { env, timeoutMs: 60_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^LISTED=true DIR=false$/m);
 });

@@ -57,7 +57,7 @@ describe('renderText', () => {
 
   test('leases: name, state, owner, expiry relative to the report time, job, band', () => {
     assert.match(plain, /^ {2}3000 +gen-0 +live +pid 41210 +while owner lives +4242\.0 +gen#0$/m);
-    assert.match(plain, /^ {2}5100 +gym-1 +stale +pid 39999 /m);
+    assert.match(plain, /^ {2}5100 +gym-1 +pending +pid 39999 /m);
     assert.match(plain, /^ {2}8700 +rollout-1 +live +none \(expiry only\) +in 4m +4242 +rollout#1$/m);
   });
 

@@ -41,9 +41,9 @@ export interface LeaseListOptions {
   procRoot?: string;
   /** Look up the holding processes (walks /proc/<pid>/fd). Default true. */
   holders?: boolean;
-  /** @deprecated ignored (leases are not files any more) */
+  /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
   stateDir?: string;
-  /** @deprecated ignored */
+  /** @deprecated Ignored, like BERTH_LEASE_DIR: there is no lease directory any more. */
   leaseDir?: string;
 }
 
@@ -56,7 +56,7 @@ function toLease(port: number, r: RecordInfo, netns: string): Lease {
     ...(owner !== undefined ? { pid: owner } : {}),
     ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}),
     ...(r.name !== undefined ? { name: r.name } : {}),
-    createdAt: r.createdAt ?? 0,
+    ...(r.createdAt !== undefined ? { createdAt: r.createdAt } : {}),
     createdBy: r.pid,
     netns,
     ...(r.job !== undefined ? { slurmJobId: r.job } : {}),
@@ -77,7 +77,7 @@ export function leasesOf(table: LeaseTable, netns: string): ListedLease[] {
       continue;
     }
     const a = table.allocators.find((c) => c.lo <= port && port <= c.hi);
-    out.push({ port, kind: 'single', createdAt: 0, createdBy: a?.pid ?? 0, netns, ...(a ? { uid: a.uid } : {}), state: 'pending', live: true, inode });
+    out.push({ port, kind: 'single', createdBy: a?.pid ?? 0, netns, ...(a ? { uid: a.uid } : {}), state: 'pending', live: true, inode });
   }
   return out.sort((a, b) => a.port - b.port);
 }

@@ -19,7 +19,11 @@ export interface LeaseRecord {
   /** ms since epoch: the lease ends then (`--ttl`). */
   expiresAt?: number;
   name?: string;
-  createdAt: number;
+  /**
+   * ms since epoch: when the lease was made. Absent when nothing says (a set still being
+   * allocated, or a record without `at=`): never a made-up 0 (1970).
+   */
+  createdAt?: number;
   /** The allocator's pid (in its own pid namespace). */
   createdBy: number;
   netns: string;

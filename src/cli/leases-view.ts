@@ -5,7 +5,8 @@ import { procRoot } from './env.js';
 /** Leases for doctor/inspect; a report must not fail because the lease table is unreadable. */
 export function readLeasesForReport(): ListedLease[] {
   try {
-    return currentLeases({ procRoot: procRoot(), holders: false });
+    // A report's "live" is committed: a port name without a record is a set in progress.
+    return currentLeases({ procRoot: procRoot(), holders: false }).map((l) => ({ ...l, live: l.state === 'live' }));
   } catch {
     return [];
   }

@@ -58,7 +58,7 @@ figure{margin:6px 0 0}
 .mk-timewait{stroke:var(--purple);stroke-width:2.4;stroke-linecap:round;fill:none}
 .mk-other{fill:#fff;stroke:#000;stroke-width:1.6}
 .mk-lease{fill:var(--yellow);stroke:#000;stroke-width:1.3}
-.mk-lease-stale{fill:#fff;stroke:#6e6e73;stroke-width:1.3;stroke-dasharray:2 1.5}
+.mk-lease-pending{fill:#fff;stroke:#6e6e73;stroke-width:1.3;stroke-dasharray:2 1.5}
 .mk-label{font-size:11px;fill:var(--ink)}.mk-tag{fill:#fff;stroke:#c9c9ce;stroke-width:1}
 .tip:hover .mk-listener,.tip:hover .mk-other,.tip:hover .mk-lease{stroke:#000;stroke-width:2}
 .legend{display:grid;grid-template-columns:repeat(3,1fr);gap:6px 18px;list-style:none;margin:12px 0 0;padding:10px 14px;background:var(--panel);border-radius:6px}
@@ -81,7 +81,7 @@ th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertic
 th{background:var(--panel);font-weight:600}
 td.num{font-variant-numeric:tabular-nums}
 td.cmd{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;overflow-wrap:anywhere;max-width:420px}
-tr.stale td{color:var(--muted)}
+tr.pending td{color:var(--muted)}
 footer{margin-top:28px;color:var(--muted);font-size:12px}
 #detail{position:fixed;left:16px;right:16px;bottom:12px;max-width:900px;margin:0 auto;padding:8px 12px;background:#1d1d1f;color:#fff;border-radius:6px;font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;white-space:pre-wrap;box-shadow:0 2px 10px #0005}
 #detail[hidden]{display:none}
@@ -127,7 +127,7 @@ function legend(report: PortSpaceReport): string {
     [v('path', { d: 'M11 5l8 8m0 -8l-8 8', class: 'mk-timewait' }), 'TIME_WAIT socket: blocks a later bind()'],
     [v('circle', { cx: 15, cy: 9, r: 4, class: 'mk-other' }), 'other socket: ESTABLISHED, SYN_SENT, …'],
     [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease' }), 'live lease: port promised to its owner'],
-    [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease-stale' }), 'stale lease: owner gone or expired'],
+    [v('path', { d: 'M15 3.5l5.5 5.5l-5.5 5.5l-5.5 -5.5Z', class: 'mk-lease-pending' }), 'pending lease: a set in progress (port name, no record yet)'],
     [v('path', { d: 'M15 1V17', class: 'guide' }), 'range boundary (port in bold under the axis)'],
   ];
   // Only what can appear: no band entries without a layout, no asked-range entry without --range.
@@ -273,15 +273,15 @@ function leasesTable(report: PortSpaceReport): string {
   const rows = [...report.leases].sort((a, b) => a.port - b.port).map((l) =>
     h(
       'tr',
-      { class: l.live ? 'lease-row live' : 'lease-row stale', 'data-port': l.port },
+      { class: l.live ? 'lease-row live' : 'lease-row pending', 'data-port': l.port },
       h('td', { class: 'num mono' }, String(l.port)),
       h('td', {}, esc(placeText(l.port, bands) || '—')),
       h('td', {}, esc(l.name ?? '—')),
-      h('td', {}, l.live ? 'live' : 'stale'),
+      h('td', {}, l.live ? 'live' : 'pending'),
       h('td', {}, esc(leaseOwnerText(l))),
       h('td', {}, esc(expiryText(l, reportTime))),
       h('td', {}, esc(leaseJobText(l) || '—')),
-      h('td', { class: 'mono' }, Number.isFinite(l.createdAt) ? esc(new Date(l.createdAt).toISOString()) : '—'),
+      h('td', { class: 'mono' }, l.createdAt !== undefined && Number.isFinite(l.createdAt) ? esc(new Date(l.createdAt).toISOString()) : '—'),
       h('td', {}, esc(`pid ${l.createdBy}`)),
     ),
   );

@@ -14,7 +14,7 @@ const MARKER_LANE_H = 14;
 const MAX_MARKER_LANES = 3;
 
 interface Marker {
-  kind: 'listener' | 'timewait' | 'other' | 'lease-live' | 'lease-stale';
+  kind: 'listener' | 'timewait' | 'other' | 'lease-live' | 'lease-pending';
   x: number;
   port: number;
   /** Hover text: exact numbers and owners. */
@@ -91,11 +91,11 @@ export function leaseMarkers(s: Scale, leases: readonly ReportLease[], bands: re
       const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid';
       const job = leaseJobText(l);
       return {
-        kind: l.live ? ('lease-live' as const) : ('lease-stale' as const),
+        kind: l.live ? ('lease-live' as const) : ('lease-pending' as const),
         x: portCenterX(s, l.port),
         port: l.port,
-        tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'stale (owner gone or expired)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
-        label: `${l.port} ${name}${l.live ? '' : ' (stale)'}`,
+        tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'pending (a set in progress: no record yet)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
+        label: `${l.port} ${name}${l.live ? '' : ' (pending)'}`,
         attrs: { 'data-port': l.port, 'data-name': name, 'data-pid': l.pid ?? '', 'data-live': String(l.live) },
       };
     });
@@ -111,8 +111,8 @@ function markerShape(m: Marker, y: number): string {
     case 'other':
       return v('circle', { cx: x, cy: y + 5, r: 4, class: 'mk-other' });
     case 'lease-live':
-    case 'lease-stale':
-      return v('path', { d: `M${num(x)} ${num(y)}l5.5 5.5l-5.5 5.5l-5.5 -5.5Z`, class: m.kind === 'lease-live' ? 'mk-lease' : 'mk-lease-stale' });
+    case 'lease-pending':
+      return v('path', { d: `M${num(x)} ${num(y)}l5.5 5.5l-5.5 5.5l-5.5 -5.5Z`, class: m.kind === 'lease-live' ? 'mk-lease' : 'mk-lease-pending' });
   }
 }
 
@@ -121,7 +121,7 @@ const MARKER_CLASS: Record<Marker['kind'], string> = {
   timewait: 'sock sock-timewait',
   other: 'sock sock-other',
   'lease-live': 'lease lease-live',
-  'lease-stale': 'lease lease-stale',
+  'lease-pending': 'lease lease-pending',
 };
 
 interface MarkerRow {

@@ -123,7 +123,7 @@ export function renderText(report: PortSpaceReport, opts: TextOptions = {}): str
       .map((l): Cell[] => [
         String(l.port),
         l.name !== undefined ? cleanText(l.name) : '-',
-        l.live ? 'live' : ['33', 'stale'],
+        l.live ? 'live' : ['33', 'pending'],
         leaseOwnerText(l),
         expiryText(l, reportTime),
         leaseJobText(l) || '-',

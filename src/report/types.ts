@@ -20,5 +20,6 @@ export interface PortSpaceReport {
   sockets: (SocketRow & { owners?: SocketOwner[] })[];
   /** Total sockets in the table, by state, for the whole host. */
   socketCounts: Record<string, number>;
+  /** live: a committed lease; not live: a port name without a record yet (a set in progress). Leases cannot go stale. */
   leases: (LeaseRecord & { live: boolean })[];
 }

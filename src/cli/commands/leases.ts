@@ -39,7 +39,9 @@ export const leasesCommand: Command = {
       printJson(
         leases.map((l) => {
           const user = l.uid === undefined ? undefined : userName(l.uid);
-          return user === undefined ? l : { ...l, user };
+          // A lease whose record says no time has createdAt null, never 0 (1970).
+          const at = { ...l, createdAt: l.createdAt ?? null };
+          return user === undefined ? at : { ...at, user };
         }),
       );
     } else if (leases.length === 0) {

@@ -35,7 +35,8 @@ Options:
                      "NAME LO-HI" lines; --format env: BERTH_PORT_<NAME>=its first port, and
                      BERTH_PORT_<NAME>_FIRST/_LAST/_COUNT for blocks. Lease names: NAME, or
                      --name's value + "/NAME"
-  --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script)
+  --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script);
+                     an exited PID its parent has not reaped yet (a zombie) still counts
   --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h). Default without
                      --owner: 10m. With --owner, an optional extra limit.
   --name NAME        a label stored in the lease (shown by 'berth leases'; at most 64

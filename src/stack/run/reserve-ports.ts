@@ -56,6 +56,8 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
     const first = wanting[0] ?? sharing[0];
     if (requests.length > 0) reservations = await reserveSet(requests, setOptions(reserveOptions(st, first!, first!.source!)));
   } catch (e) {
+    // stop() came while reserving: the set ended at the next port and gave back what it had.
+    if (st.ending) return false;
     const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);
     const at = err.details?.request;
     const owner = typeof at === 'number' ? owners[at] : undefined;
@@ -82,7 +84,7 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
     if (svc.shared) st.run.shared[svc.spec.name] = { host: svc.shared.host, ports: svc.shared.assigned };
   }
   if (st.ending) {
-    // stop() came while reserving, after the teardown gave back what it knew of
+    // stop() came after the last port was taken, after the teardown gave back what it knew of
     for (const rep of wanting) await releasePorts(st, rep);
     for (const svc of st.services) await releaseShared(st, svc);
     return false;
@@ -107,7 +109,8 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
 
 function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
   const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
-  if (st.o.stateDir !== undefined) ro.stateDir = st.o.stateDir;
+  // Without it the set never lets the event loop see a signal until it is complete (issue 22 §17).
+  ro.signal = st.reserveAbort.signal;
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
   if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
   return ro;

@@ -126,6 +126,8 @@ export class StackRun {
 
   /** Every port is reserved and scheduling has begun. */
   reserved = false;
+  /** Ends the reservation at the next port when the stack ends meanwhile (teardown.ts). */
+  readonly reserveAbort = new AbortController();
   /** The run directory is final (teardown's finish()): nothing more is recorded. */
   closed = false;
 

@@ -43,6 +43,7 @@ export function beginTeardown(st: StackRun, reason: StackResult['reason']): void
     st.whenReady.reject(new BerthError(st.failure?.exitCode ?? EXIT.SOFTWARE, why));
   }
   st.wakeSleepers();
+  st.reserveAbort.abort();
   void tearDown(st)
     .catch((e) => st.warn(`teardown: ${(e as Error)?.stack ?? String(e)}`))
     .then(() => finish(st));

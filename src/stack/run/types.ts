@@ -26,7 +26,7 @@ export interface RunStackOptions {
   /** Base environment of the services (default process.env). */
   env?: NodeJS.ProcessEnv;
   procRoot?: string;
-  /** Lease directory override. */
+  /** Base of each replica's private run folder (launch()'s stateDir); it never moves leases (docs/leases.md). */
   stateDir?: string;
   /** One probe attempt may take this long (default 5s). */
   probeTimeoutMs?: number;
