@@ -51,7 +51,11 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
     try {
-      child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/' });
+      // Only PATH of the caller's environment: the holder may outlive berth by hours, and
+      // nothing else is its business (a token would stay readable in /proc/PID/environ for
+      // the lease's life, and a run's processes found by an environment mark would count it).
+      const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LC_ALL: 'C' };
+      child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/', env });
     } catch (e) {
       reject(failure(e, cmd));
       return;
