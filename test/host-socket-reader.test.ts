@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { readHostMap } from '../src/host/read-host.js';
-import { readSockets, resetSsUnusable, SS_MIN_ROWS, ssUnusable } from '../src/host/socket-reader.js';
+import { readSockets, readSocketsAsync, resetSsUnusable, SS_MIN_ROWS, ssUnusable } from '../src/host/socket-reader.js';
 import { requireNetns, runInNetns, tsNode } from './helpers/netns.js';
 
 const script = join(import.meta.dirname, 'fixtures', 'scripts', 'socket-reader-compare.ts');
@@ -20,7 +20,9 @@ const ALL_STATES = ['CLOSE_WAIT', 'ESTABLISHED', 'FIN_WAIT1', 'FIN_WAIT2', 'LAST
 interface Both {
   ss: string[];
   proc: string[];
-  skipped: [number, number];
+  ssAsync: string[];
+  procAsync: string[];
+  skipped: [number, number, number, number];
 }
 
 async function inNetns<T>(mode: string): Promise<T> {
@@ -36,7 +38,9 @@ test('ss and /proc give the same rows: every state, both families, v4-mapped, fi
   const out = await inNetns<{ cases: Record<string, Both> }>('states');
   for (const [name, c] of Object.entries(out.cases)) {
     assert.deepEqual(c.ss, c.proc, name);
-    assert.deepEqual(c.skipped, [0, 0], name);
+    assert.deepEqual(c.ssAsync, c.ss, `${name}: async ss`);
+    assert.deepEqual(c.procAsync, c.proc, `${name}: async /proc`);
+    assert.deepEqual(c.skipped, [0, 0, 0, 0], name);
   }
   const all = out.cases.all!.proc;
   const states = new Set(all.map((l) => l.split(' ')[5]));
@@ -67,9 +71,11 @@ test('ss and /proc agree on steady sockets while thousands of connections churn 
     repeated += r.stable.proc.length - distinct.length;
     assert.deepEqual(r.stable.ss, distinct, `round ${i}`);
     assert.equal(new Set(r.stable.ss).size, r.stable.ss.length, `round ${i}: ss repeats no row`);
-    // The churning ports differ between the two reads by design; every row must still parse.
-    assert.deepEqual(r.churn.skipped, [0, 0], `round ${i}`);
-    for (const l of [...r.churn.ss, ...r.churn.proc]) {
+    // The async pair is compared with itself: the script's TIME_WAIT may expire (60 s) between pairs on a loaded host.
+    assert.deepEqual(r.stable.ssAsync, [...new Set(r.stable.procAsync)], `round ${i}: async`);
+    // The churning ports differ between the reads by design; every row must still parse.
+    assert.deepEqual(r.churn.skipped, [0, 0, 0, 0], `round ${i}`);
+    for (const l of [...r.churn.ss, ...r.churn.proc, ...r.churn.ssAsync, ...r.churn.procAsync]) {
       const port = Number(l.split(' ')[2]);
       assert.ok(port >= 20100 && port <= 20199, l);
     }
@@ -81,13 +87,15 @@ test('ss and /proc agree on steady sockets while thousands of connections churn 
 test('a filtered read picks ss from SS_MIN_ROWS sockets on, /proc below; unfiltered reads stay on /proc', async (t) => {
   if (!requireNetns(t)) return;
   const out = await inNetns<{ small: Record<string, unknown>; big: Record<string, unknown> }>('auto');
-  assert.equal(out.small.filtered, 'proc');
-  assert.equal(out.small.listen, 'proc');
-  assert.equal(out.small.all, 'proc');
   assert.ok((out.big.size as number) >= SS_MIN_ROWS, JSON.stringify(out.big));
-  assert.equal(out.big.filtered, 'ss');
-  assert.equal(out.big.listen, 'ss');
-  assert.equal(out.big.all, 'proc');
+  for (const tail of ['', 'Async']) {
+    assert.equal(out.small[`filtered${tail}`], 'proc');
+    assert.equal(out.small[`listen${tail}`], 'proc');
+    assert.equal(out.small[`all${tail}`], 'proc');
+    assert.equal(out.big[`filtered${tail}`], 'ss');
+    assert.equal(out.big[`listen${tail}`], 'ss');
+    assert.equal(out.big[`all${tail}`], 'proc');
+  }
 });
 
 test('fallback: /proc when forced, when ss is missing, and when ss fails', (t) => {
@@ -128,6 +136,44 @@ test('fallback: /proc when forced, when ss is missing, and when ss fails', (t) =
   // A fixture tree is never read through ss (ss sees this process's namespace, not the tree's).
   resetSsUnusable();
   const tree = readSockets({ procRoot: join(import.meta.dirname, 'fixtures', 'proc-basic'), localPorts: ports, via: 'ss' });
+  assert.equal(tree.via, 'proc');
+  assert.equal(tree.rows.length, 14);
+});
+
+test('fallback, async: /proc when ss is missing or fails, and ss given up for the sync reader too', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-ss-'));
+  t.after(() => {
+    rmSync(dir, { recursive: true, force: true });
+    resetSsUnusable();
+  });
+  const ports = [{ lo: 1, hi: 65535 }];
+  assert.equal((await readSocketsAsync({ localPorts: ports, via: 'proc' })).via, 'proc');
+
+  resetSsUnusable();
+  const missing = await readSocketsAsync({ localPorts: ports, via: 'ss', ssPath: join(dir, 'no-such-ss') });
+  assert.equal(missing.via, 'proc');
+  assert.match(ssUnusable() ?? '', /no-such-ss: .*ENOENT/);
+  assert.equal(readSockets({ localPorts: ports, via: 'ss' }).via, 'proc');
+  assert.equal((await readSocketsAsync({ localPorts: ports, via: 'ss' })).via, 'proc');
+
+  resetSsUnusable();
+  const failing = join(dir, 'ss');
+  writeFileSync(failing, '#!/bin/sh\necho "Cannot open netlink socket: Protocol not supported" >&2\nexit 1\n');
+  chmodSync(failing, 0o755);
+  const refused = await readSocketsAsync({ localPorts: ports, via: 'ss', ssPath: failing });
+  assert.equal(refused.via, 'proc');
+  assert.match(ssUnusable() ?? '', /exit 1: Cannot open netlink socket/);
+
+  resetSsUnusable();
+  const killed = join(dir, 'ss-killed');
+  writeFileSync(killed, '#!/bin/sh\nkill -9 $$\n');
+  chmodSync(killed, 0o755);
+  assert.equal((await readSocketsAsync({ localPorts: ports, via: 'ss', ssPath: killed })).via, 'proc');
+  assert.match(ssUnusable() ?? '', /SIGKILL/);
+
+  // A fixture tree is never read through ss, async either.
+  resetSsUnusable();
+  const tree = await readSocketsAsync({ procRoot: join(import.meta.dirname, 'fixtures', 'proc-basic'), localPorts: ports, via: 'ss' });
   assert.equal(tree.via, 'proc');
   assert.equal(tree.rows.length, 14);
 });

@@ -123,39 +123,95 @@ let childProcess: typeof ChildProcess | undefined;
 /**
  * node:child_process, loaded on the first `ss` read: it pulls in net and streams, which
  * `berth port` on a quiet host never needs (start-up time). createRequire, not import(): the
- * read is synchronous, and the single executable cannot import() at all.
+ * sync read cannot await, and the single executable cannot import() at all.
  */
-function spawnSync(...args: Parameters<typeof ChildProcess.spawnSync>): ReturnType<typeof ChildProcess.spawnSync> {
+function cp(): typeof ChildProcess {
   if (childProcess === undefined) {
     const req = typeof require === 'function' ? require : createRequire(process.cwd() + '/');
     childProcess = req('node:child_process') as typeof ChildProcess;
   }
-  return childProcess.spawnSync(...args);
+  return childProcess;
+}
+
+const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30 } as const;
+
+/** What `ss` left, from spawnSync or execFile. */
+interface SsExit {
+  error?: Error | undefined;
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
 }
 
 /** The rows from `ss`, or undefined (and ss given up) when it could not answer. */
-function readViaSs(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): SocketRead | undefined {
-  const r = spawnSync(ssPath, ssArgs(ports, listenOnly), { encoding: 'latin1', maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'pipe'] });
+function fromSs(r: SsExit, listenOnly: boolean, ssPath: string): SocketRead | undefined {
   if (r.error !== undefined || r.status !== 0) {
-    const why = r.error?.message ?? `exit ${r.status ?? r.signal}: ${String(r.stderr).trim().split('\n')[0] ?? ''}`;
+    const why =
+      r.signal !== null ? `killed by ${r.signal}` : r.status !== 0 && r.status !== null ? `exit ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}` : (r.error?.message ?? 'failed');
     ssBroken = `${ssPath}: ${why}`;
     return undefined;
   }
-  const parsed = parseSsOutput(String(r.stdout), listenOnly ? { onlyState: 'LISTEN' } : {});
+  const parsed = parseSsOutput(r.stdout, listenOnly ? { onlyState: 'LISTEN' } : {});
   return { ...parsed, via: 'ss', ipv6: existsSync('/proc/net/tcp6') };
+}
+
+function readViaSs(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): SocketRead | undefined {
+  const r = cp().spawnSync(ssPath, ssArgs(ports, listenOnly), { ...SS_OPTIONS, stdio: ['ignore', 'pipe', 'pipe'] });
+  return fromSs({ error: r.error, status: r.status, signal: r.signal, stdout: String(r.stdout), stderr: String(r.stderr) }, listenOnly, ssPath);
+}
+
+function readViaSsAsync(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): Promise<SocketRead | undefined> {
+  return new Promise((resolve) => {
+    const child = cp().execFile(ssPath, ssArgs(ports, listenOnly), SS_OPTIONS, (error, stdout, stderr) => {
+      // execFile's error carries the exit code as `code` (a number) or the spawn's errno name.
+      const code = (error as { code?: unknown } | null)?.code;
+      const status = error === null ? 0 : typeof code === 'number' ? code : null;
+      resolve(fromSs({ error: error ?? undefined, status, signal: (error as { signal?: NodeJS.Signals } | null)?.signal ?? null, stdout, stderr }, listenOnly, ssPath));
+    });
+    child.stdin?.end();
+  });
+}
+
+/** A filter normalized, or an empty answer when it matches no port at all. */
+function prepare(opts: ReadSocketsOptions): { procRoot: string; ports: PortRange[] | undefined; listenOnly: boolean; empty?: SocketRead } {
+  const procRoot = opts.procRoot ?? '/proc';
+  const ports = opts.localPorts === undefined ? undefined : normalizeRanges(opts.localPorts);
+  const listenOnly = opts.listenOnly === true;
+  if (ports !== undefined && ports.length === 0) return { procRoot, ports, listenOnly, empty: { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) } };
+  return { procRoot, ports, listenOnly };
+}
+
+function readProc(procRoot: string, ports: PortRange[] | undefined, listenOnly: boolean): SocketRead {
+  const t = readProcTables(procRoot, ports);
+  const rows = listenOnly ? t.rows.filter((r) => r.state === 'LISTEN') : t.rows;
+  return { rows, skipped: t.skipped, via: 'proc', ipv6: t.ipv6 };
 }
 
 /** TCP sockets of this network namespace, filtered as asked, from `ss` or /proc (see above). */
 export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
-  const procRoot = opts.procRoot ?? '/proc';
-  const ports = opts.localPorts === undefined ? undefined : normalizeRanges(opts.localPorts);
-  const listenOnly = opts.listenOnly === true;
-  if (ports !== undefined && ports.length === 0) return { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) };
+  const { procRoot, ports, listenOnly, empty } = prepare(opts);
+  if (empty !== undefined) return empty;
   if (useSs(procRoot, opts)) {
     const got = readViaSs(ports, listenOnly, opts.ssPath ?? 'ss');
     if (got !== undefined) return got;
   }
-  const t = readProcTables(procRoot, ports);
-  const rows = listenOnly ? t.rows.filter((r) => r.state === 'LISTEN') : t.rows;
-  return { rows, skipped: t.skipped, via: 'proc', ipv6: t.ipv6 };
+  return readProc(procRoot, ports, listenOnly);
+}
+
+/**
+ * readSockets for callers that supervise other work meanwhile (the launch's pollers): `ss`
+ * runs as a child the event loop does not wait on (spawnSync of ss, 100+ ms on a loaded host,
+ * was 15% of berth's main thread with 16 replicas starting). Same choice and fallback rules;
+ * the /proc read stays synchronous, as it is used only where it is cheap (a small table) or
+ * where `ss` failed.
+ */
+export async function readSocketsAsync(opts: ReadSocketsOptions = {}): Promise<SocketRead> {
+  const { procRoot, ports, listenOnly, empty } = prepare(opts);
+  if (empty !== undefined) return empty;
+  if (useSs(procRoot, opts)) {
+    const got = await readViaSsAsync(ports, listenOnly, opts.ssPath ?? 'ss');
+    if (got !== undefined) return got;
+  }
+  return readProc(procRoot, ports, listenOnly);
 }

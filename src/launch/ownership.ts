@@ -1,6 +1,6 @@
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
 import { forgetTurn } from '../host/proc-turn.js';
-import { readSockets } from '../host/socket-reader.js';
+import { readSockets, readSocketsAsync } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
 import { redactArgv } from './redact.js';
@@ -17,6 +17,11 @@ import { redactArgv } from './redact.js';
 /** Every socket, v4 and v6, any state, whose local port is `port` (filtered by the kernel on a big table). */
 export function readPortRows(procRoot: string, port: number): SocketRow[] {
   return readSockets({ procRoot, localPorts: [{ lo: port, hi: port }] }).rows;
+}
+
+/** readPortRows with `ss` (a big table) run as a child the event loop does not wait on. */
+export async function readPortRowsAsync(procRoot: string, port: number): Promise<SocketRow[]> {
+  return (await readSocketsAsync({ procRoot, localPorts: [{ lo: port, hi: port }] })).rows;
 }
 
 export interface Stranger {

@@ -1,4 +1,4 @@
-import { readSockets } from '../host/socket-reader.js';
+import { readSocketsAsync } from '../host/socket-reader.js';
 import type { PortRange, SocketRow } from '../host/types.js';
 
 /*
@@ -9,7 +9,9 @@ import type { PortRange, SocketRow } from '../host/types.js';
  * this process: each asks for the rows of its port no later than its own next poll time; when
  * the earliest such time comes the poller reads the asked ports' sockets once (readSockets:
  * filtered by the kernel through sock_diag on a big table, else /proc read to a seq_file's short read) and answers every waiting
- * request from that read (the others get their answer early). The read rate is that of the
+ * request from that read (the others get their answer early). The `ss` of a big table runs as a
+ * child the event loop does not wait on, so the other launches' timers and output go on
+ * meanwhile; requests made during a read wait for the next one. The read rate is that of the
  * most eager waiter, not the sum of all of them. An answer always comes from a read begun
  * after the request, so it is never staler than a look of the launch's own.
  */
@@ -41,6 +43,8 @@ export class TablePoller {
   /** When the last read ended and what it cost (ms): the next starts no sooner than GAP_FACTOR × cost after. */
   private lastEnd = -Infinity;
   private lastCost = 0;
+  /** A read is under way: requests made now wait for the next one (begun after them). */
+  private reading = false;
 
   constructor(private readonly procRoot: string) {}
 
@@ -66,6 +70,7 @@ export class TablePoller {
   }
 
   private arm(due: number): void {
+    if (this.reading) return; // re-armed when the read ends
     due = Math.max(due, this.lastEnd + GAP_FACTOR * this.lastCost);
     const wait = due - now();
     if (wait <= 0) {
@@ -85,24 +90,33 @@ export class TablePoller {
     this.timer = undefined;
     this.immediate = undefined;
     this.timerAt = Infinity;
-    if (this.pending.size === 0) return;
+    if (this.pending.size === 0 || this.reading) return;
     const served = [...this.pending];
     this.pending.clear();
     this.reads++;
+    this.reading = true;
     // Only the waited-for ports' rows are built (the rest of a busy table is passed over).
     const ports: PortRange[] = [...new Set(served.map((r) => r.port))].map((p) => ({ lo: p, hi: p }));
-    let sockets: SocketRow[];
     const t0 = now();
-    try {
-      sockets = readSockets({ procRoot: this.procRoot, localPorts: ports }).rows;
-    } catch (e) {
-      for (const req of served) req.reject(e);
-      return;
-    } finally {
-      this.lastEnd = now();
-      this.lastCost = this.lastEnd - t0;
-    }
-    for (const req of served) req.resolve(sockets.filter((r) => r.localPort === req.port));
+    readSocketsAsync({ procRoot: this.procRoot, localPorts: ports }).then(
+      (read) => {
+        this.ended(t0);
+        for (const req of served) req.resolve(read.rows.filter((r) => r.localPort === req.port));
+      },
+      (e: unknown) => {
+        this.ended(t0);
+        for (const req of served) req.reject(e);
+      },
+    );
+  }
+
+  private ended(t0: number): void {
+    this.reading = false;
+    this.lastEnd = now();
+    this.lastCost = this.lastEnd - t0;
+    let due = Infinity;
+    for (const req of this.pending) due = Math.min(due, req.due);
+    if (due !== Infinity) this.arm(due);
   }
 }
 

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { unreservedEphemeral } from '../host/intervals.js';
 import { parseCmdline, socketsHeldBy } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
+import { readSocketsAsync } from '../host/socket-reader.js';
+import { readSysctls } from '../host/sysctl.js';
 import type { PortRange, SocketRow } from '../host/types.js';
 import type { TreeListener } from './audit.js';
 import type { ProcessTree } from './process-tree.js';
@@ -24,6 +26,13 @@ export function readListenSnapshot(procRoot: string): ListenSnapshot {
   // LISTEN only: on a big table the kernel then walks its listening hash alone.
   const map = readHostMap({ procRoot, listenOnly: true });
   return { listening: map.sockets.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(map.ephemeral, map.reserved) };
+}
+
+/** readListenSnapshot with `ss` (a big table) run as a child the event loop does not wait on: the audit's ticks. */
+export async function readListenSnapshotAsync(procRoot: string): Promise<ListenSnapshot> {
+  const read = await readSocketsAsync({ procRoot, listenOnly: true });
+  const sys = readSysctls(procRoot);
+  return { listening: read.rows.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(sys.ephemeral, sys.reserved) };
 }
 
 /** The command line of `pid` as warnings and endpoints.json show it: redacted, at most 200 characters. */
@@ -72,14 +81,19 @@ export function watchListeners(procRoot: string, fn: (snap: ListenSnapshot) => v
   let w = watches.get(procRoot);
   if (!w) {
     const subs = new Set<(snap: ListenSnapshot) => void>();
+    let reading = false;
     const timer = setInterval(() => {
-      let snap: ListenSnapshot;
-      try {
-        snap = readListenSnapshot(procRoot);
-      } catch {
-        return; // an unreadable table this tick: the next one may do
-      }
-      for (const sub of [...subs]) sub(snap);
+      if (reading) return; // a read slower than the rhythm: skip this tick
+      reading = true;
+      readListenSnapshotAsync(procRoot).then(
+        (snap) => {
+          reading = false;
+          for (const sub of [...subs]) sub(snap);
+        },
+        () => {
+          reading = false; // an unreadable table this tick: the next one may do
+        },
+      );
     }, AUDIT_INTERVAL_MS);
     // The service keeps the process alive, never the audit.
     timer.unref();
@@ -108,13 +122,12 @@ export function soonListenSnapshot(procRoot: string, fn: (snap: ListenSnapshot) 
     soon.set(procRoot, mine);
     setTimeout(() => {
       soon.delete(procRoot);
-      let snap: ListenSnapshot;
-      try {
-        snap = readListenSnapshot(procRoot);
-      } catch {
-        return; // the periodic audit may do
-      }
-      for (const f of mine) f(snap);
+      readListenSnapshotAsync(procRoot).then(
+        (snap) => {
+          for (const f of mine) f(snap);
+        },
+        () => {}, // the periodic audit may do
+      );
     }, SOON_MS).unref();
   }
   subs.add(fn);

@@ -1,6 +1,7 @@
 import { formatRange, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from '../host/intervals.js';
 import type { HostSysctls, PortRange } from '../host/types.js';
 import { DEFAULT_SOURCE, usableFloor } from './default-layout.js';
+import { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
 import { suggestBandRange } from './suggest.js';
 import type { RangeSuggestion } from './suggest.js';
 import type { Band, Finding, Fix, Layout } from './types.js';
@@ -15,8 +16,7 @@ import { instanceCount, instanceWindow } from './windows.js';
 /** Below this many ports left for connect(), a busy host runs out of source ports. */
 export const SMALL_EPHEMERAL_PORTS = 10000;
 /** Start of the Linux default ephemeral range (32768-60999). */
-export const LINUX_EPHEMERAL_START = 32768;
-export const LINUX_EPHEMERAL_END = 60999;
+export { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand };
 export const SYSCTL_CONF = '/etc/sysctl.d/90-berth.conf';
 /** torch.distributed's default MASTER_PORT: the classic victim of a low ephemeral range. */
 const TORCH_MASTER_PORT = 29500;
@@ -29,10 +29,6 @@ const quoteNames = (bands: readonly Band[]) => bands.map((b) => `"${b.name}"`).j
 /** `sysctl -w net.ipv4.ip_local_reserved_ports=a,b-c` for the union of the given ranges. */
 export function reservedPortsCommand(ranges: readonly PortRange[]): string {
   return `sysctl -w net.ipv4.ip_local_reserved_ports=${list(normalizeRanges(ranges))}`;
-}
-
-export function portRangeCommand(r: PortRange): string {
-  return `sysctl -w net.ipv4.ip_local_port_range="${r.lo} ${r.hi}"`;
 }
 
 /** "instances 8-11, 14 of 16 are exposed" from the exposed instance numbers. */
@@ -116,7 +112,7 @@ class Checker {
   }
 
   private suggestedEphemeral(): PortRange {
-    return { lo: LINUX_EPHEMERAL_START, hi: Math.max(this.host.ephemeral.hi, LINUX_EPHEMERAL_END) };
+    return suggestedEphemeral(this.host);
   }
 
   private ephemeralFix(): Fix {

@@ -1,8 +1,8 @@
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
 import type { HostSysctls } from '../host/types.js';
-import { checkLayout } from './check.js';
 import { DEFAULT_BAND, defaultLayout, usableFloor } from './default-layout.js';
+import { portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
 import type { Band } from './types.js';
 
 /*
@@ -21,8 +21,8 @@ export function requireDefaultBand(host: HostSysctls, alternative: string, who =
   if (band) return band;
   const e = host.ephemeral;
   const reserved = host.reserved.length === 0 ? 'none' : host.reserved.map(formatRange).join(',');
-  const fix = checkLayout(defaultLayout(host), host).find((f) => f.code === 'no-bands')?.fixes?.find((f) => f.kind === 'sysctl');
-  const sysctl = fix?.kind === 'sysctl' ? `, or (as root) shrink the ephemeral range: ${fix.command}` : '';
+  // The fix `berth doctor` gives for this host (check.ts, "no-bands"): the default layout has no band to warn about.
+  const sysctl = `, or (as root) shrink the ephemeral range: ${portRangeCommand(suggestedEphemeral(host))}`;
   throw new BerthError(
     EXIT.UNAVAILABLE,
     `${who}this host has no built-in "default" band: every port from ${usableFloor(host)} to 65535 lies in the ephemeral range ${formatRange(e)} (net.ipv4.ip_local_port_range; reserved: ${reserved}), so any outgoing connection may take it. ` +
