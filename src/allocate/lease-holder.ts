@@ -82,8 +82,9 @@ function failure(e: unknown, cmd: string): BerthError {
 export function endHolder(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
+    // Kept referenced (at most a second): the holder was unref'd, so without it a caller
+    // awaiting release() with nothing else to do would see its event loop run dry (exit 13).
     const timer = setTimeout(resolve, 1000);
-    timer.unref();
     child.once('exit', () => {
       clearTimeout(timer);
       resolve();
