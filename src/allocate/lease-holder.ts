@@ -54,7 +54,9 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
       // Only PATH of the caller's environment: the holder may outlive berth by hours, and
       // nothing else is its business (a token would stay readable in /proc/PID/environ for
       // the lease's life, and a run's processes found by an environment mark would count it).
-      const env = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LC_ALL: 'C' };
+      // The system's directories after the caller's: a venv or a PATH trimmed to berth alone
+      // (the Python wheel's) must still find coreutils.
+      const env = { PATH: [process.env.PATH, '/usr/bin', '/bin'].filter(Boolean).join(':'), LC_ALL: 'C' };
       child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/', env });
     } catch (e) {
       reject(failure(e, cmd));
