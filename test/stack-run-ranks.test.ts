@@ -82,8 +82,13 @@ test('three ranks meet on the shared port rank 0 binds; the stack exits 0 once a
   if (!requireNetns(t)) return;
   const b = stackBox(t, '');
   writeFileSync(b.stack, rendezvousStack(b.dir));
-  // A low ephemeral range: the shared port must still be outside it.
-  const r = await upIn(b, { ephemeral: '9000 60999' }, ['--json']);
+  // A low ephemeral range: the shared port must still be outside it. The lease list is read
+  // in the same network namespace (the lease domain) once up has ended.
+  const leasesFile = join(b.dir, 'leases-after.json');
+  const r = await runCollect(
+    [...netnsArgv({ ephemeral: '9000 60999' }), 'sh', '-c', '"$0" "$1" up "$2" --run-dir "$3" --json; rc=$?; "$0" "$1" leases --json > "$4"; exit $rc', process.execPath, BERTH, b.stack, b.runDir, leasesFile],
+    { env: { ...process.env, NO_COLOR: '1', BERTH_STATE_DIR: b.stateDir }, timeoutMs: 30_000 },
+  );
   assert.equal(r.code, 0, r.stderr);
   const m = /sum (\d+) world 3 port (\d+)/.exec(r.stdout);
   assert.ok(m, r.stdout);
@@ -97,8 +102,7 @@ test('three ranks meet on the shared port rank 0 binds; the stack exits 0 once a
   const evs = events(b);
   for (const rank of [0, 1, 2]) assert.ok(evs.some((e) => e.service === 'trainer' && e.replica === rank && e.state === 'exited' && e.code === 0), `rank ${rank} exited 0`);
   // Its lease is given back with the stack.
-  const leases = await berth(['leases', '--json'], { env: { BERTH_STATE_DIR: b.stateDir } });
-  assert.deepEqual(JSON.parse(leases.stdout), []);
+  assert.deepEqual(JSON.parse(readFileSync(leasesFile, 'utf8')), []);
 });
 
 test('a failing rank ends the stack with its status; the other ranks are stopped, not left waiting', async (t) => {
