@@ -1,5 +1,5 @@
 import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
-import { endpointHostPort, reachableHost } from './placeholders.js';
+import { endpointHostPort, reachableHost, type Endpoint } from './endpoint.js';
 import type { Rank } from './ranks.js';
 import { schemeUrl } from './server-keys.js';
 
@@ -99,18 +99,8 @@ export interface TemplateContext {
   [dependency: string]: unknown;
 }
 
-/** A started replica of a dependency, as the stack knows it (placeholders.ts's Endpoint). */
-export interface TemplateEndpoint {
-  host: string;
-  /** The primary port. */
-  port: number;
-  ports?: readonly AssignedPorts[];
-  /** The node it runs on, and that node's index among its service's nodes (default: this replica's node, 0). */
-  node?: string;
-  nodeRank?: number;
-  /** Its service's `scheme:` (default http; null: no URL). */
-  scheme?: string | null;
-}
+/** A started replica of a dependency, as the stack knows it. */
+export type TemplateEndpoint = Endpoint;
 
 export interface TemplateInput {
   /** This service's name, replica index and replica count. */
