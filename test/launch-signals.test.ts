@@ -85,15 +85,17 @@ for (const [sig, status] of [
     const box = sandbox();
     t.after(() => box.cleanup());
     const mark = `EARLY_SIGNAL=${randomUUID()}`;
-    // The service binds only after 5 s, exits 0 on SIGTERM and shrugs off SIGHUP: berth's
-    // exit status must come from the signal berth got, not from how the service took it.
+    // The service binds only after 20 s (a loaded machine must still deliver the signal before
+    // it is ready), exits 0 on SIGTERM and shrugs off SIGHUP: berth's exit status must come
+    // from the signal berth got, not from how the service took it. The guard writes nowhere, so
+    // its sleep does not hold the output open.
     const r = await netnsSh(
       {},
       box,
-      `env ${mark} ${berthSh} run --port 20000 --stop-grace 2s -- ${serviceSh} --delay 5000 --on-term 0 > ${q(box.dir)}/out 2> ${q(box.dir)}/err & B=$!
+      `env ${mark} ${berthSh} run --port 20000 --stop-grace 2s -- ${serviceSh} --delay 20000 --on-term 0 > ${q(box.dir)}/out 2> ${q(box.dir)}/err & B=$!
 i=0; until grep -q "^" ${q(box.dir)}/out 2>/dev/null || [ $i -ge 100 ]; do sleep 0.02; i=$((i+1)); done
 sleep 0.5
-(sleep 8; kill -KILL $B 2>/dev/null) & W=$!
+(sleep 25; kill -KILL $B 2>/dev/null) >/dev/null 2>&1 & W=$!
 kill -${sig} $B
 wait $B
 echo "RC=$?"
@@ -101,6 +103,7 @@ kill $W 2>/dev/null
 echo "ERR_LINES=$(wc -l < ${q(box.dir)}/err)"
 cat ${q(box.dir)}/err
 ${countLeases}`,
+      60_000,
     );
     const v = kv(r.stdout);
     assert.equal(v.get('RC'), String(status), r.stdout + r.stderr);
