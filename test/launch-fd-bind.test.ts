@@ -12,6 +12,8 @@ import { requireNetns } from './helpers/netns.js';
 import { berthSh, kv, netnsSh, NODE, q, sandbox, SERVICES, serviceSh, waitFile } from './fixtures/services/launch-harness.js';
 
 const P = 20000;
+/** A server that accepts on fd 3 without listen() again, so the backlog seen is berth's (fixture's comment). */
+const FD_SERVER = join(SERVICES, 'fd_accept.py');
 const SOMAXCONN = 777;
 
 /** Shell: print LISTEN_<i>=<Send-Q (the backlog)> <local address> for every listener on port p. */
@@ -39,7 +41,7 @@ for (const c of [
     const bind = c.bind === undefined ? '' : `--bind ${q(c.bind)}`;
     const r = await netnsSh({}, box, `
 echo ${SOMAXCONN} > /proc/sys/net/core/somaxconn
-${berthSh} run --port ${P} --handoff fd ${bind} --ready-file ${q(rf)} -- ${serviceSh} --fd > /dev/null & B=$!
+${berthSh} run --port ${P} --handoff fd ${bind} --ready-file ${q(rf)} -- /usr/bin/python3 ${q(FD_SERVER)} > /dev/null & B=$!
 ${waitFile(rf)}
 ${listeners(P)}
 ${get('SERVED', c.served, P)}
@@ -65,7 +67,7 @@ test("berth up: a service with handoff: fd listens on its host: only", async (t)
     `    port: ${port}`,
     '    handoff: fd',
     ...(host === undefined ? [] : [`    host: "${host}"`]),
-    `    command: [${JSON.stringify(NODE)}, ${JSON.stringify(join(SERVICES, 'service.mjs'))}, --fd]`,
+    `    command: [/usr/bin/python3, ${JSON.stringify(FD_SERVER)}]`,
   ];
   writeFileSync(stack, ['services:', ...svc('v6', P, '::1'), ...svc('dflt', P + 1), ''].join('\n'));
   const run = join(box.dir, 'run');
