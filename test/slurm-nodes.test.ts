@@ -146,8 +146,10 @@ test('the first node\'s head fails while the other nodes wait for it: exit 70 na
   for (const n of ['n1', 'n2', 'n3']) {
     const f = JSON.parse(read(`${r.dir}/run/nodes/${n}.json`)) as { state: string; replicas: Rec[] };
     assert.equal(f.state, 'stopped', `${n}: ${JSON.stringify(f)}`);
-    // The sidecars ran and were stopped; the workers never started.
-    assert.deepEqual(f.replicas.filter((x) => x.service === 'sidecar').map((x) => x.state), ['exited'], n);
+    // A sidecar that ran was stopped (one whose node had not started it yet when the head
+    // failed never runs: seen in CI); the workers never started.
+    const sidecars = f.replicas.filter((x) => x.service === 'sidecar').map((x) => x.state);
+    assert.ok(sidecars.length <= 1 && sidecars.every((st) => st === 'exited'), `${n}: sidecar ${JSON.stringify(sidecars)}`);
     for (const w of f.replicas.filter((x) => x.service === 'worker')) assert.notEqual(w.state, 'ready', `${n} worker ${w.state}`);
   }
   assert.equal(events(`${r.dir}/run/nodes/n2/events.jsonl`).filter((e) => e.service === 'worker' && e.state === 'starting').length, 0, 'no worker started');
