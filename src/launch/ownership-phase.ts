@@ -1,5 +1,5 @@
 import { EXIT } from '../errors.js';
-import { checkOwnership, describeStranger, readPortRowsAsync, type Ownership } from './ownership.js';
+import { checkOwnership, describeStranger, readPortListenersAsync, type Ownership } from './ownership.js';
 import { tablePoller } from './port-watch.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
@@ -48,7 +48,7 @@ export async function waitOwnership(s: LaunchState): Promise<boolean> {
     }
   } else {
     // The inherited socket is the service's from the first instruction it runs.
-    const rows = await readPortRowsAsync(s.procRoot, port);
+    const rows = await readPortListenersAsync(s.procRoot, port);
     if (s.settled) return false;
     const own = checkOwnership(s.procRoot, port, s.tree!, rows);
     s.lastOwnership = own;

@@ -7,11 +7,12 @@ import { redactArgv } from './redact.js';
 
 /*
  * "Who owns the listener on P?" asked many times a second while a service starts, so the
- * common answers are cheap: only the port's rows are read (filtered by the kernel on a big
- * table), and /proc/<pid>/fd is read only for tree members and only once some LISTEN socket
- * exists on the port. A listener no known member holds makes the tree list /proc again and
- * look at its new members; only a listener still unheld after that (a stranger: the rare,
- * stolen case) costs a walk of every process's fds, to name it.
+ * common answers are cheap: only the port's listeners are read (ownership is decided by them
+ * alone; filtered by the kernel on a big table), and /proc/<pid>/fd is read only for tree
+ * members and only once some LISTEN socket exists on the port. A listener no known member
+ * holds makes the tree list /proc again and look at its new members; only a listener still
+ * unheld after that (a stranger: the rare, stolen case) costs a walk of every process's fds,
+ * to name it.
  */
 
 /** Every socket, v4 and v6, any state, whose local port is `port` (filtered by the kernel on a big table). */
@@ -19,9 +20,17 @@ export function readPortRows(procRoot: string, port: number): SocketRow[] {
   return readSockets({ procRoot, localPorts: [{ lo: port, hi: port }] }).rows;
 }
 
-/** readPortRows with `ss` (a big table) run as a child the event loop does not wait on. */
-export async function readPortRowsAsync(procRoot: string, port: number): Promise<SocketRow[]> {
-  return (await readSocketsAsync({ procRoot, localPorts: [{ lo: port, hi: port }] })).rows;
+/**
+ * The LISTEN sockets on `port`: all that ownership is decided by. On a big table the kernel then
+ * walks only its listening hash (see port-watch.ts), and `ss` runs as a child the event loop
+ * does not wait on.
+ */
+export async function readPortListenersAsync(procRoot: string, port: number): Promise<SocketRow[]> {
+  return (await readSocketsAsync({ procRoot, localPorts: [{ lo: port, hi: port }], listenOnly: true })).rows;
+}
+
+function readPortListeners(procRoot: string, port: number): SocketRow[] {
+  return readSockets({ procRoot, localPorts: [{ lo: port, hi: port }], listenOnly: true }).rows;
 }
 
 export interface Stranger {
@@ -39,13 +48,13 @@ export type Ownership =
   | { state: 'foreign'; rows: SocketRow[]; listening: SocketRow[]; strangers: Stranger[] };
 
 /**
- * One look at the port. `rows`: the port's rows from a read of the tables just made (the
- * shared poller's, port-watch.ts); read here when not given. A listener whose holder cannot
+ * One look at the port. `rows`: the port's rows (LISTEN ones at least) from a read of the
+ * tables just made (the shared poller's, port-watch.ts); its listeners are read here when not given. A listener whose holder cannot
  * be seen is reported as foreign with no owners; when its uid is ours the caller should look
  * again before calling it stolen (a process caught between fork and exit, or closing the
  * socket, can hide for a moment).
  */
-export function checkOwnership(procRoot: string, port: number, tree: ProcessTree, rows: SocketRow[] = readPortRows(procRoot, port)): Ownership {
+export function checkOwnership(procRoot: string, port: number, tree: ProcessTree, rows: SocketRow[] = readPortListeners(procRoot, port)): Ownership {
   const listening = rows.filter((r) => r.state === 'LISTEN' && r.inode !== 0);
   if (listening.length === 0) return { state: 'waiting', rows };
   tree.scan();

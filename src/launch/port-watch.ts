@@ -3,13 +3,15 @@ import type { PortRange, SocketRow } from '../host/types.js';
 
 /*
  * Every launch waiting for its service to listen looks at the socket tables again and again.
- * A look costs the same with 3 sockets or 300 (the kernel walks its whole connection hash to
- * produce /proc/net/tcp{,6}), so 16 launches of one stack looking on their own read the tables
+ * A look costs about the same with 3 sockets or 300 (a read has a fixed cost), so 16 launches of one stack looking on their own read the tables
  * 16 times as often as one would. Instead, one poller per /proc root serves every launch of
  * this process: each asks for the rows of its port no later than its own next poll time; when
- * the earliest such time comes the poller reads the asked ports' sockets once (readSockets:
- * filtered by the kernel through sock_diag on a big table, else /proc read to a seq_file's short read) and answers every waiting
- * request from that read (the others get their answer early). The `ss` of a big table runs as a
+ * the earliest such time comes the poller reads the asked ports' listeners once (readSockets:
+ * filtered by the kernel through sock_diag on a big table, else /proc) and answers every waiting
+ * request from that read (the others get their answer early). Only LISTEN sockets are asked
+ * for: ownership is decided by listeners alone, and sock_diag then walks only the kernel's
+ * listening hash, never its connection hash, which holds every connection of every namespace
+ * on the host (docs/scale.md §2: ~25 ms per read at 50,000 sockets, whatever the filter). The `ss` of a big table runs as a
  * child the event loop does not wait on, so the other launches' timers and output go on
  * meanwhile; requests made during a read wait for the next one. The read rate is that of the
  * most eager waiter, not the sum of all of them. An answer always comes from a read begun
@@ -48,7 +50,7 @@ export class TablePoller {
 
   constructor(private readonly procRoot: string) {}
 
-  /** The rows of `port` from a read made after this call, at the latest about `withinMs` from now. */
+  /** The LISTEN rows of `port` from a read made after this call, at the latest about `withinMs` from now. */
   look(port: number, withinMs: number): PortLook {
     let resolve!: (rows: SocketRow[]) => void;
     let reject!: (e: unknown) => void;
@@ -95,10 +97,10 @@ export class TablePoller {
     this.pending.clear();
     this.reads++;
     this.reading = true;
-    // Only the waited-for ports' rows are built (the rest of a busy table is passed over).
+    // Only the waited-for ports' listeners are built (the rest of a busy table is passed over).
     const ports: PortRange[] = [...new Set(served.map((r) => r.port))].map((p) => ({ lo: p, hi: p }));
     const t0 = now();
-    readSocketsAsync({ procRoot: this.procRoot, localPorts: ports }).then(
+    readSocketsAsync({ procRoot: this.procRoot, localPorts: ports, listenOnly: true }).then(
       (read) => {
         this.ended(t0);
         for (const req of served) req.resolve(read.rows.filter((r) => r.localPort === req.port));
