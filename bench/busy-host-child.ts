@@ -3,10 +3,15 @@
  * more namespace per table size (an anchor process, `unshare --net`), fills each with loopback
  * connections held by bench/socket-holder-child.ts (both ends in the table), and measures
  * inside each (nsenter):
- *   - a filtered read of 100 ports (readSockets, the allocator's and the ownership poller's
- *     read) and the listener audit's LISTEN-only read, through /proc, through `ss`, and as
- *     berth picks per read ('auto');
- *   - `berth port` in the quietest namespace against the busiest, paired (bench/lib/paired.ts);
+ *   - a filtered read of 100 ports (readSockets, the allocator's read) and the LISTEN-only
+ *     read (the ownership poller's and the listener audit's), through /proc, through `ss`, and
+ *     as berth picks per read ('auto'). Each size is read while the host holds no other big
+ *     namespace: the kernel's connection hash is one for the whole host, and every read of it
+ *     (/proc or sock_diag, filtered or not) walks every connection of every namespace. So the
+ *     smallest is also read again while the biggest exists, to show that walk;
+ *   - `berth port` in the quietest namespace before the busiest exists and in the busiest
+ *     (a series each: an idle host against a busy one), and the two paired while both exist
+ *     (bench/lib/paired.ts: the walk then costs both alike, what is left is berth's own);
  *   - who holds a listener, with 2,000 extra processes on the host: the service's own tree
  *     (what launch reads), every process's fds (berth's stranger search), and `ss -p`.
  * argv[2]: JSON Config, or 'reader' + JSON {reps} for the in-namespace read timings.
@@ -16,7 +21,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { findSocketOwners, socketsHeldBy } from '../src/host/owners.js';
 import { readSockets, SS_MIN_ROWS, tableSize, type ReaderChoice } from '../src/host/socket-reader.js';
-import { paired, type Paired } from './lib/paired.js';
+import { paired, series, type Paired } from './lib/paired.js';
 import { median } from './lib/stats.js';
 
 export interface Config {
@@ -41,7 +46,12 @@ export interface ReadTimes {
 
 export interface Result {
   sizes: { wanted: number; rows: number; reads: ReadTimes }[];
+  /** The smallest namespace read again while the biggest exists. */
+  quietBesideBusy: ReadTimes;
   port: Paired;
+  /** `berth port` in the smallest namespace alone, and in the biggest: median wall and CPU ms. */
+  portIdle: { wallMs: number; cpuMs: number };
+  portBusy: { wallMs: number; cpuMs: number };
   owners: { processes: number; treeMs: number; hostMs: number; ssMs: number };
   ssMinRows: number;
 }
@@ -86,8 +96,9 @@ function startIn(anchor: number, arg: unknown): Promise<Record<string, number>> 
   });
 }
 
-/** A new namespace holding about `sockets` TCP sockets; its anchor's pid. */
-async function namespace(sockets: number): Promise<number> {
+/** A new namespace holding about `sockets` TCP sockets: its anchor's pid, and a way to empty it. */
+async function namespace(sockets: number): Promise<{ anchor: number; empty: () => Promise<void> }> {
+  const mark = held.length;
   const anchor = spawn('unshare', ['--net', '--', 'sh', '-c', 'ip link set lo up && exec sleep 36000'], { stdio: 'ignore' });
   held.push(anchor);
   // The anchor is in its namespace once sh has exec'd sleep.
@@ -100,7 +111,15 @@ async function namespace(sockets: number): Promise<number> {
     const srv = await startIn(anchor.pid!, { role: 'server' });
     await startIn(anchor.pid!, { role: 'clients', count: Math.min(8_000, left), ...srv });
   }
-  return anchor.pid!;
+  const mine = held.slice(mark);
+  const empty = async () => {
+    const gone = mine.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))));
+    for (const c of mine) c.kill('SIGKILL');
+    await Promise.all(gone);
+    // Closed loopback connections linger a moment in the kernel's tables.
+    await new Promise((r) => setTimeout(r, 1_000));
+  };
+  return { anchor: anchor.pid!, empty };
 }
 
 function readIn(anchor: number): ReadTimes {
@@ -119,24 +138,38 @@ function timeMs(f: () => unknown, reps: number): number {
   return median(t);
 }
 
+const logReads = (label: string, reads: ReadTimes) =>
+  log(`${label} (${reads.size} counted): 100 ports proc ${reads.ports.proc.toFixed(2)} / ss ${reads.ports.ss.toFixed(2)} / auto ${reads.ports.auto.toFixed(2)} ms (${reads.autoVia.ports}); listen ss ${reads.listen.ss.toFixed(2)} ms`);
+const port = (anchor: number) => ['/usr/bin/nsenter', '-t', String(anchor), '-n', process.execPath, cfg.berth, 'port', '--range', '20000-20999', '--ttl', '1m'];
+const portEnv = { ...process.env, BERTH_STATE_DIR: cfg.stateDir };
+
 try {
-  const anchors: number[] = [];
-  for (const n of cfg.sizes) {
+  // Smallest first and kept (the quiet side); middle sizes emptied once read; biggest kept.
+  const sizes: Result['sizes'] = [];
+  let quiet = 0;
+  let busy = 0;
+  let portIdle: Result['portIdle'] | undefined;
+  for (const [k, wanted] of cfg.sizes.entries()) {
     const t0 = performance.now();
-    anchors.push(await namespace(n));
-    log(`namespace of ${n} sockets ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const ns = await namespace(wanted);
+    log(`namespace of ${wanted} sockets ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    await new Promise((r) => setTimeout(r, 500));
+    const reads = readIn(ns.anchor);
+    logReads(`${wanted} sockets`, reads);
+    sizes.push({ wanted, rows: reads.size, reads });
+    if (k === 0) {
+      quiet = ns.anchor;
+      portIdle = series(port(quiet), cfg.pairs, portEnv);
+      log(`berth port, ${wanted} sockets, no other namespace: ${portIdle.wallMs.toFixed(1)} ms wall, ${portIdle.cpuMs.toFixed(1)} ms CPU`);
+    } else if (k === cfg.sizes.length - 1) busy = ns.anchor;
+    else await ns.empty();
   }
-  await new Promise((r) => setTimeout(r, 500));
-  const sizes = cfg.sizes.map((wanted, k) => {
-    const reads = readIn(anchors[k]!);
-    log(`${wanted} sockets (${reads.size} counted): 100 ports proc ${reads.ports.proc.toFixed(2)} / ss ${reads.ports.ss.toFixed(2)} / auto ${reads.ports.auto.toFixed(2)} ms (${reads.autoVia.ports})`);
-    return { wanted, rows: reads.size, reads };
-  });
-  const quiet = anchors[0]!;
-  const busy = anchors[anchors.length - 1]!;
-  const port = (anchor: number) => ['/usr/bin/nsenter', '-t', String(anchor), '-n', process.execPath, cfg.berth, 'port', '--range', '20000-20999', '--ttl', '1m'];
+  const portBusy = series(port(busy), cfg.pairs, portEnv);
+  log(`berth port, ${cfg.sizes.at(-1)} sockets: ${portBusy.wallMs.toFixed(1)} ms wall, ${portBusy.cpuMs.toFixed(1)} ms CPU`);
+  const quietBesideBusy = readIn(quiet);
+  logReads(`${cfg.sizes[0]} sockets beside ${cfg.sizes.at(-1)}`, quietBesideBusy);
   log(`berth port: ${cfg.pairs} pairs, ${cfg.sizes[0]} vs ${cfg.sizes.at(-1)} sockets`);
-  const portPairs = paired(port(quiet), port(busy), cfg.pairs, { ...process.env, BERTH_STATE_DIR: cfg.stateDir });
+  const portPairs = paired(port(quiet), port(busy), cfg.pairs, portEnv);
 
   // Owners: a listener of ours among `processes` other processes.
   const sleepers: ChildProcess[] = [];
@@ -156,7 +189,7 @@ try {
   };
   srv.close();
   log(`owners among ${cfg.processes} processes: tree ${owners.treeMs.toFixed(2)} ms, host walk ${owners.hostMs.toFixed(1)} ms, ss -p ${owners.ssMs.toFixed(1)} ms`);
-  const result: Result = { sizes, port: portPairs, owners, ssMinRows: SS_MIN_ROWS };
+  const result: Result = { sizes, quietBesideBusy, port: portPairs, portIdle: portIdle!, portBusy, owners, ssMinRows: SS_MIN_ROWS };
   process.stdout.write(JSON.stringify(result) + '\n');
 } finally {
   for (const c of held) {

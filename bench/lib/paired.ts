@@ -23,6 +23,11 @@ def run(argv):
     return [(time.perf_counter() - t0) * 1000, (ru.ru_utime + ru.ru_stime) * 1000]
 out = []
 for i in range(cfg['warm'] + cfg['pairs']):
+    if cfg['b'] is None:
+        a = run(cfg['a'])
+        if i >= cfg['warm']:
+            out.append([a, a])
+        continue
     if i % 2 == 0:
         a = run(cfg['a']); b = run(cfg['b'])
     else:
@@ -43,11 +48,24 @@ export interface Paired {
   bCpuMs: number;
 }
 
+function timer(a: string[], b: string[] | null, runs: number, env: NodeJS.ProcessEnv, warm: number): [[number, number], [number, number]][] {
+  const r = spawnSync('/usr/bin/python3', ['-c', TIMER, JSON.stringify({ a, b, pairs: runs, warm })], { env, encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (r.status !== 0) throw new Error(`timing failed: ${r.stderr.trim().slice(0, 400)}`);
+  return JSON.parse(r.stdout) as [[number, number], [number, number]][];
+}
+
+/**
+ * One command `runs` times in a row after `warm` unrecorded runs: median wall and CPU ms. For
+ * what cannot be paired, e.g. a host before and after it fills up; the load must then be quiet.
+ */
+export function series(a: string[], runs: number, env: NodeJS.ProcessEnv = process.env, warm = 3): { wallMs: number; cpuMs: number } {
+  const out = timer(a, null, runs, env, warm);
+  return { wallMs: median(out.map(([x]) => x[0])), cpuMs: median(out.map(([x]) => x[1])) };
+}
+
 /** Time `a` and `b` in `pairs` alternating pairs after `warm` unrecorded ones. */
 export function paired(a: string[], b: string[], pairs: number, env: NodeJS.ProcessEnv = process.env, warm = 3): Paired {
-  const r = spawnSync('/usr/bin/python3', ['-c', TIMER, JSON.stringify({ a, b, pairs, warm })], { env, encoding: 'utf8', maxBuffer: 1 << 24 });
-  if (r.status !== 0) throw new Error(`paired timing failed: ${r.stderr.trim().slice(0, 400)}`);
-  const out = JSON.parse(r.stdout) as [[number, number], [number, number]][];
+  const out = timer(a, b, pairs, env, warm);
   return {
     pairs: out.length,
     wallRatio: median(out.map(([x, y]) => y[0] / x[0])),

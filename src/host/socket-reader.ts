@@ -16,7 +16,7 @@ import type { PortRange, SocketRow } from './types.js';
  * alone. `ss` costs a process spawn (a few ms) whatever the table holds, which is more than
  * /proc costs on a quiet host; so each read looks at the table's size first
  * (/proc/net/sockstat{,6}: a few counters, read in microseconds) and uses `ss` only from
- * SS_MIN_ROWS sockets on (bench/socket-reader.ts measures both sides). /proc is also the
+ * SS_MIN_ROWS sockets on (bench/busy-host.ts measures both sides). /proc is also the
  * fallback: where `ss` is missing, too old for -O/-H, or sock_diag is refused (its exit
  * status is then not 0), berth reads /proc and does not try `ss` again in this process. Both
  * give the same rows (test/host-socket-reader.test.ts compares them on live namespaces).
@@ -27,8 +27,13 @@ import type { PortRange, SocketRow } from './types.js';
 
 export type ReaderChoice = 'auto' | 'ss' | 'proc';
 
-/** Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used: see bench/socket-reader.ts. */
-export const SS_MIN_ROWS = 5_000;
+/**
+ * Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used. On the benchmark's quiet
+ * 2-core machine (bench/busy-host.ts, docs/benchmarks.md §14) a 100-port read cost 1.3 / 12 /
+ * 114 ms through /proc at 500 / 5,000 / 50,000 sockets and 15 / 26 / 60 ms through `ss`: the
+ * two cross near 10,000.
+ */
+export const SS_MIN_ROWS = 10_000;
 
 export interface ReadSocketsOptions {
   /** Root of the proc filesystem. Default '/proc'; any other root is always read as files. */
