@@ -30,6 +30,12 @@ export interface Config {
   ns: number[];
   runs: number;
   load?: { sockets: number; processes: number };
+  /**
+   * Instead of `load`: each run is a pair, berth on the idle namespace, then the load made, berth
+   * again, and the load taken away (connections reset: no TIME_WAIT stays), so that the two
+   * sides of a pair are minutes apart at most and the machine's own noise mostly cancels.
+   */
+  pairedLoad?: { sockets: number; processes: number };
   /** Write a V8 CPU profile of berth (--cpu-prof) for these N (first repetition only). */
   profileNs?: number[];
   profileDir?: string;
@@ -47,6 +53,8 @@ export interface Sample {
   /** berth only: its watchdog's user+sys CPU (ms, 10 ms resolution). */
   watchdogCpuMs?: number;
   maxRssKb?: number;
+  /** pairedLoad: whether this run had the load. */
+  loaded?: boolean;
 }
 
 export interface Result {
@@ -220,6 +228,34 @@ function tableRows(): number {
   return rows;
 }
 
+/** The namespace loaded with sockets and processes; drop() takes it all away again. */
+async function makeLoad(want: { sockets: number; processes: number }): Promise<{ load: NonNullable<Result['load']>; drop: () => Promise<void> }> {
+  const t0 = now();
+  const mine: ChildProcess[] = [];
+  // Each connection is two sockets (both ends) in the table; pairs of holders keep each
+  // process under its open-file limit.
+  for (let left = Math.ceil(want.sockets / 2); left > 0; left -= 8_000) {
+    const srv = await startHolder({ role: 'server' });
+    mine.push(srv.child);
+    const cl = await startHolder({ role: 'clients', count: Math.min(8_000, left), ...srv.report });
+    mine.push(cl.child);
+  }
+  const holders = mine.length;
+  for (let i = 0; i < want.processes; i++) mine.push(spawn('sleep', ['3600'], { stdio: 'ignore' }));
+  held.push(...mine);
+  await new Promise((r) => setTimeout(r, 500));
+  const load = { sockets: want.sockets, processes: want.processes, tableRows: tableRows() };
+  log(`loaded: ${load.tableRows} socket rows, ${want.processes} extra processes, in ${((now() - t0) / 1000).toFixed(1)} s`);
+  const drop = async () => {
+    const gone = mine.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r))));
+    mine.slice(0, holders).forEach((c) => c.stdin?.end());
+    mine.slice(holders).forEach((c) => c.kill('SIGKILL'));
+    await Promise.all(gone);
+    await new Promise((r) => setTimeout(r, 500));
+  };
+  return { load, drop };
+}
+
 function startHolder(arg: unknown): Promise<{ child: ChildProcess; report: Record<string, number> }> {
   const child = spawn(process.execPath, [cfg.holder!, JSON.stringify(arg)], { stdio: ['pipe', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
@@ -236,24 +272,25 @@ try {
   writeFileSync(server, SERVER);
   writeFileSync(floor, FLOOR);
   let load: Result['load'];
-  if (cfg.load) {
-    const t0 = now();
-    // Each connection is two sockets (both ends) in the table; pairs of holders keep each
-    // process under its open-file limit.
-    for (let left = Math.ceil(cfg.load.sockets / 2); left > 0; left -= 8_000) {
-      const srv = await startHolder({ role: 'server' });
-      held.push(srv.child);
-      const cl = await startHolder({ role: 'clients', count: Math.min(8_000, left), ...srv.report });
-      held.push(cl.child);
-    }
-    for (let i = 0; i < cfg.load.processes; i++) held.push(spawn('sleep', ['3600'], { stdio: 'ignore' }));
-    await new Promise((r) => setTimeout(r, 500));
-    load = { sockets: cfg.load.sockets, processes: cfg.load.processes, tableRows: tableRows() };
-    log(`loaded: ${load.tableRows} socket rows, ${cfg.load.processes} extra processes, in ${((now() - t0) / 1000).toFixed(1)} s`);
-  }
+  if (cfg.load) load = (await makeLoad(cfg.load)).load;
   const profiles: string[] = [];
   const samples: Sample[] = [];
-  for (const n of cfg.ns) {
+  if (cfg.pairedLoad) {
+    for (const n of cfg.ns) {
+      for (let r = 0; r < cfg.runs; r++) {
+        const idle = await berthOnce(dir, server, n, `${n}-${r}-idle`, undefined);
+        samples.push({ ...idle, loaded: false });
+        const made = await makeLoad(cfg.pairedLoad);
+        load = made.load;
+        const busy = await berthOnce(dir, server, n, `${n}-${r}-loaded`, undefined);
+        samples.push({ ...busy, loaded: true });
+        await made.drop();
+        log(`N=${n} pair ${r + 1}/${cfg.runs}: ready idle ${idle.readyMs.toFixed(0)} / loaded ${busy.readyMs.toFixed(0)} ms, cpu ${idle.cpuMs.toFixed(0)} / ${busy.cpuMs.toFixed(0)} ms; table left ${tableRows()} rows`);
+        for (const k of ['idle', 'loaded']) rmSync(join(dir, `run-${n}-${r}-${k}`), { recursive: true, force: true });
+      }
+    }
+  }
+  for (const n of cfg.pairedLoad ? [] : cfg.ns) {
     for (let r = 0; r < cfg.runs; r++) {
       const k = `${n}-${r}`;
       const profile = r === 0 && cfg.profileNs?.includes(n) && cfg.profileDir ? cfg.profileDir : undefined;

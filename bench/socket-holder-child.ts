@@ -2,7 +2,7 @@
  * Holds one side of many loopback TCP connections for bench/socket-table-child.ts. Two of
  * these (server side, client side) keep the socket count under each process's open-file
  * limit. argv[2]: JSON {role:'server'} or {role:'clients', v4Port, v6Port?, count}.
- * Prints one JSON line when set up, then holds everything until stdin closes.
+ * Prints one JSON line when set up, then holds everything until stdin closes, then resets it all.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -61,6 +61,11 @@ if (cfg.role === 'server') {
   }
   process.stdout.write(JSON.stringify({ opened: held.length }) + '\n');
 }
+// Closed with a reset, so no TIME_WAIT is left behind in the namespace when the load is taken away.
+const drop = () => {
+  for (const s of held) s.resetAndDestroy();
+  setImmediate(() => process.exit(0));
+};
 process.stdin.resume();
-process.stdin.on('end', () => process.exit(0));
-process.stdin.on('error', () => process.exit(0));
+process.stdin.on('end', drop);
+process.stdin.on('error', drop);

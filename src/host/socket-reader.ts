@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { normalizeRanges } from './intervals.js';
 import { readProcTables } from './read-tables.js';
 import { parseSsOutput, ssArgs } from './ss-output.js';
+import { SsShell } from './ss-shell.js';
 import type { PortRange, SocketRow } from './types.js';
 
 /*
@@ -166,9 +167,9 @@ function readViaSs(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: 
   return fromSs({ error: r.error, status: r.status, signal: r.signal, stdout: String(r.stdout), stderr: String(r.stderr) }, listenOnly, ssPath);
 }
 
-function readViaSsAsync(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): Promise<SocketRead | undefined> {
+function spawnSsAsync(args: string[], listenOnly: boolean, ssPath: string): Promise<SocketRead | undefined> {
   return new Promise((resolve) => {
-    const child = cp().execFile(ssPath, ssArgs(ports, listenOnly), SS_OPTIONS, (error, stdout, stderr) => {
+    const child = cp().execFile(ssPath, args, SS_OPTIONS, (error, stdout, stderr) => {
       // execFile's error carries the exit code as `code` (a number) or the spawn's errno name.
       const code = (error as { code?: unknown } | null)?.code;
       const status = error === null ? 0 : typeof code === 'number' ? code : null;
@@ -176,6 +177,30 @@ function readViaSsAsync(ports: PortRange[] | undefined, listenOnly: boolean, ssP
     });
     child.stdin?.end();
   });
+}
+
+/** The shell that starts `ss` for the asynchronous reads (ss-shell.ts); undefined once it failed. */
+let shell: SsShell | undefined | null;
+
+async function readViaSsAsync(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): Promise<SocketRead | undefined> {
+  const args = ssArgs(ports, listenOnly);
+  if (shell === undefined) {
+    try {
+      shell = new SsShell(cp());
+    } catch {
+      shell = null;
+    }
+  }
+  if (shell?.usable) {
+    try {
+      const a = await shell.run(ssPath, args);
+      if (a.status === 0) return fromSs({ status: 0, signal: null, stdout: a.stdout, stderr: '' }, listenOnly, ssPath);
+      // ss failed: its own spawn below says why, and gives it up.
+    } catch {
+      shell = null;
+    }
+  }
+  return spawnSsAsync(args, listenOnly, ssPath);
 }
 
 /** A filter normalized, or an empty answer when it matches no port at all. */
@@ -207,7 +232,8 @@ export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
 /**
  * readSockets for callers that supervise other work meanwhile (the launch's pollers): `ss`
  * runs as a child the event loop does not wait on (spawnSync of ss, 100+ ms on a loaded host,
- * was 15% of berth's main thread with 16 replicas starting). Same choice and fallback rules;
+ * was 15% of berth's main thread with 16 replicas starting), started by a shell that berth
+ * keeps (ss-shell.ts: not a fork of berth per read). Same choice and fallback rules;
  * the /proc read stays synchronous, as it is used only where it is cheap (a small table) or
  * where `ss` failed.
  */

@@ -1,0 +1,118 @@
+import type * as ChildProcess from 'node:child_process';
+
+/*
+ * `ss` started by a small shell that berth keeps for its lifetime, for the asynchronous reads
+ * of `up` and `run` (the ownership poller, the listener audit). Each spawn from berth itself is
+ * a fork of a big process: libuv's spawn() returns only once the child has exec'd, so berth's
+ * event loop stood still for it, ~20 ms a read on a loaded host and a read every few tens of
+ * ms while replicas start (docs/scale.md §2). A fork of /bin/sh costs a fraction of that, and
+ * it is the shell's, not berth's.
+ *
+ * Protocol: one line per read on the shell's stdin, `'ss' 'arg'… 2>/dev/null; printf …`, and
+ * the answer is ss's output followed by a line `<MARK> <exit status>`. Reads are answered in
+ * order. Arguments are berth's own (ssArgs: digits, words, parentheses), single-quoted; one
+ * holding a quote is refused. The shell runs in its own session (a Ctrl-C to berth's group
+ * does not end it) and exits when its stdin closes: when berth exits, however it exits.
+ * Anything going wrong (no shell, the shell gone) rejects the waiting reads; the caller then
+ * spawns `ss` itself, as before.
+ */
+
+const MARK = '@@berth-ss-end';
+
+export interface ShellAnswer {
+  status: number;
+  stdout: string;
+}
+
+interface Waiting {
+  resolve: (a: ShellAnswer) => void;
+  reject: (e: Error) => void;
+}
+
+function quote(arg: string): string {
+  if (arg.includes("'") || arg.includes('\n') || arg.includes('\0')) throw new Error(`ss-shell: refusing argument ${JSON.stringify(arg)}`);
+  return `'${arg}'`;
+}
+
+export class SsShell {
+  private readonly child: ChildProcess.ChildProcess;
+  private readonly waiting: Waiting[] = [];
+  private buf = '';
+  private dead: Error | undefined;
+
+  constructor(cp: typeof ChildProcess) {
+    this.child = cp.spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'ignore'], detached: true });
+    this.child.stdout!.setEncoding('latin1');
+    this.child.stdout!.on('data', (chunk: string) => this.data(chunk));
+    this.child.on('error', (e) => this.die(e));
+    this.child.on('exit', (code, signal) => this.die(new Error(`the shell exited (${signal ?? code})`)));
+    this.child.stdin!.on('error', (e) => this.die(e));
+    this.idle();
+  }
+
+  /** The shell's pid (tests). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Whether reads can still be asked of it. */
+  get usable(): boolean {
+    return this.dead === undefined;
+  }
+
+  /** ss's stdout and exit status for `args`, run as `ssPath`. */
+  run(ssPath: string, args: readonly string[]): Promise<ShellAnswer> {
+    if (this.dead) return Promise.reject(this.dead);
+    let line: string;
+    try {
+      line = `${[ssPath, ...args].map(quote).join(' ')} 2>/dev/null; printf '%s %d\\n' '${MARK}' $?\n`;
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      this.busy();
+      this.child.stdin!.write(line);
+    });
+  }
+
+  private data(chunk: string): void {
+    this.buf += chunk;
+    for (;;) {
+      const at = this.buf.startsWith(MARK) ? 0 : this.buf.indexOf(`\n${MARK}`);
+      if (at < 0) return;
+      const start = at === 0 ? 0 : at + 1;
+      const end = this.buf.indexOf('\n', start);
+      if (end < 0) return;
+      const status = Number(this.buf.slice(start + MARK.length + 1, end));
+      const stdout = this.buf.slice(0, start);
+      this.buf = this.buf.slice(end + 1);
+      const w = this.waiting.shift();
+      if (this.waiting.length === 0) this.idle();
+      w?.resolve({ status: Number.isInteger(status) ? status : -1, stdout });
+    }
+  }
+
+  private die(e: Error): void {
+    if (this.dead) return;
+    this.dead = e;
+    for (const w of this.waiting.splice(0)) w.reject(e);
+    try {
+      this.child.kill('SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+
+  /** Waiting reads keep berth alive; an idle shell does not. */
+  private busy(): void {
+    this.child.ref();
+    (this.child.stdout as unknown as { ref?: () => void }).ref?.();
+  }
+
+  private idle(): void {
+    this.child.unref();
+    (this.child.stdout as unknown as { unref?: () => void }).unref?.();
+    (this.child.stdin as unknown as { unref?: () => void }).unref?.();
+  }
+}
