@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isSecretName, redactArgv, redactEnv, redactJson, redactReadySpec, redactText, REDACTED } from '../src/launch/redact.js';
+import { isSecretName, redactArgv, redactEnv, redactJson, redactReadySpec, redactText, REDACTED } from '../src/util/redact.js';
 
 test('names the old pattern missed are credentials; look-alikes are not', () => {
   for (const n of ['MYSQL_PWD', 'GITHUB_PAT', 'GH_PAT', 'JWT', 'COOKIE', 'SENTRY_DSN', 'DB_PASS', 'apiKey', 'X-Auth-Token', 'OAUTH_CLIENT_SECRET', 'AWS_SECRET_ACCESS_KEY', 'HF_TOKEN', 'PGPASSWORD', 'SESSIONID', '--db-password']) {

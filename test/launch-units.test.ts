@@ -19,7 +19,7 @@ import { probeCmd, probeHttp, probeTcp, responseComplete } from '../src/launch/p
 import { listPids } from '../src/host/pids.js';
 import { parseStatIds, ProcessTree } from '../src/launch/process-tree.js';
 import { checkReadyWithHandoff, parseReadySpec } from '../src/launch/ready-spec.js';
-import { redactArgv, redactEnv } from '../src/launch/redact.js';
+import { redactArgv, redactEnv } from '../src/util/redact.js';
 import { childEnv, execPlan, fdName, PERL_SHIM, substitute } from '../src/launch/spawn-plan.js';
 
 test('parseReadySpec: http, tcp, cmd; bad specs are usage errors naming the fix', () => {

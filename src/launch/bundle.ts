@@ -4,7 +4,7 @@ import { snapshotHost, writeBundle } from './diagnostics.js';
 import { exitStatus } from './exit-status.js';
 import { copyLogTail } from './log-copy.js';
 import type { OutputTee } from './output.js';
-import { redactArgv, redactEnv, redactReadySpec } from './redact.js';
+import { redactArgv, redactEnv, redactReadySpec } from '../util/redact.js';
 import { formatReadySpec } from './ready-spec.js';
 import { now, type LaunchState } from './state.js';
 import type { LaunchPhase } from './types.js';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { readHostMap, socketsOnPort, describeOwner } from '../host/read-host.js';
 import type { HostMap } from '../host/types.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { redactArgv, redactJson } from './redact.js';
+import { redactArgv, redactJson } from '../util/redact.js';
 
 /*
  * The bundle is written before any cleanup (so the socket rows and owners show the state

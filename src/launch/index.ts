@@ -6,4 +6,4 @@ export { chooseProbeHost, hostPort } from './probe-host.js';
 export { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
 export { parseStatIds, ProcessTree, type TreeMember } from './process-tree.js';
 export { checkOwnership, readPortRows, type Ownership } from './ownership.js';
-export { redactArgv, redactEnv } from './redact.js';
+export { redactArgv, redactEnv } from '../util/redact.js';

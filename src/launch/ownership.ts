@@ -3,7 +3,7 @@ import { forgetTurn } from '../host/proc-turn.js';
 import { readSockets, readSocketsAsync } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import type { ProcessTree } from './process-tree.js';
-import { redactArgv } from './redact.js';
+import { redactArgv } from '../util/redact.js';
 
 /*
  * "Who owns the listener on P?" asked many times a second while a service starts, so the

@@ -8,7 +8,7 @@ import { readSysctls } from '../host/sysctl.js';
 import type { PortRange, SocketRow } from '../host/types.js';
 import type { TreeListener } from './audit.js';
 import type { ProcessTree } from './process-tree.js';
-import { redactArgv } from './redact.js';
+import { redactArgv } from '../util/redact.js';
 
 /*
  * What the service's process tree listens on. One read of the socket tables (LISTEN rows

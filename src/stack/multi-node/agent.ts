@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
-import { redactText } from '../../launch/redact.js';
+import { redactText } from '../../util/redact.js';
 import { nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
 import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';

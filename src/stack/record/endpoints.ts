@@ -1,5 +1,5 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
-import { redactText } from '../../launch/redact.js';
+import { redactText } from '../../util/redact.js';
 import type { AuditFinding } from '../../launch/types.js';
 import { endpointUrl } from '../file/placeholders.js';
 import type { ReplicaState } from '../file/spec.js';
