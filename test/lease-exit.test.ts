@@ -77,3 +77,33 @@ done
     assert.equal(v.get(`LEFT_${i}`), '0', `up ${i} (exit ${rc}): lease names still there when berth up had exited\n${r.stdout}`);
   }
 });
+
+test('berth run with an unresponsive watchdog (SIGSTOPped): berth waits at most about 1 s for its answer, kills it, and still leaves no lease name', async (t) => {
+  if (!requireNetns(t)) return;
+  const box = sandbox();
+  t.after(() => box.cleanup());
+  const rf = join(box.dir, 'ready.json');
+  const r = await netnsSh({}, box, `
+${berthSh} run --range ${RANGE} --ready-file ${q(rf)} -- ${serviceSh} > /dev/null 2>&1 & B=$!
+${waitFile(rf)}
+W=; for f in /proc/[0-9]*; do
+  [ "$(sed 's/.*) //' $f/stat 2>/dev/null | cut -d' ' -f2)" = "$B" ] && tr '\\0' ' ' < $f/cmdline 2>/dev/null | grep -q watchdog && W=\${f#/proc/}
+done
+echo "WATCHDOG=$W"
+kill -STOP $W
+t0=$(date +%s%N)
+kill -TERM $B; wait $B; rc=$?
+echo "EXIT_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"
+${names('LEFT')}
+echo "RC=$rc"
+echo "WATCHDOG_LEFT=$(kill -0 $W 2>/dev/null && echo yes || echo no)"
+`);
+  const v = kv(r.stdout);
+  assert.match(v.get('WATCHDOG') ?? '', /^\d+$/, `berth's watchdog found\n${r.stdout}${r.stderr}`);
+  assert.equal(v.get('RC'), '143', r.stdout + r.stderr);
+  t.diagnostic(`berth exited ${v.get('EXIT_MS')} ms after SIGTERM, its watchdog stopped`);
+  assert.equal(v.get('LEFT'), '0', `lease names left behind a stopped watchdog\n${r.stdout}`);
+  assert.equal(v.get('WATCHDOG_LEFT'), 'no', 'the unresponsive watchdog was killed');
+  // The service's own stop, then the 1 s wait: never the service's 10 s grace, never forever.
+  assert.ok(Number(v.get('EXIT_MS')) < 5_000, `berth exited ${v.get('EXIT_MS')} ms after SIGTERM`);
+});
