@@ -97,6 +97,7 @@ echo "EXIT_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"
 ${names('LEFT')}
 echo "RC=$rc"
 echo "WATCHDOG_LEFT=$(kill -0 $W 2>/dev/null && echo yes || echo no)"
+[ -n "$W" ] && kill -KILL $W 2>/dev/null
 `, 60_000);
   const v = kv(r.stdout);
   assert.match(v.get('WATCHDOG') ?? '', /^\d+$/, `berth's watchdog found\n${r.stdout}${r.stderr}`);
