@@ -7,14 +7,16 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { parseStatIds } from '../src/launch/process-tree.js';
 import { watch } from '../src/launch/watchdog-process.js';
-import { formatMessage, parseMessage, type WatchMessage } from '../src/launch/watchdog-protocol.js';
+import { formatMessage, parseIpc, parseMessage, type IpcMessage, type WatchMessage } from '../src/launch/watchdog-protocol.js';
 import { markRunGone } from '../src/stack/record/run-gone.js';
 import { pidsWithEnv, waitGone } from './helpers/procs.js';
 
@@ -113,6 +115,38 @@ test('berth died before it could say the pid: the marker alone finds the service
   const report = await done;
   assert.equal(report.termed, 1);
   assert.deepEqual((await waitGone(marker, 2_000)).left, []);
+});
+
+test('release: the watchdog answers once it has closed every lease socket berth sent, one still in flight included', async () => {
+  const id = randomUUID();
+  const names = [0, 1].map((i) => `berth-test/watchdog-ack/${id}/${i}`);
+  const bound = () => names.filter((n) => readFileSync('/proc/net/unix', 'latin1').includes(`@${n}`));
+  const servers = await Promise.all(names.map((n) => new Promise<net.Server>((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen({ path: `\0${n}` }, () => resolve(s));
+  })));
+  const ipc = new EventEmitter();
+  const replies: IpcMessage[] = [];
+  const input = new PassThrough();
+  const done = watch(input, { ipc, reply: (m) => replies.push(m) });
+  // The first socket arrives, then the request (the second is still on its way), then the second.
+  ipc.emit('message', { op: 'lease', id }, servers[0]);
+  ipc.emit('message', { op: 'release', id, leases: 2 });
+  assert.deepEqual(replies, [], 'no answer while a socket berth sent has not arrived');
+  assert.deepEqual(bound(), [names[1]], 'the one it has is closed at once');
+  ipc.emit('message', { op: 'lease', id }, servers[1]);
+  assert.deepEqual(replies, [{ op: 'released', id }]);
+  assert.deepEqual(bound(), [], 'answered only once none is left');
+  // A socket berth closed before Node sent it arrives as the message alone: it counts.
+  const other = randomUUID();
+  ipc.emit('message', { op: 'release', id: other, leases: 1 });
+  ipc.emit('message', { op: 'lease', id: other });
+  assert.deepEqual(replies.at(-1), { op: 'released', id: other });
+  input.end();
+  assert.equal((await done).runs, 0);
+  assert.equal(parseIpc({ op: 'release', id, leases: -1 }), undefined);
+  assert.equal(parseIpc({ op: 'released' }), undefined);
 });
 
 test('markRunGone: live replicas become exited with the reason, once; another run\'s document is not touched', () => {

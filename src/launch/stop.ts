@@ -107,7 +107,8 @@ export async function finish(s: LaunchState): Promise<void> {
   s.wake();
   await cleanupTree(s);
   if (s.childExited && s.childRunning()) await s.childExited;
-  s.guard?.ended();
+  // The watchdog closes its copies of the leases meanwhile; awaited below, with berth's own.
+  const watchdogReleased = s.guard?.ended();
   await drain(s, 2_000);
   s.out?.closeLog();
   s.err?.closeLog();
@@ -121,6 +122,8 @@ export async function finish(s: LaunchState): Promise<void> {
   } catch (e) {
     s.warn(`could not release the lease${s.set ? 's of ports' : ' of port'} ${s.set ? s.set.assigned.map((a) => a.ports.join(',')).join(',') : s.port}: ${(e as Error).message}`);
   }
+  // Before 'exited': once berth has seen its launches exit, no name of their leases is left in the namespace.
+  await watchdogReleased;
   const code = s.childExit?.code ?? null;
   const signal = s.childExit?.signal ?? null;
   let exitCode: number;

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type net from 'node:net';
 import { ProcessTree } from './process-tree.js';
-import { parseMessage, type WatchMessage } from './watchdog-protocol.js';
+import { parseIpc, parseMessage, type IpcMessage, type WatchMessage } from './watchdog-protocol.js';
 
 /*
  * The watchdog's side (one process per berth process, started by watchdog.ts). It reads what
@@ -17,7 +17,9 @@ import { parseMessage, type WatchMessage } from './watchdog-protocol.js';
  * It also holds each launch's lease sockets (sent over the IPC channel, watchdog.ts): a
  * lease lives as long as a process holds it, and it must outlive berth exactly as long as
  * the launch's service is being stopped. They are closed when berth says the launch ended
- * (in whichever order the two channels deliver), or once it is stopped.
+ * (in whichever order the two channels deliver), or once it is stopped. berth also asks over
+ * the IPC channel ('release') and waits for the answer ('released') before it exits, so
+ * no name of its leases is left behind it, not even for the few ms the pipe takes.
  */
 
 const POLL_MS = 50;
@@ -118,6 +120,8 @@ export interface WatchOptions {
   procRoot?: string;
   /** Where lease sockets arrive ('message' events with a handle); default this process's IPC channel, if any. */
   ipc?: EventEmitter;
+  /** How to answer berth on that channel; default process.send. */
+  reply?: (m: IpcMessage) => void;
   /** After every run is stopped: the stacks' run directories to mark (berth is gone). */
   afterStop?: (runDirs: string[]) => void;
 }
@@ -135,14 +139,39 @@ export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promi
     leases.delete(id);
   };
   const ipc = o.ipc ?? ((process as unknown as { channel?: unknown }).channel ? process : undefined);
+  const reply = o.reply ?? ((m: IpcMessage) => process.send?.(m, undefined, {}, () => {}));
+  // Per launch: lease sockets received so far, and how many berth said it sent once it asked for them to be closed.
+  const received = new Map<string, number>();
+  const asked = new Map<string, number>();
+  const answer = (id: string) => {
+    const want = asked.get(id);
+    if (want === undefined || (received.get(id) ?? 0) < want) return;
+    asked.delete(id);
+    reply({ op: 'released', id });
+  };
   ipc?.on('message', (m: unknown, h: unknown) => {
-    const msg = m as { op?: unknown; id?: unknown } | null;
-    if (msg?.op !== 'lease' || typeof msg.id !== 'string' || h === undefined || h === null) return;
+    const msg = parseIpc(m);
+    if (msg?.op === 'release') {
+      endedRuns.add(msg.id);
+      closeLeases(msg.id);
+      asked.set(msg.id, msg.leases);
+      answer(msg.id);
+      return;
+    }
+    if (msg?.op !== 'lease') return;
+    // Counted with or without its socket: one that berth closed while it waited in Node's send
+    // queue arrives without it (it is gone already).
+    received.set(msg.id, (received.get(msg.id) ?? 0) + 1);
+    if (h === undefined || h === null) {
+      answer(msg.id);
+      return;
+    }
     const server = h as net.Server;
     server.on('error', () => {});
     server.on('connection', (sock: net.Socket) => sock.destroy());
     if (endedRuns.has(msg.id)) {
       server.close();
+      answer(msg.id);
       return;
     }
     const list = leases.get(msg.id);

@@ -19,6 +19,31 @@ export type WatchMessage =
   /** The stack has written its final endpoints.json itself. */
   | { op: 'runDirEnd'; path: string };
 
+/*
+ * The IPC channel beside the pipe carries the lease sockets (SCM_RIGHTS) and the one
+ * exchange that needs an answer: when a launch ends, berth asks the watchdog to close its
+ * copies of the launch's lease sockets and waits for it to say so, so that when berth
+ * exits every lease name it held is gone (docs/leases.md). `leases` is how many sockets
+ * berth sent it for the launch: the watchdog answers only once it has them all, so a socket
+ * still in flight is closed before the answer, never after.
+ */
+export type IpcMessage =
+  /** Comes with one lease socket of launch `id`. */
+  | { op: 'lease'; id: string }
+  /** berth → watchdog: launch `id` ended; close its lease sockets (`leases` were sent). */
+  | { op: 'release'; id: string; leases: number }
+  /** watchdog → berth: closed all of them. */
+  | { op: 'released'; id: string };
+
+/** An IPC message, or undefined for anything else. */
+export function parseIpc(m: unknown): IpcMessage | undefined {
+  const o = m as { op?: unknown; id?: unknown; leases?: unknown } | null;
+  if (o === null || typeof o !== 'object' || !isId(o.id)) return undefined;
+  if (o.op === 'lease' || o.op === 'released') return { op: o.op, id: o.id };
+  if (o.op === 'release' && isTicks(o.leases)) return { op: 'release', id: o.id, leases: o.leases };
+  return undefined;
+}
+
 export function formatMessage(m: WatchMessage): string {
   return JSON.stringify(m) + '\n';
 }

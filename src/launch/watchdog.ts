@@ -3,7 +3,7 @@ import type net from 'node:net';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { isSingleExecutable } from '../util/self.js';
-import { formatMessage, type WatchMessage } from './watchdog-protocol.js';
+import { formatMessage, parseIpc, type IpcMessage, type WatchMessage } from './watchdog-protocol.js';
 
 /*
  * berth's side of its watchdog (watchdog-process.ts has the other side and the reasons).
@@ -18,7 +18,11 @@ import { formatMessage, type WatchMessage } from './watchdog-protocol.js';
  * Leases (allocate/lease-domain.ts) live as long as a process holds their sockets, and the
  * services must keep theirs while the watchdog stops them after berth died: each launch's
  * lease sockets are sent to the watchdog over an IPC channel (SCM_RIGHTS), and it closes
- * them when the launch ends, or, after berth's death, once the launch is stopped.
+ * them when the launch ends, or, after berth's death, once the launch is stopped. When a
+ * launch ends berth waits for the watchdog to say it closed them (at most ACK_MS; a watchdog
+ * that does not answer is killed, which closes them too): when berth exits, the names of
+ * every lease it held are gone, and the next allocator (the next line of a batch script)
+ * finds the ports free.
  *
  * Where it is: dist/watchdog.cjs, next to the bundle that runs (the CLI's command bundles in
  * dist/cli/, the library's dist/index.js), or the single executable itself (`up --watchdog`).
@@ -27,6 +31,10 @@ import { formatMessage, type WatchMessage } from './watchdog-protocol.js';
  */
 
 const RESPAWN_LIMIT = 3;
+/** How long berth waits for the watchdog to say it closed a launch's lease sockets (about 1 ms when it is alive; its start-up, when the launch was that short). */
+const ACK_MS = 1_000;
+/** After killing an unresponsive watchdog, how long to wait for the kernel to close its descriptors. */
+const KILL_WAIT_MS = 1_000;
 
 let entryOverride: string | null | undefined;
 
@@ -55,6 +63,10 @@ class Watchdog {
   private readonly live = new Map<string, string[]>();
   /** Lease sockets of live launches, by id: sent again to a new watchdog. */
   private readonly leases = new Map<string, net.Server[]>();
+  /** Lease sockets written to the current watchdog, by launch id: what it must have closed before it answers. */
+  private readonly sent = new Map<string, number>();
+  /** Launches waiting for the watchdog's 'released'. */
+  private readonly acks = new Map<string, () => void>();
   private respawns = 0;
   private warned = false;
 
@@ -83,22 +95,60 @@ class Watchdog {
   private send(id: string, handles: readonly net.Server[]): Promise<void> {
     const child = this.child;
     if (!child?.connected) return Promise.resolve();
+    const count = (d: number) => this.child === child && this.sent.set(id, (this.sent.get(id) ?? 0) + d);
     return Promise.all(
       handles.map(
         (h) =>
           new Promise<void>((resolve) => {
             try {
               // The callback comes once the descriptor is written to the channel: from then on it is the watchdog's too.
-              child.send({ op: 'lease', id }, h, (err) => {
-                void err; // a watchdog gone meanwhile: berth still holds the lease itself
+              const m: IpcMessage = { op: 'lease', id };
+              child.send(m, h, (err) => {
+                if (err) count(-1); // a watchdog gone meanwhile: berth still holds the lease itself
                 resolve();
               });
+              count(1);
             } catch {
               resolve();
             }
           }),
       ),
     ).then(() => undefined);
+  }
+
+  /**
+   * After the launch's 'end': resolves once the watchdog holds none of its lease sockets any
+   * more: it said so, or it exited, or it did not answer within ACK_MS and was killed.
+   */
+  async release(id: string): Promise<void> {
+    const child = this.child;
+    const leases = this.sent.get(id) ?? 0;
+    this.sent.delete(id);
+    if (!child || leases === 0) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    const answered = await new Promise<boolean>((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.acks.delete(id);
+        resolve(ok);
+      };
+      const timer = setTimeout(() => done(false), ACK_MS);
+      this.acks.set(id, () => done(true));
+      void exited.then(() => done(true));
+      try {
+        const m: IpcMessage = { op: 'release', id, leases };
+        child.send(m, undefined, {}, (err) => err && done(false));
+      } catch {
+        done(false);
+      }
+    });
+    if (answered) return;
+    // Unresponsive (or its channel is gone): its descriptors close with it. While other
+    // launches live, the 'exit' handler starts another one and sends it theirs.
+    child.kill('SIGKILL');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise<void>((r) => (timer = setTimeout(r, KILL_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   private start(): void {
@@ -111,6 +161,11 @@ class Watchdog {
       return; // no watchdog (out of processes): berth still cleans up when it can
     }
     this.child = child;
+    this.sent.clear();
+    child.on('message', (m: unknown) => {
+      const msg = parseIpc(m);
+      if (msg?.op === 'released') this.acks.get(msg.id)?.();
+    });
     child.on('error', (e: NodeJS.ErrnoException) => this.warn(argv[0]!, e.code ?? e.message));
     child.stdin!.on('error', () => {});
     child.on('exit', (code, signal) => {
@@ -155,7 +210,8 @@ export interface RunGuard {
   spawned(pid: number, start: number): void;
   /** A tree member outside the child's process group (setsid daemons). */
   member(pid: number, start: number): void;
-  ended(): void;
+  /** Resolves once the watchdog has closed its copies of the launch's lease sockets (or is gone). */
+  ended(): Promise<void>;
 }
 
 /** Registers a launch before its spawn: `marker` is the BERTH_RUN_ID=… entry of its environment. */
@@ -166,7 +222,10 @@ export function guardRun(id: string, marker: string, graceMs: number): RunGuard 
     holdLeases: (handles) => w.hold(id, handles),
     spawned: (pid, start) => w.say(id, { op: 'pid', id, pid, start }),
     member: (pid, start) => w.say(id, { op: 'member', id, pid, start }),
-    ended: () => w.say(id, { op: 'end', id }),
+    ended: () => {
+      w.say(id, { op: 'end', id });
+      return w.release(id);
+    },
   };
 }
 
