@@ -16,7 +16,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
@@ -90,7 +90,16 @@ async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] 
   try {
     const r = await runInNetns({}, ['sh', TRIAL_SH, t.mode, t.trigger, t.sig, String(t.delayMs)], { env, timeoutMs: 40_000 });
     const v = kv(r.stdout);
-    if (!v.has('RC')) return { landed: 'no result', problems: [`trial script failed (exit ${r.code}): ${r.stderr.slice(0, 400)}`] };
+    const berthErr = () => {
+      try {
+        return JSON.stringify(readFileSync(join(dir, 'err'), 'utf8').slice(-600));
+      } catch {
+        return '(none)';
+      }
+    };
+    if (!v.has('RC')) return { landed: 'no result', problems: [`trial script failed (exit ${r.code}): ${r.stderr.slice(0, 400)}; its output: ${JSON.stringify(r.stdout.slice(-300))}; berth's stderr: ${berthErr()}`] };
+    // Killed "at ready" only counts if berth got there: one that failed before is a failure of its own.
+    if (v.get('READY_SEEN') === '0') problems.push(`berth never said it was ready (exit ${v.get('RC')}); its stderr: ${berthErr()}`);
     landed = landing(t, v);
     const left = (await waitGone(mark, Math.max(0, 2_000 - Number(v.get('GONE_MS') ?? 0)))).left;
     if (left.length > 0) problems.push(`alive 2 s after the kill: ${left.join('; ')}`);

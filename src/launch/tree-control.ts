@@ -1,10 +1,18 @@
+import { forgetTurn } from '../host/proc-turn.js';
 import type { LaunchState } from './state.js';
 
 /** Whether any process of the tree other than the child itself is alive (a daemon it left). */
 export function descendantsAlive(s: LaunchState): boolean {
   if (!s.tree) return false;
+  const others = () => s.tree!.alive().some((m) => m.pid !== s.tree!.rootPid);
   s.tree.scan();
-  return s.tree.alive().some((m) => m.pid !== s.tree!.rootPid);
+  if (others()) return true;
+  // "None left" ends or fails the launch, so it is said only from a listing of /proc made now:
+  // this turn's listing may predate a fork whose parent has died since (a daemon's middle
+  // process exits right after forking the daemon; seen in the fault-injection campaign).
+  forgetTurn(s.procRoot);
+  s.tree.scan();
+  return others();
 }
 
 /** Signal the child's process group and tree members that left it (setsid daemons). */
