@@ -12,7 +12,8 @@ import { fileStoreBaseline, FILE_STORE_COMMIT } from './lib/baseline.js';
 import type { BenchContext } from './lib/context.js';
 import { table, type Section } from './lib/markdown.js';
 import { netnsArgv, runChildInNetns } from './lib/netns.js';
-import { fmt, median, nowMs, verdict } from './lib/stats.js';
+import { fmt, median, verdict } from './lib/stats.js';
+import { timeSpawn } from './lib/time-spawn.js';
 
 interface ChildOut {
   stackMs: number[];
@@ -24,25 +25,6 @@ interface ChildOut {
   listed: number;
 }
 
-interface Timed {
-  ms: number;
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function timeSpawn(argv: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
-  return new Promise((resolve, reject) => {
-    const t0 = nowMs();
-    const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ ms: nowMs() - t0, code, stdout, stderr }));
-  });
-}
 
 /**
  * 256 allocators at once in a fresh namespace: 64 processes of 4 concurrent reserve() calls

@@ -2,34 +2,15 @@
  * Benchmark 2: wall time of `berth port` (a whole CLI process: node startup, bundle load,
  * host map read, lease write) against `node -e 0`, the floor for any Node CLI.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchContext } from './lib/context.js';
 import { table, type Section } from './lib/markdown.js';
-import { fmt, median, nowMs, percentile, verdict } from './lib/stats.js';
+import { fmt, median, percentile, verdict } from './lib/stats.js';
+import { timeSpawn } from './lib/time-spawn.js';
 
 const RANGE = '24000-24999';
 
-interface Timed {
-  ms: number;
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function timeSpawn(argv: string[], env: NodeJS.ProcessEnv): Promise<Timed> {
-  return new Promise((resolve, reject) => {
-    const t0 = nowMs();
-    const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ ms: nowMs() - t0, code, stdout, stderr }));
-  });
-}
 
 export async function benchPortCli(ctx: BenchContext): Promise<Section> {
   const title = '2. `berth port` wall time';
