@@ -55,12 +55,15 @@ const agentPid = `$(/usr/bin/python3 -c 'import json; print(json.load(open("run/
 /** ms from the kill to berth up saying that the node's agent is gone (the script polls every 10 ms). */
 const noticedMs = (dir: string): number => Number(read(`${dir}/noticed-at`).trim()) - Number(read(`${dir}/killed-at`).trim());
 
-test('kill -9 of a node\'s agent while its engine starts: exit 70 at once (not after ready_timeout), naming the node; every node stopped, nothing left', async (t) => {
-  if (!requireSlurm(t)) return;
-  const [k, v] = tag();
-  const r = await sbatch(script('for i in $(seq 600); do [ -f run/nodes/n2.json ] && [ -f run/nodes/n2/logs/engine-0.out ] && break; sleep 0.05; done; sleep 0.3', agentPid), {
+/**
+ * One job of three nodes: berth up, killed at `trigger` as script() says. berth up's exit code
+ * and ms after the kill, its stderr (and the job's description to quote in assertions), and
+ * endpoints.json, where no replica may claim to be ready.
+ */
+async function killedJob(trigger: string, victim: string, tagValue: string, slow: boolean) {
+  const r = await sbatch(script(trigger, victim), {
     args: ['-N3'],
-    env: { BERTH_STATE_DIR: tempStateDir(), ENGINE_SLOW: '1', BERTH_TEST_TAG: `${k}-${v}` },
+    env: { BERTH_STATE_DIR: tempStateDir(), ...(slow ? { ENGINE_SLOW: '1' } : {}), BERTH_TEST_TAG: tagValue },
     timeoutMs: 60_000,
   });
   const err = read(`${r.dir}/up.err`);
@@ -68,61 +71,46 @@ test('kill -9 of a node\'s agent while its engine starts: exit 70 at once (not a
   const m = /up exit (\d+) after (\d+) ms/.exec(r.out);
   assert.ok(m, all);
   assert.equal(Number(m[1]), 70, all);
-  // The engines' stop_grace is 5 s (the other nodes stop theirs in order): well under ready_timeout (1m).
-  assert.ok(Number(m[2]) < 20_000, `berth up took ${m[2]} ms after the kill\n${all}`);
-  assert.match(err, /berth: node n2: its agent ended unasked \(srun: Killed\); stopping the stack/, all);
-  assert.match(err, /on node n2: its agent ended unasked \(srun: Killed\)/, all);
   const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: EndpointRecord[] };
   for (const e of doc.replicas) assert.notEqual(e.state, 'ready', JSON.stringify(e));
+  return { r, err, all, exitAfterMs: Number(m[2]), doc };
+}
+
+test('kill -9 of a node\'s agent while its engine starts: exit 70 at once (not after ready_timeout), naming the node; every node stopped, nothing left', async (t) => {
+  if (!requireSlurm(t)) return;
+  const [k, v] = tag();
+  const { r, err, all, exitAfterMs } = await killedJob('for i in $(seq 600); do [ -f run/nodes/n2.json ] && [ -f run/nodes/n2/logs/engine-0.out ] && break; sleep 0.05; done; sleep 0.3', agentPid, `${k}-${v}`, true);
+  // The engines' stop_grace is 5 s (the other nodes stop theirs in order): well under ready_timeout (1m).
+  assert.ok(exitAfterMs < 20_000, `berth up took ${exitAfterMs} ms after the kill\n${all}`);
+  assert.match(err, /berth: node n2: its agent ended unasked \(srun: Killed\); stopping the stack/, all);
+  assert.match(err, /on node n2: its agent ended unasked \(srun: Killed\)/, all);
   for (const n of ['n1', 'n3']) assert.equal((JSON.parse(read(`${r.dir}/run/nodes/${n}.json`)) as { state: string }).state, 'stopped', n);
   assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${k}-${v}`, 10_000)).left, [], 'processes left running');
-  t.diagnostic(`berth up exited ${m[2]} ms after the kill; noticed after ${noticedMs(r.dir)} ms; job ${r.seconds.toFixed(1)}s`);
+  t.diagnostic(`berth up exited ${exitAfterMs} ms after the kill; noticed after ${noticedMs(r.dir)} ms; job ${r.seconds.toFixed(1)}s`);
 });
 
 test('kill -9 of a node\'s agent once the stack is ready: the job is stopped, exit 70; endpoints.json says the node\'s engine failed', async (t) => {
   if (!requireSlurm(t)) return;
   const [k, v] = tag();
-  const r = await sbatch(script('for i in $(seq 600); do grep -q "stack ready" up.err && break; sleep 0.05; done', agentPid), {
-    args: ['-N3'],
-    env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: `${k}-${v}` },
-    timeoutMs: 60_000,
-  });
-  const err = read(`${r.dir}/up.err`);
-  const all = `${describeJob(r)}\n--- up.err\n${err}`;
-  const m = /up exit (\d+) after (\d+) ms/.exec(r.out);
-  assert.ok(m, all);
-  assert.equal(Number(m[1]), 70, all);
+  const { r, err, all, exitAfterMs, doc } = await killedJob('for i in $(seq 600); do grep -q "stack ready" up.err && break; sleep 0.05; done', agentPid, `${k}-${v}`, false);
   assert.match(err, /stack ready/, all);
   assert.match(err, /engine\/0@n2 failed .*: its agent on n2 ended unasked; berth up stopped the stack/, all);
-  const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: EndpointRecord[] };
   const n2 = doc.replicas.find((e) => e.service === 'engine' && e.node === 'n2');
   assert.equal(n2?.state, 'failed', JSON.stringify(doc.replicas));
-  for (const e of doc.replicas) assert.notEqual(e.state, 'ready', JSON.stringify(e));
   // The job (sleep 60) was stopped, not left to finish.
   const job = events(`${r.dir}/run/events.jsonl`).filter((e) => e.service === 'job').map((e) => e.state);
   assert.deepEqual(job.slice(-2), ['stopping', 'exited'], job.join(' '));
   for (const n of ['n1', 'n3']) assert.equal((JSON.parse(read(`${r.dir}/run/nodes/${n}.json`)) as { state: string }).state, 'stopped', n);
   assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${k}-${v}`, 10_000)).left, [], 'processes left running');
-  t.diagnostic(`berth up exited ${m[2]} ms after the kill; noticed after ${noticedMs(r.dir)} ms; job ${r.seconds.toFixed(1)}s`);
+  t.diagnostic(`berth up exited ${exitAfterMs} ms after the kill; noticed after ${noticedMs(r.dir)} ms; job ${r.seconds.toFixed(1)}s`);
 });
 
 test('the agents\' srun step ends before the stack is ready: exit 70, not 0', async (t) => {
   if (!requireSlurm(t)) return;
   const [k, v] = tag();
   const srun = `$(ps -o pid=,comm= --ppid $pid | awk '$2 == "srun" { print $1 }')`;
-  const r = await sbatch(script('for i in $(seq 600); do [ -f run/nodes/n2.json ] && [ -f run/nodes/n3.json ] && break; sleep 0.05; done; sleep 0.3', srun), {
-    args: ['-N3'],
-    env: { BERTH_STATE_DIR: tempStateDir(), ENGINE_SLOW: '1', BERTH_TEST_TAG: `${k}-${v}` },
-    timeoutMs: 60_000,
-  });
-  const err = read(`${r.dir}/up.err`);
-  const all = `${describeJob(r)}\n--- up.err\n${err}`;
-  const m = /up exit (\d+) after (\d+) ms/.exec(r.out);
-  assert.ok(m, all);
-  assert.equal(Number(m[1]), 70, all);
+  const { r, err, all, exitAfterMs } = await killedJob('for i in $(seq 600); do [ -f run/nodes/n2.json ] && [ -f run/nodes/n3.json ] && break; sleep 0.05; done; sleep 0.3', srun, `${k}-${v}`, true);
   assert.match(err, /failed: on node n\d: /, all);
-  const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: EndpointRecord[] };
-  for (const e of doc.replicas) assert.notEqual(e.state, 'ready', JSON.stringify(e));
   assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${k}-${v}`, 10_000)).left, [], 'processes left running');
-  t.diagnostic(`berth up exited ${m[2]} ms after srun was killed; job ${r.seconds.toFixed(1)}s`);
+  t.diagnostic(`berth up exited ${exitAfterMs} ms after srun was killed; job ${r.seconds.toFixed(1)}s`);
 });
