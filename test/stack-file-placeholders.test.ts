@@ -63,7 +63,7 @@ test('parseTemplate: parts and errors', () => {
 test('resolution errors: a malformed template (65) or a service with no started replica (a bug: 70)', () => {
   assert.throws(() => resolveTemplate('{nope}', ctx), (e: BerthError) =>
     e.exitCode === EXIT.DATAERR &&
-    e.message === 'service "client": "{nope}" uses unknown placeholder {nope}; known: {port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")');
+    e.message === 'service "client": "{nope}" uses unknown placeholder {nope}; known: {port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {generation}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count (write {{ for a literal "{")');
   assert.throws(() => resolveTemplate('{cache.url}', ctx), (e: BerthError) =>
     e.exitCode === EXIT.SOFTWARE &&
     e.message === 'service "client": {cache.url} in "{cache.url}" refers to service "cache", which has no started replica with a port');

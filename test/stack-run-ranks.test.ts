@@ -184,10 +184,6 @@ wait
 test('stack files: what a job of many ranks and shared ports may not say', async (t) => {
   const cases: [string, RegExp][] = [
     [
-      `services:\n  t:\n    job: true\n    replicas: 2\n    restart: on-failure\n    command: [true]\n`,
-      /stack\.yaml:4: service "t": a job of many ranks cannot restart one rank/,
-    ],
-    [
       `services:\n  t:\n    replicas: 2\n    ports: { master: shared }\n    command: [echo, "{port}"]\n`,
       /service "t": command\[1\] uses \{port\}, but its only ports are shared; use \{ports\.master\}/,
     ],
@@ -198,6 +194,8 @@ test('stack files: what a job of many ranks and shared ports may not say', async
     [`services:\n  t:\n    ports: { master: share }\n    command: [true]\n`, /port "master" must be 1 \(one port\), shared/],
     [`services:\n  t:\n    ports: { w: { block: window, shared: true } }\n    command: [true]\n`, /port "w": a shared block has a size/],
     [`services:\n  t:\n    ports: { d: { block: 4, shared: yes } }\n    command: [true]\n`, /port "d": shared must be true or false/],
+    [`services:\n  t:\n    ports: { d: { shared: true, generations: always } }\n    command: [true]\n`, /port "d": generations must be fresh .* or keep, found/],
+    [`services:\n  t:\n    ports: { d: { block: 4, generations: keep } }\n    command: [true]\n`, /port "d": generations is for a shared port .*; add shared: true/],
   ];
   for (const [yaml, re] of cases) {
     const r = await upIn(stackBox(t, yaml), null);

@@ -16,8 +16,12 @@ export type PortEntry =
   | { name: string; kind: 'single' }
   | { name: string; kind: 'block'; count: number }
   | { name: string; kind: 'window' }
-  /** count 1: one port; more: a block (e.g. SGLang binds ports after its --dist-init-addr port). */
-  | { name: string; kind: 'shared'; count: number };
+  /**
+   * count 1: one port; more: a block (e.g. SGLang binds ports after its --dist-init-addr port).
+   * `keep`: a job's ranks keep it across their generations (`generations: keep`); without
+   * it every generation gets a fresh one.
+   */
+  | { name: string; kind: 'shared'; count: number; keep?: true };
 
 /** An entry once allocated: a single has one port, a block its ports in ascending order. */
 export interface AssignedPorts {

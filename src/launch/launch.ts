@@ -7,7 +7,7 @@ import { reserve } from './reserve.js';
 import { spawn } from './spawn.js';
 import { LaunchState } from './state.js';
 import { fail, finish, stop } from './stop.js';
-import { signalTree } from './tree-control.js';
+import { signalTree, treeSurvivors } from './tree-control.js';
 import type { LaunchHandle, LaunchOptions } from './types.js';
 
 /*
@@ -49,6 +49,7 @@ export function launch(options: LaunchOptions): LaunchHandle {
       return s.runDir?.path ?? '';
     },
     signal: (sig) => signalTree(s, sig),
+    survivors: () => treeSurvivors(s),
     stop: (opts) => stop(s, opts?.signal ?? 'SIGTERM', opts?.graceMs),
   };
   void run(s);

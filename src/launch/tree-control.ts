@@ -1,5 +1,10 @@
 import { forgetTurn } from '../host/proc-turn.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseCmdline } from '../host/owners.js';
+import { parseStatIds } from './process-tree.js';
 import type { LaunchState } from './state.js';
+import type { TreeSurvivor } from './types.js';
 
 /** Whether any process of the tree other than the child itself is alive (a daemon it left). */
 export function descendantsAlive(s: LaunchState): boolean {
@@ -34,4 +39,29 @@ export function signalTree(s: LaunchState, sig: NodeJS.Signals): void {
       // exited meanwhile
     }
   }
+}
+
+/**
+ * Processes of the tree still running (the child included), from a listing of /proc made
+ * now: after the launch has exited, whatever outlived its TERM and KILL (a process in
+ * uninterruptible sleep, state D, ignores SIGKILL until its I/O returns).
+ */
+export function treeSurvivors(s: LaunchState): TreeSurvivor[] {
+  if (!s.tree) return [];
+  forgetTurn(s.procRoot);
+  s.tree.scan();
+  const out: TreeSurvivor[] = [];
+  for (const m of s.tree.alive()) {
+    const dir = join(s.procRoot, String(m.pid));
+    let state = '?';
+    let command = '';
+    try {
+      state = parseStatIds(readFileSync(join(dir, 'stat'), 'latin1'))?.state ?? '?';
+      command = parseCmdline(readFileSync(join(dir, 'cmdline'), 'latin1')).join(' ');
+    } catch {
+      continue; // gone meanwhile
+    }
+    out.push({ pid: m.pid, state, command });
+  }
+  return out;
 }

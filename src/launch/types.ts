@@ -212,6 +212,16 @@ export interface LaunchHandle {
   signal(sig: NodeJS.Signals): void;
   /** Send `signal` (default SIGTERM), then SIGKILL after the grace; resolves like `exited`. */
   stop(opts?: { signal?: NodeJS.Signals; graceMs?: number }): Promise<ExitInfo>;
+  /** Processes of its tree still running, looked up now (after `exited`: what outlived SIGKILL). */
+  survivors(): TreeSurvivor[];
+}
+
+/** A process of a launch's tree found running. */
+export interface TreeSurvivor {
+  pid: number;
+  /** Its state letter from /proc/PID/stat (R, S, D, T …). */
+  state: string;
+  command: string;
 }
 
 export type LaunchEvent =

@@ -317,8 +317,8 @@ export class CrossCheck {
     for (const d of this.drafts) {
       if (!d.spec.job) continue;
       const label = `service "${d.spec.name}"`;
-      // Ranks of one collective: a rank restarted alone could not rejoin it.
-      if ((d.spec.replicas !== 1 || d.spec.nodes !== undefined) && d.spec.restart.policy === 'on-failure') this.add(d.replicasLine, `${label}: a job of many ranks cannot restart one rank (it could not rejoin the others); remove "restart: on-failure" or set replicas to 1`);
+      // A job of many ranks with restart: on-failure restarts as a group (run/generation.ts):
+      // a rank restarted alone could not rejoin the others, so none ever is.
       if (first) this.add(d.jobLine, `${label}: only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
       else first = d;
     }

@@ -11,6 +11,7 @@ import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './e
  *   {gpu}                                          its GPU (replicas: gpus)
  *   {rank} {world_size} {local_rank}               its rank among the service's replicas on
  *   {node_rank} {node_count} {node}                every node it runs on (ranks.ts)
+ *   {generation}                                   which start of a job's ranks (0, 1, …)
  *   {ports.NAME} {ports.NAME.FIELD}                this replica's port NAME (its `ports:` set,
  *                                                  shared entries included)
  *   {ports.NAME.host} {ports.NAME.hostport}        where that port is reached (a shared port:
@@ -37,7 +38,7 @@ import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './e
 export { endpointHostPort, endpointUrl, reachableHost, type Endpoint };
 
 export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | RankField;
-export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node';
+export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node' | 'generation';
 /** What {ports.NAME.X} may ask beyond the port fields: where the port is reached. */
 export type OwnPart = PortField | 'host' | 'hostport';
 export type ServiceField = 'port' | 'ports' | 'url' | 'urls' | 'host' | 'hosts' | 'hostport' | 'hostports' | 'dir' | 'dirs';
@@ -68,7 +69,7 @@ export interface ParsedTemplate {
   errors: TemplateError[];
 }
 
-const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
+const RANK_FIELDS: readonly string[] = ['rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node', 'generation'];
 const SELF_FIELDS: readonly string[] = ['port', 'replica', 'name', 'host', 'gpu', 'dir', ...RANK_FIELDS];
 const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host', 'hosts', 'hostport', 'hostports', 'dir', 'dirs'];
 
@@ -83,7 +84,7 @@ export const OWN_SET = 'ports';
 export const OWN_TEMPLATES = 'templates';
 
 export const KNOWN_PLACEHOLDERS =
-  '{port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
+  '{port}, {replica}, {name}, {host}, {dir}, {gpu}, {rank}, {world_size}, {local_rank}, {node_rank}, {node_count}, {node}, {generation}, {ports.NAME}, {ports.NAME.host}, {ports.NAME.hostport}, {SERVICE.port}, {SERVICE.ports}, {SERVICE.url}, {SERVICE.urls}, {SERVICE.host}, {SERVICE.hosts}, {SERVICE.hostport}, {SERVICE.hostports}, {SERVICE.port.NAME}, {SERVICE.ports.NAME}, {SERVICE.dir}, {SERVICE.dirs}, {templates.NAME}; a port NAME may end in .first, .last, .range or .count';
 
 function portPart(seg: string | undefined): PortField | undefined | false {
   if (seg === undefined) return undefined;
@@ -268,7 +269,7 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     }
     const r = ctx.rank;
     if (!r) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no rank`);
-    return p.field === 'node' ? r.node : String({ rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount }[p.field]);
+    return p.field === 'node' ? r.node : String({ rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount, generation: r.generation }[p.field]);
   }
   if (p.kind === 'template') {
     const path = ctx.templates?.get(p.template);

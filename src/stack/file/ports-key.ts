@@ -11,6 +11,7 @@ import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js
  *     workers: { block: window }  # the rest of the replica's band window, as one block
  *     master: shared           # one port for all replicas (ranks), bound by replica 0
  *     dist: { block: 8, shared: true }   # a block for all replicas
+ *     store: { shared: true, generations: keep }   # kept across a job's generations
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
  * against the service's source (window sizes, bands) are in cross-check.ts.
  */
@@ -79,7 +80,25 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
     }
     shared = sv.value;
   }
-  const items = v && isMap(v) ? v.items.filter((p) => p !== sharedKey) : [];
+  // generations: fresh | keep: whether a job's next generation gets a new shared port.
+  const genKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'generations') : undefined;
+  let keep = false;
+  if (genKey) {
+    const gv = y.deref(genKey.value as Node | null, at, label);
+    const gt = scalarText(gv)?.trim();
+    if (gt !== 'keep' && gt !== 'fresh') {
+      y.add(y.lineOf(gv, at), `${what}: generations must be fresh (a new port for each generation of the job's ranks, the default) or keep, found ${kindOf(gv)}`);
+      return undefined;
+    }
+    if (!shared) {
+      y.add(y.lineOf(gv, at), `${what}: generations is for a shared port (every rank's); add shared: true, or remove generations`);
+      return undefined;
+    }
+    keep = gt === 'keep';
+  }
+  const items = v && isMap(v) ? v.items.filter((p) => p !== sharedKey && p !== genKey) : [];
+  // { shared: true } alone: one port, as `shared` is (room for generations: keep).
+  if (shared && items.length === 0) return { name, kind: 'shared', count: 1, ...(keep ? { keep: true as const } : {}) };
   if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') {
     y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
     return undefined;
@@ -96,7 +115,7 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
     y.add(y.lineOf(bv, at), `${what}: block must be a number of ports 1-${MAX_BLOCK} or "window" (the replica's band window), found ${kindOf(bv)}`);
     return undefined;
   }
-  return shared ? { name, kind: 'shared', count: n } : { name, kind: 'block', count: n };
+  return shared ? { name, kind: 'shared', count: n, ...(keep ? { keep: true as const } : {}) } : { name, kind: 'block', count: n };
 }
 
 /** Ports a replica's set needs at least (a window entry needs one, it takes the rest of the window). */

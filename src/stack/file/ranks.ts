@@ -25,6 +25,11 @@ export interface Rank {
   nodeRank: number;
   nodeCount: number;
   node: string;
+  /**
+   * Which start of the job's ranks this is (generation.ts in run/): 0 at first, one more each
+   * time a job of many ranks restarts as a group; 0 for every other service.
+   */
+  generation: number;
 }
 
 /** One host: berth up outside a multi-node stack. */
@@ -47,7 +52,7 @@ export function serviceNodes(spec: Pick<ServiceSpec, 'nodes'>, t: Topology): { f
 export function rankOf(spec: Pick<ServiceSpec, 'nodes'>, replica: number, replicasHere: number, t: Topology): Rank {
   const { first, count } = serviceNodes(spec, t);
   const nodeRank = Math.max(0, t.nodeIndex - first);
-  return { rank: nodeRank * replicasHere + replica, worldSize: count * replicasHere, localRank: replica, nodeRank, nodeCount: count, node: t.node };
+  return { rank: nodeRank * replicasHere + replica, worldSize: count * replicasHere, localRank: replica, nodeRank, nodeCount: count, node: t.node, generation: 0 };
 }
 
 /** BERTH_RANK … BERTH_NODE: set for every replica (docs/stack.md maps them to torch's and Slurm's). */
@@ -59,5 +64,6 @@ export function rankEnv(r: Rank): Record<string, string> {
     BERTH_NODE_RANK: String(r.nodeRank),
     BERTH_NODE_COUNT: String(r.nodeCount),
     BERTH_NODE: r.node,
+    BERTH_GENERATION: String(r.generation),
   };
 }

@@ -37,7 +37,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     dir: '/run',
     scheme: spec.scheme,
     ...(hasPort ? { port: spec.ports.length > 0 ? 1 : undefined, ports: standIn([...spec.ports, ...spec.shared]) } : {}),
-    rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node' },
+    rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node', generation: 0 },
     ...(spec.replicas === 'gpus' ? { gpu: 0 } : {}),
     dependencies: deps,
   });

@@ -95,6 +95,7 @@ export interface TemplateContext {
   node_rank?: number;
   node_count?: number;
   node?: string;
+  generation?: number;
   services: TemplateService[];
   [dependency: string]: unknown;
 }
@@ -126,7 +127,7 @@ export interface TemplateInput {
 }
 
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
-export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services', 'rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node'];
+export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services', 'rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node', 'generation'];
 
 /** The dependencies a template names by path ({{etcd.port}}): a tag inside a list section may reach them. */
 export function serviceNames(ctx: TemplateContext): string[] {
@@ -187,7 +188,7 @@ export function templateContext(input: TemplateInput): TemplateContext {
     services,
   };
   const r = input.rank;
-  if (r) Object.assign(ctx, { rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount, node: r.node });
+  if (r) Object.assign(ctx, { rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount, node: r.node, generation: r.generation });
   if (input.port !== undefined) {
     ctx.port = input.port;
     ctx.hostport = endpointHostPort({ host: input.host, port: input.port });

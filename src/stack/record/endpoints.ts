@@ -20,6 +20,8 @@ export interface StackEvent {
   /** A replica on another node of a multi-node stack (Slurm node name); replica numbers are per node. */
   node?: string;
   state: ReplicaState;
+  /** The generation of a job's rank (a job of many ranks that restarts as a group), from 0. */
+  generation?: number;
   pid?: number;
   port?: number;
   /** Exit status, or the exit code class berth gives a failure (69/70/75). */
@@ -42,6 +44,8 @@ export interface EndpointRecord {
   scheme?: string | null;
   pid: number | null;
   state: ReplicaState;
+  /** A job's rank that restarts as a group: its generation (from 0). */
+  generation?: number;
   /** When it entered this state (ISO 8601 UTC). */
   since: string;
   /** Its named ports: a single as its port, a block as {first, last, count}. */
@@ -78,6 +82,11 @@ export interface EndpointsDocument {
   updated: string;
   replicas: EndpointRecord[];
   /**
+   * The generation the job's ranks are in, when the job restarts as a group (a job of many
+   * ranks with restart: on-failure): 0 at first. Its shared ports are this generation's.
+   */
+  generation?: number;
+  /**
    * Ports shared by every replica of a service (`NAME: shared`, a torch MASTER_PORT), with
    * the host they are reached at (replica 0's), by service: {"train": {"host": "10.0.0.1",
    * "ports": {"master": 1025}}} (`ports` as a replica's).
@@ -95,6 +104,8 @@ export interface ReplicaUpdate {
   replica: number;
   node?: string;
   state: ReplicaState;
+  /** A job's rank that restarts as a group: the generation this change belongs to (sticks). */
+  generation?: number;
   host?: string;
   pid?: number;
   port?: number;
@@ -113,6 +124,7 @@ export interface ReplicaUpdate {
 /** events.jsonl line (with its newline). Key order is fixed so lines read alike. */
 export function formatEvent(e: StackEvent): string {
   const o: Record<string, unknown> = { t: e.t, service: e.service, replica: e.replica, ...(e.node !== undefined ? { node: e.node } : {}), state: e.state };
+  if (e.generation !== undefined) o.generation = e.generation;
   if (e.pid !== undefined) o.pid = e.pid;
   if (e.port !== undefined) o.port = e.port;
   if (e.code !== undefined) o.code = e.code;
@@ -137,9 +149,11 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
   if (u.scheme !== undefined && u.scheme !== 'http') rec.scheme = u.scheme;
   rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port, ...(rec.scheme !== undefined ? { scheme: rec.scheme } : {}) }) : null;
+  if (u.generation !== undefined) rec.generation = u.generation;
   if (rec.state !== u.state) rec.since = t;
   rec.state = u.state;
   const ev: StackEvent = { t, service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), state: u.state };
+  if (rec.generation !== undefined) ev.generation = rec.generation;
   const pid = u.pid ?? rec.pid;
   const port = u.port ?? rec.port;
   if (pid !== null) ev.pid = pid;

@@ -14,7 +14,9 @@ import type { WriteFailures } from './write-failures.js';
  *                    RunDir.update for how changes are batched
  *   events.jsonl     every state change, one JSON object a line, appended (O_APPEND: whole lines)
  *   logs/<service>-<replica>.out|.err
- *   diagnostics/<service>-<replica>/   bundles of failed launches
+ *                    (a job's rank that restarts as a group: <service>-<replica>.g<N>.out|.err,
+ *                    one pair per generation, side by side)
+ *   diagnostics/<service>-<replica>/   bundles of failed launches (…-<replica>.g<N>/ per generation)
  * Private like the lease directory: created 0700, then checked for type, owner and mode.
  * The records it holds (an event, a replica's line of endpoints.json) are endpoints.ts's.
  */
@@ -121,16 +123,20 @@ export class RunDir {
     this.tmpFile = join(path, `.endpoints.json.${process.pid}.tmp`);
   }
 
-  /** logs/<service>-<replica>.out and .err */
-  logFiles(service: string, replica: number): { out: string; err: string } {
-    const base = join(this.logsDir, `${service}-${replica}`);
+  /** logs/<service>-<replica>.out and .err; of a generation: <service>-<replica>.g<N>.out and .err */
+  logFiles(service: string, replica: number, generation?: number): { out: string; err: string } {
+    const base = join(this.logsDir, `${service}-${replica}${generation === undefined ? '' : `.g${generation}`}`);
     return { out: `${base}.out`, err: `${base}.err` };
   }
 
-  /** Where a failed launch of this replica writes its bundle (created by the launcher). */
-  diagDir(service: string, replica: number, attempt = 0): string {
+  /** Where a failed launch of this replica writes its bundle (created by the launcher); a generation's has its own. */
+  diagDir(service: string, replica: number, attempt = 0, generation?: number): string {
+    if (generation !== undefined) return join(this.path, 'diagnostics', `${service}-${replica}.g${generation}`);
     return join(this.path, 'diagnostics', attempt === 0 ? `${service}-${replica}` : `${service}-${replica}.restart-${attempt}`);
   }
+
+  /** The job's generation (a job of many ranks that restarts as a group): in every document from now on. */
+  generation: number | undefined;
 
   /** The current table (copies). */
   replicas(): EndpointRecord[] {
@@ -170,7 +176,8 @@ export class RunDir {
     const entries = Object.entries(this.shared).map(([svc, s]) => [svc, { host: s.host, ports: portsRecord(s.ports) }]);
     const shared = entries.length > 0 ? { shared: Object.fromEntries(entries) } : {};
     const failed = this.failures?.any ? { writeFailures: [...this.failures.list] } : {};
-    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...shared, ...failed };
+    const gen = this.generation !== undefined ? { generation: this.generation } : {};
+    return { stack: this.stack, runDir: this.path, pid: process.pid, updated, replicas: this.replicas(), ...gen, ...shared, ...failed };
   }
 
   /** A write that failed: reported (failures), else kept and thrown. */

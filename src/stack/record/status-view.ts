@@ -14,6 +14,8 @@ export interface StatusRow {
   node?: string;
   port?: number;
   pid?: number;
+  /** A job's rank that restarts as a group: its generation (GEN column). */
+  generation?: number;
   state: ReplicaState;
   /** ms since epoch when it entered the state. */
   since: number;
@@ -56,6 +58,7 @@ export function formatAge(ms: number): string {
 /** `12:01:02.345 engine/0 ready port 20000 pid 123` */
 export function formatEventLine(e: StackEvent): string {
   let line = `${formatClock(new Date(e.t))} ${replicaLabel(e)} ${e.state}`;
+  if (e.generation !== undefined) line += ` generation ${e.generation}`;
   if (e.port !== undefined) line += ` port ${e.port}`;
   if (e.pid !== undefined) line += ` pid ${e.pid}`;
   if (e.code !== undefined && e.code !== null) line += ` code ${e.code}`;
@@ -71,9 +74,10 @@ export function replicaLabel(r: { service: string; replica: number; node?: strin
 
 const HEADER = ['SERVICE', 'REPLICA', 'PORT', 'PID', 'STATE', 'TIME'];
 
-/** The table's lines (no newlines). Columns fit the widest cell; the state cell is coloured. */
+/** The table's lines (no newlines). Columns fit the widest cell; the state cell is coloured; a job's generation follows its replica ("1 g2"). */
 export function renderTable(rows: readonly StatusRow[], now: number, opts: RenderOptions): string[] {
-  const cells = rows.map((r) => [r.service, r.node === undefined ? String(r.replica) : `${r.replica}@${r.node}`, r.port === undefined ? '-' : String(r.port), r.pid === undefined ? '-' : String(r.pid), r.state, formatAge(now - r.since)]);
+  const replicaCell = (r: StatusRow) => (r.node === undefined ? String(r.replica) : `${r.replica}@${r.node}`) + (r.generation !== undefined ? ` g${r.generation}` : '');
+  const cells = rows.map((r) => [r.service, replicaCell(r), r.port === undefined ? '-' : String(r.port), r.pid === undefined ? '-' : String(r.pid), r.state, formatAge(now - r.since)]);
   const widths = HEADER.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[], state?: ReplicaState): string => {
     const plain = c.map((x, i) => (i === c.length - 1 ? x : x.padEnd(widths[i]!))).join('  ');
@@ -176,6 +180,7 @@ export class StatusView {
     row.state = e.state;
     if (e.port !== undefined) row.port = e.port;
     if (e.pid !== undefined) row.pid = e.pid;
+    if (e.generation !== undefined) row.generation = e.generation;
     if (this.live) this.redrawSoon();
     else {
       this.lines.push(formatEventLine(e) + '\n');

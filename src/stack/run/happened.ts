@@ -1,6 +1,6 @@
 import type { ExitInfo } from '../../launch/types.js';
 import type { StackResult } from '../record/result.js';
-import type { Replica } from './replica.js';
+import type { Replica, Service } from './replica.js';
 
 /*
  * What the phases of a running stack report instead of calling each other: next.ts alone
@@ -18,5 +18,7 @@ export type Happened =
   | { kind: 'rank-exited'; rep: Replica; info: ExitInfo }
   /** A restart's pause is over and its ports are held again: the next attempt may start. */
   | { kind: 'restart-due'; rep: Replica }
+  /** A job's old generation is gone and the next one's ports are ready: every rank starts again (generation.ts). */
+  | { kind: 'generation-due'; svc: Service }
   /** The stack ends (its failure, if any, is recorded in StackRun.failure). */
   | { kind: 'end'; reason: StackResult['reason'] };

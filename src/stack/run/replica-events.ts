@@ -31,8 +31,8 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
     case 'failed': {
       const d = rep.diag[rep.diag.length - 1];
       if (d && e.bundle) d.keep = true;
-      // Asked to stop during the teardown: its exit is reported as a stop, not a cause.
-      if (st.ending && rep.stopAsked) break;
+      // Asked to stop during the teardown, or its generation ended: a stop, not a cause.
+      if ((st.ending && rep.stopAsked) || rep.generationStop) break;
       rep.attemptFailed = true;
       const reason = stripName(firstLine(e.message), rep.label);
       st.update(rep, { state: 'failed', code: e.exitCode, detail: reason });
@@ -75,6 +75,11 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
   }
   const status = info.exitCode;
   const sig = info.signal ?? undefined;
+  if (rep.generationStop) {
+    // Its generation ended (generation.ts waits for every rank's exit): recorded, no cause.
+    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+    return undefined;
+  }
   if (rep.stopAsked || st.ending) {
     st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
     rep.final = true;
@@ -95,12 +100,12 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
   return { kind: 'attempt-failed', rep, exitCode: EXIT.SOFTWARE, reason, bundle: info.bundle, ended: true };
 }
 
-/** A rank of the job exited for good: recorded, its stream closed. */
-export function rankEnded(st: StackRun, rep: Replica, info: ExitInfo): void {
+/** A rank of the job exited for good: recorded, its stream closed (`close`: now). */
+export function rankEnded(st: StackRun, rep: Replica, info: ExitInfo, close = true): void {
   const sig = info.signal ?? undefined;
   st.update(rep, { state: 'exited', code: info.exitCode, ...(sig ? { signal: sig } : {}) });
   rep.final = true;
-  endReplica(rep);
+  if (close) endReplica(rep);
 }
 
 /** The job's end as the result tells it; a failed rank is the stack's failure (its status the stack's). */
@@ -111,5 +116,5 @@ export function recordJobEnd(st: StackRun, rep: Replica, info: ExitInfo): void {
   if (status === 0) return;
   const how = info.signal ? `was killed by ${info.signal}` : `exited with status ${status}`;
   const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}; the other ranks are stopped`;
-  st.failure = { service: st.job.service, replica: rep.index, exitCode: status, reason: who, logs: st.run.logFiles(st.job.service, rep.index), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
+  st.failure = { service: st.job.service, replica: rep.index, exitCode: status, reason: who, logs: st.logsOf(rep), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
 }

@@ -36,6 +36,8 @@ export interface Replica {
   /** The current attempt failed (its 'failed' event came): its exit is part of that. */
   attemptFailed: boolean;
   stopAsked: boolean;
+  /** Stopped because its generation ended (generation.ts): its exit is part of that, no cause. */
+  generationStop: boolean;
   everReady: boolean;
   /** No further attempt will follow: the runner's exit is this replica's end. */
   final: boolean;
@@ -55,6 +57,10 @@ export interface Service {
   spec: ServiceSpec;
   replicas: Replica[];
   launched: boolean;
+  /** A job whose ranks restart as a group (restartsAsGroup): the generation they are in, from 0. */
+  generation: number;
+  /** Its generation is ending (generation.ts): every rank is being stopped, the next one comes. */
+  generationEnding: boolean;
   /**
    * Its shared ports (`NAME: shared`), once leased: `set` when leased here (held until
    * replica 0 starts, leased until the teardown), without it when replica 0's node leased them.
@@ -64,7 +70,7 @@ export interface Service {
 
 /** A service and its replicas, nothing started; `gpus`: one replica per GPU (replicas: gpus). */
 export function makeService(spec: ServiceSpec, console: StackConsole, follow: boolean, gpus: GpuReplica[] | undefined): Service {
-  const svc: Service = { spec, replicas: [], launched: false };
+  const svc: Service = { spec, replicas: [], launched: false, generation: 0, generationEnding: false };
   const n = gpus ? gpus.length : (spec.replicas as number);
   const streamed = follow || spec.logs === 'attach';
   for (let r = 0; r < n; r++) {
@@ -101,6 +107,7 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
       runner: undefined,
       attemptFailed: false,
       stopAsked: false,
+      generationStop: false,
       everReady: false,
       final: false,
       ended,
@@ -111,6 +118,20 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
     });
   }
   return svc;
+}
+
+/**
+ * A job of many ranks (replicas, or ranks on several nodes) with restart: on-failure: its
+ * ranks restart together, as the next generation (generation.ts), never one alone.
+ */
+export function restartsAsGroup(svc: Service): boolean {
+  const s = svc.spec;
+  return s.job && s.restart.policy === 'on-failure' && (svc.replicas.length > 1 || s.nodes !== undefined);
+}
+
+/** The generation a replica's logs, diagnostics and records carry: only a rank of such a job has one. */
+export function generationOf(rep: Replica): number | undefined {
+  return restartsAsGroup(rep.svc) ? rep.svc.generation : undefined;
 }
 
 /** Its output streams are closed and `ended` settles: nothing more comes from this replica. */

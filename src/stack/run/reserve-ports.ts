@@ -1,11 +1,11 @@
-import { namedReservation, namedSetRequests } from '../../allocate/reserve-named.js';
+import { namedReservation, namedSetRequests, type NamedReservation } from '../../allocate/reserve-named.js';
 import { setOptions } from '../../allocate/reserve.js';
 import { reserveSet, type SetRequest } from '../../allocate/reserve-set.js';
 import type { PortSource, Reservation, ReserveOptions } from '../../allocate/types.js';
 import { BerthError, EXIT } from '../../errors.js';
 import { readSysctls } from '../../host/sysctl.js';
 import type { HostSysctls } from '../../host/types.js';
-import { firstLine, type Replica } from './replica.js';
+import { firstLine, type Replica, type Service } from './replica.js';
 import { replicaSource } from '../file/sources.js';
 import type { StackRun } from './stack-run.js';
 import { reachableHost } from '../file/placeholders.js';
@@ -114,4 +114,25 @@ function reserveOptions(st: StackRun, rep: Replica, source: PortSource): Reserve
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
   if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
   return ro;
+}
+
+/**
+ * The shared ports of a job's next generation (generation.ts): a fresh lease for every
+ * shared entry that is not kept (`generations: keep`), taken while the old generation's are
+ * still leased, so the two can never be the same port; a kept entry's reservation is the
+ * old one. In entry order, as the service's set. Throws BerthError (69 when no port is left).
+ */
+export async function reserveNextShared(st: StackRun, svc: Service, old: NamedReservation): Promise<NamedReservation> {
+  const rep = svc.replicas[0]!;
+  const spec = svc.spec;
+  const source = rep.source ?? sourceOf(st, rep)!;
+  const fresh = spec.shared.filter((e) => !(e.kind === 'shared' && e.keep));
+  let got: Reservation[] = [];
+  if (fresh.length > 0) {
+    const ro = reserveOptions(st, rep, source);
+    const requests = namedSetRequests(fresh, { source, name: `${st.spec.file}:${spec.name}`, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) });
+    got = await reserveSet(requests, setOptions(ro));
+  }
+  let next = 0;
+  return namedReservation(spec.shared, spec.shared.map((e, i) => (e.kind === 'shared' && e.keep ? old.reservations[i]! : got[next++]!)));
 }

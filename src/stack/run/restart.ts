@@ -10,7 +10,7 @@ import type { StackRun } from './stack-run.js';
  */
 
 /** Exit classes worth another attempt (a port lost, a crash, a slow start); usage and I/O errors repeat. */
-const RESTARTABLE = new Set<number>([EXIT.UNAVAILABLE, EXIT.SOFTWARE, EXIT.TEMPFAIL]);
+export const RESTARTABLE: ReadonlySet<number> = new Set<number>([EXIT.UNAVAILABLE, EXIT.SOFTWARE, EXIT.TEMPFAIL]);
 const RESTART_BACKOFF_MS = 250;
 const RESTART_BACKOFF_MAX_MS = 5_000;
 
@@ -27,7 +27,7 @@ export function recordFailure(st: StackRun, rep: Replica, exitCode: number, reas
     replica: rep.index,
     exitCode,
     reason,
-    logs: st.run.logFiles(rep.svc.spec.name, rep.index),
+    logs: st.logsOf(rep),
     ...(d && bundle ? { diagnostics: d.dir, bundle } : {}),
   };
 }

@@ -5,7 +5,7 @@ import { gpuReplicas, type GpuReplica } from '../../slurm/replicas.js';
 import { deferred } from '../../util/deferred.js';
 import type { GraphNode, ReplicaStatus } from '../file/graph.js';
 import type { Endpoint } from '../file/placeholders.js';
-import { makeService, stripName, type Replica, type Service } from './replica.js';
+import { generationOf, makeService, restartsAsGroup, stripName, type Replica, type Service } from './replica.js';
 import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
 import { createRunDir, type RunDir } from '../record/run-dir.js';
 import { localTopology, type Topology } from '../file/ranks.js';
@@ -91,6 +91,7 @@ export class StackRun {
     for (const [name, eps] of o.external ?? []) this.external.set(name, { endpoints: eps, statuses: eps.map(() => ({ state: 'ready' })) });
     this.services = spec.services.map((s) => makeService(s, this.console, o.follow === true, gpuPlans.get(s.name)));
     this.byName = new Map(this.services.map((s) => [s.spec.name, s]));
+    if (this.services.some(restartsAsGroup)) this.run.generation = 0;
     // Callers that only await `done` must not crash on an unhandled rejection.
     this.whenReady.promise.catch(() => {});
   }
@@ -106,7 +107,8 @@ export class StackRun {
     if (u.code !== undefined) rep.code = u.code;
     let ev: StackEvent;
     try {
-      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, scheme: rep.svc.spec.scheme, ...u });
+      const g = generationOf(rep);
+      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, scheme: rep.svc.spec.scheme, ...(g !== undefined ? { generation: g } : {}), ...u });
     } catch (e) {
       // The run directory is the stack's record: without it, stop (once).
       if (!this.writeBroken) {
@@ -193,8 +195,13 @@ export class StackRun {
 
   failStack(rep: Replica, exitCode: number, reason: string): void {
     if (this.ending) return;
-    this.failure = { service: rep.svc.spec.name, replica: rep.index, exitCode, reason: stripName(reason, rep.label), logs: this.run.logFiles(rep.svc.spec.name, rep.index) };
+    this.failure = { service: rep.svc.spec.name, replica: rep.index, exitCode, reason: stripName(reason, rep.label), logs: this.logsOf(rep) };
     this.next({ kind: 'end', reason: 'failed' });
+  }
+
+  /** The replica's log files now (a job's rank: its generation's). */
+  logsOf(rep: Replica): { out: string; err: string } {
+    return this.run.logFiles(rep.svc.spec.name, rep.index, generationOf(rep));
   }
 
   internalError(e: unknown): void {

@@ -9,7 +9,7 @@ import { oneShotFix } from '../file/one-shot.js';
 import { renderReplicaTemplates } from './render-templates.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import { dirsNamed, makeReplicaDir } from './replica-dir.js';
-import { endAbandoned, firstLine, type Replica } from './replica.js';
+import { endAbandoned, firstLine, generationOf, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
 
@@ -54,7 +54,7 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     const sp = st.run.shared[name];
     if (sp) sharedOf.set(name, sp);
   }
-  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology) };
+  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: { ...rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology), generation: rep.svc.generation } };
   if (rep.port !== undefined) ctx.port = rep.port;
   const shared = rep.svc.shared;
   if (rep.set || shared) ctx.ports = [...(rep.set?.assigned ?? []), ...(shared?.assigned ?? [])];
@@ -67,7 +67,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   if (st.ending) return endAbandoned(rep);
   const s = rep.svc.spec;
   const attempt = rep.attempt;
-  const diagDir = st.run.diagDir(s.name, rep.index, attempt);
+  const diagDir = st.run.diagDir(s.name, rep.index, attempt, generationOf(rep));
   rep.diag.push({ dir: diagDir, keep: false });
   rep.attemptFailed = false;
   rep.stopAsked = false;
@@ -120,7 +120,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
       st.internalError(err);
     }
   };
-  const logs = st.run.logFiles(s.name, rep.index);
+  const logs = st.logsOf(rep);
   // Placeholders are the stack's own (resolved above, `{{port}` a literal `{port}`): launch
   // takes command and ready as they are. The replica's logs are launch's logs.
   const lo: LaunchOptions = {
@@ -168,7 +168,8 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   if (held && !rep.sharedReleased) {
     rep.sharedReleased = true;
     void Promise.all(held.reservations.map((r) => r.unhold())).then(
-      () => (st.ending ? endAbandoned(rep) : run(st, rep, attempt, lo)),
+      // Its generation may have ended meanwhile (another rank failed at once): not started.
+      () => (st.ending ? endAbandoned(rep) : attempt === rep.attempt && !rep.generationStop ? run(st, rep, attempt, lo) : undefined),
       (e) => st.internalError(e),
     );
     return;

@@ -3,7 +3,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
 import { teardownWaves } from '../file/graph.js';
 import { releasePorts, releaseShared } from './release.js';
-import { endAbandoned, type Replica } from './replica.js';
+import { endAbandoned, endReplica, type Replica } from './replica.js';
 import type { ReplicaState } from '../file/spec.js';
 import type { StackRun } from './stack-run.js';
 import type { StackResult } from './types.js';
@@ -88,6 +88,8 @@ async function stopReplica(st: StackRun, rep: Replica, why: string): Promise<voi
     void runner.stop({ signal: 'SIGTERM', graceMs: rep.svc.spec.stopGraceMs });
   }
   await runner.exited;
+  // A rank of a job that restarts as a group that had completed stays open until the end.
+  if (rep.final) endReplica(rep);
   await rep.ended;
 }
 

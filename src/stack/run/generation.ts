@@ -1,0 +1,127 @@
+import { BerthError, EXIT } from '../../errors.js';
+import type { NamedReservation } from '../../allocate/reserve-named.js';
+import { portsStillHeld, survivorsOf, survivorText } from './generation-gone.js';
+import { endAbandoned, firstLine, type Replica, type Service } from './replica.js';
+import { reserveNextShared } from './reserve-ports.js';
+import type { StackRun } from './stack-run.js';
+
+/*
+ * A job of many ranks with `restart: on-failure` restarts as a group, as torchelastic does:
+ * a rank that fails ends its generation (next.ts decides that it does). Then, in order:
+ *   1. the next generation's shared ports are leased (fresh ones, unless `generations: keep`),
+ *      while the old ones are still leased: the two can never be the same port;
+ *   2. every rank is stopped: TERM, KILL after stop_grace;
+ *   3. the old generation is proven gone (generation-gone.ts): no process of any rank's tree,
+ *      no socket on its ports held by anyone but berth; a process that outlives SIGKILL
+ *      (state D) stops the stack with 70, naming it;
+ *   4. the old shared ports are given back (kept ones held again by berth until the new
+ *      rank 0 starts), and every rank starts again as the next generation ('generation-due').
+ * A stop of the stack meanwhile ends it there: what was leased for the next generation is
+ * given back, no rank starts again.
+ */
+
+/** Whether the job may have another generation (1 + restart_limit of them at most). */
+export function generationLeft(st: StackRun, svc: Service): boolean {
+  return !st.ending && !svc.generationEnding && svc.generation < svc.spec.restart.limit;
+}
+
+/** Ends the generation of the job `svc` because `cause` failed (`why`); then the next one, or the stack's end. */
+export function endGeneration(st: StackRun, svc: Service, cause: Replica, why: string): void {
+  svc.generationEnding = true;
+  const g = svc.generation;
+  const limit = svc.spec.restart.limit;
+  const detail = `generation ${g} ends: ${cause.label} ${why}`;
+  st.console.message(`berth: ${svc.spec.name}: ${detail}; stopping every rank, then generation ${g + 1} of ${limit + 1}`);
+  const exits = svc.replicas.map((rep) => {
+    rep.generationStop = true;
+    const runner = rep.runner;
+    if (!runner) return Promise.resolve();
+    if (rep !== cause && !rep.attemptFailed && (rep.state === 'starting' || rep.state === 'owned' || rep.state === 'ready' || rep.state === 'pending')) {
+      st.update(rep, { state: 'stopping', detail });
+    }
+    void runner.stop({ signal: 'SIGTERM', graceMs: svc.spec.stopGraceMs });
+    return runner.exited;
+  });
+  void nextGeneration(st, svc, exits, detail).catch((e) => st.internalError(e));
+}
+
+async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown>[], detail: string): Promise<void> {
+  const g = svc.generation;
+  const old = svc.shared;
+  let fresh: NamedReservation | undefined;
+  let problem: { rep: Replica; exitCode: number; reason: string } | undefined;
+  try {
+    // Leased here (not given by another node): the next generation's, before the old go back.
+    if (old?.set) fresh = await reserveNextShared(st, svc, old.set);
+  } catch (e) {
+    if (!st.ending) {
+      const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
+      problem = { rep: svc.replicas[0]!, exitCode: err.exitCode, reason: `generation ${g + 1}: no shared port: ${err.message}` };
+    }
+  }
+  await Promise.all(exits);
+  if (!problem && !st.ending) {
+    const left = await survivorsOf(svc.replicas);
+    if (left.length > 0) problem = { rep: left[0]!.rep, exitCode: EXIT.SOFTWARE, reason: `generation ${g} is not gone: ${left.map(survivorText).join('; ')}; berth cannot start generation ${g + 1} while it may still hold the job's ports and files, so the stack is stopped` };
+  }
+  if (!problem && !st.ending) {
+    const ports = [...(old?.assigned ?? []), ...svc.replicas.flatMap((r) => r.set?.assigned ?? [])].flatMap((a) => a.ports);
+    const held = await portsStillHeld(st.procRoot, ports);
+    if (held.length > 0) problem = { rep: svc.replicas[0]!, exitCode: EXIT.SOFTWARE, reason: `generation ${g} is not gone: ${held.map((h) => `port ${h.row.localPort} (${h.row.state}) is held by ${h.holder}`).join('; ')}, outside the ranks' process trees; the stack is stopped` };
+  }
+  if (problem || st.ending) {
+    // The leases of the next generation that will not come (the old ones are the teardown's).
+    await giveBack(st, fresh, (r) => old!.set!.reservations.includes(r));
+    if (problem) st.failStack(problem.rep, problem.exitCode, problem.reason);
+    for (const rep of svc.replicas) endAbandoned(rep);
+    return;
+  }
+  if (old?.set && fresh) {
+    // Every process of the old generation is gone: its shared ports go back, kept ones are held again.
+    await giveBack(st, old.set, (r) => fresh!.reservations.includes(r));
+    for (const r of fresh.reservations) if (old.set.reservations.includes(r) && !r.block) await r.rehold();
+    svc.shared = { host: old.host, assigned: fresh.assigned, set: fresh };
+    st.run.shared[svc.spec.name] = { host: old.host, ports: fresh.assigned };
+  }
+  // A rank's own singles were handed over: held again for its next start, as a restart's are.
+  for (const rep of svc.replicas) for (const r of rep.set?.reservations ?? []) if (!r.block) await rehold(st, rep, r);
+  if (st.ending) {
+    for (const rep of svc.replicas) endAbandoned(rep);
+    return;
+  }
+  svc.generation = g + 1;
+  st.run.generation = svc.generation;
+  svc.generationEnding = false;
+  for (const rep of svc.replicas) {
+    rep.attempt++;
+    rep.final = false;
+    rep.attemptFailed = false;
+    rep.generationStop = false;
+    rep.stopAsked = false;
+    rep.sharedReleased = false;
+    rep.runner = undefined;
+    st.update(rep, { state: 'pending', detail: `generation ${svc.generation} of ${svc.spec.restart.limit + 1} (${detail})` });
+  }
+  st.next({ kind: 'generation-due', svc });
+}
+
+/** Gives back the reservations of `set` that `keep` does not claim, with a warning when that fails. */
+async function giveBack(st: StackRun, set: NamedReservation | undefined, keep: (r: NamedReservation['reservations'][number]) => boolean): Promise<void> {
+  for (const r of set?.reservations ?? []) {
+    if (keep(r)) continue;
+    try {
+      await r.release();
+    } catch (e) {
+      st.warn(`could not release port ${r.ports[0]}: ${(e as Error).message}`);
+    }
+  }
+}
+
+async function rehold(st: StackRun, rep: Replica, r: NamedReservation['reservations'][number]): Promise<void> {
+  try {
+    await r.rehold();
+  } catch (e) {
+    const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
+    st.failStack(rep, err.exitCode, `generation ${rep.svc.generation + 1}: cannot come back on its ports: ${firstLine(err.message)}`);
+  }
+}
