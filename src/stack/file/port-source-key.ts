@@ -39,6 +39,7 @@ export function readSourceKey(key: SourceKey, v: Node | null | undefined, kLine:
       const entries = readPortsKey(v, kLine, label, r);
       if (entries) {
         d.spec.ports = entries.filter((e) => e.kind !== 'shared');
+        d.spec.sharedKept = entries.flatMap((e) => (e.kind === 'shared' && e.keep ? [e.name] : []));
         d.spec.shared = entries.flatMap((e): PortEntry[] => (e.kind !== 'shared' ? [] : e.count === 1 ? [{ name: e.name, kind: 'single' }] : [{ name: e.name, kind: 'block', count: e.count }]));
       }
       else d.portsBroken = d.broken = true;

@@ -82,6 +82,7 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
     source: { kind: 'default' },
     ports: [...IMPLICIT_SET],
     shared: [],
+    sharedKept: [],
     portsDeclared: false,
     host: DEFAULT_HOST,
     env: {},

@@ -73,6 +73,11 @@ export interface ServiceSpec {
    */
   shared: PortEntry[];
   /**
+   * The shared entries a job's ranks keep across their generations (`{ shared: true,
+   * generations: keep }`); every other shared entry is leased afresh for each generation.
+   */
+  sharedKept: string[];
+  /**
    * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
    * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.
    */

@@ -126,7 +126,8 @@ export async function reserveNextShared(st: StackRun, svc: Service, old: NamedRe
   const rep = svc.replicas[0]!;
   const spec = svc.spec;
   const source = rep.source ?? sourceOf(st, rep)!;
-  const fresh = spec.shared.filter((e) => !(e.kind === 'shared' && e.keep));
+  const kept = (name: string) => spec.sharedKept.includes(name);
+  const fresh = spec.shared.filter((e) => !kept(e.name));
   let got: Reservation[] = [];
   if (fresh.length > 0) {
     const ro = reserveOptions(st, rep, source);
@@ -134,5 +135,5 @@ export async function reserveNextShared(st: StackRun, svc: Service, old: NamedRe
     got = await reserveSet(requests, setOptions(ro));
   }
   let next = 0;
-  return namedReservation(spec.shared, spec.shared.map((e, i) => (e.kind === 'shared' && e.keep ? old.reservations[i]! : got[next++]!)));
+  return namedReservation(spec.shared, spec.shared.map((e, i) => (kept(e.name) ? old.reservations[i]! : got[next++]!)));
 }
