@@ -1,6 +1,7 @@
 import { singles } from '../allocate/port-set.js';
 import { EXIT } from '../errors.js';
 import { auditListeners, auditWarning, isAcknowledged, setPorts } from './audit.js';
+import { foreignTurn } from './foreign-check.js';
 import { reportStolen } from './ownership-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
@@ -49,6 +50,8 @@ export function startAudit(s: LaunchState): void {
 
 function audit(s: LaunchState, snap: ListenSnapshot): void {
   if (s.finishing || !s.tree) return;
+  foreignTurn(s, snap.listening);
+  if (s.failure) return;
   // Only sockets that could be news are looked up in the tree's fds: ports outside the set
   // not reported yet, and (fd handoff) the handed ports; with none, no fd is read at all.
   const own = [...s.assigned(), ...(s.o.sharedPorts ?? [])];
