@@ -143,6 +143,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     ...(s.oneShot ? { oneShot: true } : { exitZeroHint: oneShotFix(s.name) }),
     ...(shared ? { sharedPorts: shared.assigned } : {}),
     ...((s.strays ?? []).length > 0 ? { strays: s.strays } : {}),
+    ...(s.strict ? { strict: true } : {}),
     ...(shared?.set ? { leasesHeld: shared.set.reservations } : {}),
   };
   if (rep.set) {
