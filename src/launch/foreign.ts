@@ -90,6 +90,6 @@ export function findForeign(i: ForeignInput): ForeignListener[] {
 /** The console's one line for the findings of one look: "engine/0: port 22000 has a foreign listener: …". */
 export function foreignWarning(name: string, found: readonly ForeignListener[]): string {
   const ports = [...new Set(found.map((f) => f.port))];
-  const head = `${name}: ${ports.length === 1 ? `port ${ports[0]}` : `ports ${ports.join(', ')}`} ${found.length === 1 ? 'has a listener' : 'have listeners'} outside the service's process tree`;
+  const head = `${name}: ${ports.length === 1 ? `port ${ports[0]} has` : `ports ${ports.join(', ')} have`} ${found.length === 1 ? 'a listener' : 'listeners'} outside the service's process tree`;
   return `${head}: ${found.map((f) => f.message).join('; ')}`;
 }

@@ -33,7 +33,7 @@ export interface StackReader extends YamlReader {
 
 export const SERVICE_KEYS = [
   'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'templates', 'cwd', 'handoff', 'ready',
-  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays', 'strict', 'scheme', 'dir_owner',
+  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays', 'scheme', 'dir_owner', 'strict',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
 const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
