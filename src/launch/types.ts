@@ -128,6 +128,12 @@ export interface LaunchOptions extends SourceOptions {
    */
   strays?: readonly StrayRule[];
   /**
+   * Said instead of the 'warning' event for the audit's findings of one pass (the 'audit' event
+   * still comes first): a caller with several launches (a stack) groups its replicas' findings,
+   * e.g. one line for replicas that all listen on one port. `message` is what would be warned.
+   */
+  onAuditWarning?: (found: AuditFinding[], message: string) => void;
+  /**
    * A foreign listener found after ready (a process outside the tree listening on one of its
    * ports: a SO_REUSEPORT member, the other family's loopback) fails the launch with 70
    * instead of a warning (`berth run --strict`, a stack's `strict: true`). Before ready it
