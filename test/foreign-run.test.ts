@@ -119,3 +119,26 @@ kill $S
   const dir = /diagnostics: (\S+) \(diagnostics\.json/.exec(r.stderr)?.[1];
   assert.ok(dir && existsSync(join(dir, 'diagnostics.json')), r.stderr);
 });
+
+test('elsewhere: a service that listens, but not on its port, is told so once after a few seconds, long before its ready timeout', async (t) => {
+  if (!requireNetns(t)) return;
+  const box = sandbox();
+  t.after(() => box.cleanup());
+  const err = join(box.dir, 'err');
+  const r = await netnsSh({}, box, `
+t0=$(date +%s%N)
+${berthSh} run --range 22000-22010 --ready-timeout 10m --name uv -- ${q(realPython())} -S ${q(join(SERVICES, 'listen-ports.py'))} 18000 18001 2> ${q(err)} > /dev/null & B=$!
+${waitGrep('has listened on', err)}
+echo "SAID_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"
+sleep 3
+kill -TERM $B; wait $B
+echo "RC=$?"
+cat ${q(err)} >&2
+`, 90_000);
+  const v = kv(r.stdout);
+  const said = r.stderr.split('\n').filter((l) => l.includes('has listened on'));
+  assert.equal(said.length, 1, r.stderr);
+  assert.match(said[0]!, /^berth: warning: uv: has listened on 18000 and 18001 for [3-9]s, but not on its port 220(0\d|10), which berth waits for \(up to its ready timeout, 10m\): pass the port to it \(\{port\} in its command, \$PORT, or the program's flag for its port\), or, if it picks its own port, declare it learned \(port: learn\)$/);
+  assert.ok(Number(v.get('SAID_MS')) < 30_000, `said after ${v.get('SAID_MS')} ms`);
+  assert.equal(v.get('RC'), '143', r.stderr);
+});
