@@ -24,6 +24,8 @@ const holders = new WeakMap<LaunchState, Map<number, SocketOwner[]>>();
 /** Same-uid sockets whose holder could not be seen, and how often: a process caught between fork and exit can hide for a moment. */
 const hidden = new WeakMap<LaunchState, Map<number, number>>();
 const HIDDEN_LOOKS = 2;
+/** BERTH_FOREIGN_CHECK=off: no foreign check at all (for measuring what it costs, `npm run bench -- --only foreign`). */
+const OFF = process.env.BERTH_FOREIGN_CHECK === 'off';
 
 /** Judge the inodes of `rows` not judged before. */
 function judge(s: LaunchState, rows: readonly SocketRow[]): void {
@@ -78,6 +80,7 @@ function pendingHidden(s: LaunchState): boolean {
  * checked ports not reported before.
  */
 export function lookForeign(s: LaunchState, listening: readonly SocketRow[]): ForeignListener[] {
+  if (OFF) return [];
   const own = s.assigned();
   const shared = s.o.sharedPorts ?? [];
   const cand = candidatePorts(own, shared);
