@@ -59,3 +59,21 @@ test('strict: at the top level it is every service\'s default, a service\'s own 
     assert.throws(() => parseStack(text(top, own), 's.yaml', '/tmp'), (e: unknown) => e instanceof BerthError && e.exitCode === EXIT.DATAERR && new RegExp(`^s\\.yaml:${line}: .*strict must be true`).test(e.message));
   }
 });
+
+test('shared strays: replicas on one port are one line (also when one joins later); a port of one replica keeps its own line', async () => {
+  const { SharedStrays, sharedStrayLine } = await import('../src/stack/run/shared-strays.js');
+  const rep = (label: string) => ({ label, svc: { spec: { name: label.split('/')[0] } } }) as never;
+  const f = (port: number, message: string) => ({ port, address: '127.0.0.1', ephemeral: false, message });
+  const said: string[] = [];
+  const ss = new SharedStrays((m) => said.push(m), () => true);
+  ss.add(rep('caddy/0'), [f(2019, 'c0 2019'), f(9000, 'c0 9000')], 'c0 both');
+  ss.add(rep('caddy/1'), [f(2019, 'c1 2019')], 'c1 2019');
+  ss.flush();
+  assert.deepEqual(said, [sharedStrayLine(2019, [{ label: 'caddy/0', service: 'caddy', address: '127.0.0.1' }, { label: 'caddy/1', service: 'caddy', address: '127.0.0.1' }]), 'c0 9000']);
+  assert.match(said[0]!, /^caddy\/0 and caddy\/1 all listen on 127\.0\.0\.1:2019, outside their ports, and share it through SO_REUSEPORT: .*add a port entry to service caddy \(ports: \{ …, p2019: 1 \}/);
+  said.length = 0;
+  ss.add(rep('caddy/2'), [f(2019, 'c2 2019')], 'c2 2019');
+  ss.flush();
+  assert.equal(said.length, 1);
+  assert.match(said[0]!, /^caddy\/0, caddy\/1 and caddy\/2 all listen on 127\.0\.0\.1:2019/);
+});

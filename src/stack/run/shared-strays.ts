@@ -15,6 +15,12 @@ const MAX_WAIT_MS = 5_000;
 /** After the stack is ready: the last replicas' first audit read comes within ~100 ms. */
 const SETTLE_MS = 300;
 
+interface Holder {
+  label: string;
+  service: string;
+  address: string;
+}
+
 interface Pending {
   rep: Replica;
   found: AuditFinding[];
@@ -26,7 +32,7 @@ function names(list: readonly string[]): string {
 }
 
 /** The one line for replicas that all listen on `port` outside their sets (pure). */
-export function sharedStrayLine(port: number, holders: readonly { label: string; service: string; address: string }[]): string {
+export function sharedStrayLine(port: number, holders: readonly Holder[]): string {
   const addrs = [...new Set(holders.map((h) => h.address))];
   const where = addrs.length === 1 ? `${addrs[0]!.includes(':') ? `[${addrs[0]}]` : addrs[0]}:${port}` : `port ${port} (${addrs.join(', ')})`;
   const how =
@@ -43,8 +49,8 @@ export class SharedStrays {
   private pending: Pending[] = [];
   private timer: NodeJS.Timeout | undefined;
   private firstAt = 0;
-  /** Ports already said in a shared line, and who was named. */
-  private readonly said = new Map<number, Set<string>>();
+  /** Ports reported so far, with the replicas that listen on them. */
+  private readonly said = new Map<number, Holder[]>();
 
   constructor(
     private readonly warn: (message: string) => void,
@@ -74,7 +80,7 @@ export class SharedStrays {
     clearTimeout(this.timer);
     const batch = this.pending;
     this.pending = [];
-    const byPort = new Map<number, { label: string; service: string; address: string }[]>();
+    const byPort = new Map<number, Holder[]>();
     for (const p of batch) for (const f of p.found) {
       const list = byPort.get(f.port) ?? [];
       if (!list.some((h) => h.label === p.rep.label)) list.push({ label: p.rep.label, service: p.rep.svc.spec.name, address: f.address });
@@ -82,14 +88,13 @@ export class SharedStrays {
     }
     const shared = new Set<number>();
     for (const [port, holders] of [...byPort].sort((a, b) => a[0] - b[0])) {
-      const before = this.said.get(port);
-      if (holders.length < 2 && before === undefined) continue;
-      shared.add(port);
-      const all = new Set([...(before ?? []), ...holders.map((h) => h.label)]);
+      // A replica joining a port reported before is named with the ones it joins.
+      const before = this.said.get(port) ?? [];
+      const all = [...before, ...holders.filter((h) => !before.some((b) => b.label === h.label))];
       this.said.set(port, all);
-      // A replica joining a port said before is named with the ones it joins.
-      const more = before ? [...before].filter((l) => !holders.some((h) => h.label === l)).map((label) => ({ label, service: holders[0]!.service, address: holders[0]!.address })) : [];
-      this.warn(sharedStrayLine(port, [...more, ...holders]));
+      if (all.length < 2) continue;
+      shared.add(port);
+      this.warn(sharedStrayLine(port, all));
     }
     for (const p of batch) {
       const rest = p.found.filter((f) => !shared.has(f.port));
