@@ -33,7 +33,7 @@ const EXPECTED: Record<string, string[]> = {
   "bad-top.yaml": [
     `bad-top.yaml:1: no "services" key at the top level; expected services: { NAME: { command: [PROGRAM, ARG…] } }`,
     `bad-top.yaml:2: give either "layout: FILE" or inline "bands:", not both (layout is at line 1)`,
-    `bad-top.yaml:4: unknown top-level key "servics" (did you mean "services"?); allowed keys are "layout", "bands", "services" (and "x-…" for anchors)`,
+    `bad-top.yaml:4: unknown top-level key "servics" (did you mean "services"?); allowed keys are "layout", "bands", "services", "strict" (and "x-…" for anchors)`,
   ],
   "bad-syntax.yaml": [
     `bad-syntax.yaml:3: YAML syntax error: Flow sequence in block collection must be sufficiently indented and end with a ] (the "[" opened on this line is never closed)`,
@@ -61,7 +61,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   "bad-keys.yaml": [
     `bad-keys.yaml:4: service "a": command must be a list (argv), e.g. [node, server.js, --port, "{port}"], found the text "node server.js"; berth runs no shell (write [sh, -c, "…"] if you need one)`,
-    `bad-keys.yaml:5: service "a": unknown key "replica" (did you mean "replicas"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner`,
+    `bad-keys.yaml:5: service "a": unknown key "replica" (did you mean "replicas"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner, strict`,
     `bad-keys.yaml:6: service "a": replicas must be a whole number ≥ 1 or "gpus", found number 0`,
     `bad-keys.yaml:7: service "a": "replicas" is given twice (first at line 6)`,
     `bad-keys.yaml:9: service "b": command must be a non-empty list (argv), e.g. [node, server.js, --port, "{port}"], found an empty list`,
@@ -73,7 +73,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-keys.yaml:18: service "d": env name "1BAD" is not a variable name (letters, digits and "_", not starting with a digit)`,
     `bad-keys.yaml:18: service "d": env EMPTY must be text, found nothing (write "" for an empty value)`,
     `bad-keys.yaml:18: service "d": env LIST must be text, found a list`,
-    `bad-keys.yaml:19: service "d": unknown key "env2" (did you mean "env"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner`,
+    `bad-keys.yaml:19: service "d": unknown key "env2" (did you mean "env"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner, strict`,
     `bad-keys.yaml:20: service "d": handoff must be "release" or "fd", found the text "socket"`,
     `bad-keys.yaml:21: service "d": ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found "http//nope"`,
     `bad-keys.yaml:22: service "d": ready_timeout must be a duration like 500ms, 10s, 5m, found the text "soon"`,
@@ -283,7 +283,7 @@ test('parseStack: anchors and aliases, several documents, unreadable files', () 
   assert.deepEqual(svc(x, 'a').env, { A: '1' }, '"x-" keys hold anchors and are otherwise ignored');
   assert.throws(() => parseStack('x: 1\n', 's.yaml', '/tmp'), {
     message:
-      's.yaml:1: unknown top-level key "x"; allowed keys are "layout", "bands", "services" (and "x-…" for anchors)\n' +
+      's.yaml:1: unknown top-level key "x"; allowed keys are "layout", "bands", "services", "strict" (and "x-…" for anchors)\n' +
       's.yaml:1: no "services" key at the top level; expected services: { NAME: { command: [PROGRAM, ARG…] } }',
   });
   const anchored = parseStack('services:\n  a: { command: &cmd [srv, "{port}"], env: &env { A: "1" } }\n  b: { command: *cmd, env: *env }\n', 's.yaml', '/tmp');

@@ -85,7 +85,7 @@ services:
     command: [sleep, "1"]
 `),
     [
-      `stack.yaml:3: service "a": unknown key "ready_timout" (did you mean "ready_timeout"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner`,
+      `stack.yaml:3: service "a": unknown key "ready_timout" (did you mean "ready_timeout"?); allowed keys: command, replicas, nodes, band, port, ports, range, instance, host, env, templates, cwd, handoff, ready, ready_timeout, depends_on, restart, restart_limit, stop_grace, job, logs, strays, scheme, dir_owner, strict`,
     ],
   );
   assert.deepEqual(

@@ -64,7 +64,7 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
   for (const port of [...byPort.keys()].sort((a, b) => a - b)) {
     const l = byPort.get(port)!;
     const eph = rangeOf(port, i.ephemeral);
-    const head = `${i.name} listens on ${port} outside its ports (${describeSet(i.set)})`;
+    const head = outside(i.name, String(port), i.set);
     const message =
       eph !== undefined
         ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: put it in a block (${hint}) or set the program's flag for that port`
@@ -75,6 +75,11 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
     findings.push(f);
   }
   return findings;
+}
+
+/** "api listens on 8000 outside its ports (http 20000)", or for a service without ports "… but has no port". */
+function outside(name: string, what: string, set: readonly AssignedPorts[]): string {
+  return set.length === 0 ? `${name} listens on ${what} but has no port (none was asked for it)` : `${name} listens on ${what} outside its ports (${describeSet(set)})`;
 }
 
 /** Whether a finding is one the service said to expect (LaunchOptions.strays). */
@@ -103,7 +108,7 @@ export function auditWarning(name: string, set: readonly AssignedPorts[], found:
     parts.push(`${portList(eph)} inside the unreserved ephemeral range ${ranges}, where any outgoing connection may take them`);
   }
   if (other.length > 0) parts.push(`${portList(other)} leased by nothing, so another allocator may hand ${other.length === 1 ? 'it' : 'them'} out`);
-  return `${name} listens on ${found.length} ports outside its ports (${describeSet(set)}): ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for them${eph.length > 0 ? strays : ''}`;
+  return `${outside(name, `${found.length} ports`, set)}: ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for them${eph.length > 0 ? strays : ''}`;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 import { resolveLaunchOptions } from './launch-options.js';
+import { checkForeignAtReady } from './foreign-check.js';
 import { waitOwnership } from './ownership-phase.js';
 import { prepare } from './prepare.js';
 import { becomeReady, probeUntilReady } from './ready.js';
@@ -66,6 +67,8 @@ async function run(s: LaunchState): Promise<void> {
     // Nothing to own without a port: spawned is started; the probe, when given, says ready.
     if (!s.portless && !(await waitOwnership(s))) return;
     if (s.spec && !(await probeUntilReady(s))) return;
+    // Ready only if nobody else answers on its ports (69 naming the stranger).
+    if (!s.portless && !(await checkForeignAtReady(s))) return;
     becomeReady(s);
   } catch (e) {
     const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, `internal error: ${(e as Error)?.stack ?? String(e)}`);

@@ -1,7 +1,8 @@
 import { EXIT } from '../errors.js';
 import { checkOwnership, describeStranger, readPortListenersAsync, type Ownership } from './ownership.js';
 import { tablePoller } from './port-watch.js';
-import { iso, type LaunchState } from './state.js';
+import { watchElsewhere } from './elsewhere.js';
+import { DEFAULT_READY_TIMEOUT_MS, iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
 
 /** Ownership polling: fast at first (most services bind within a second), then ~10/s; one read per tick serves every launch (port-watch.ts). */
@@ -23,28 +24,33 @@ export async function waitOwnership(s: LaunchState): Promise<boolean> {
     let interval = OWN_POLL_FIRST_MS;
     let within = 0; // the first look: now
     let invisible = 0;
-    for (;;) {
-      if (s.settled || failIfTreeGone(s)) return false;
-      const rows = await s.look(poller, port, within);
-      if (s.settled) return false;
-      const own = checkOwnership(s.procRoot, port, s.tree!, rows);
-      s.lastOwnership = own;
-      if (own.state === 'owned') {
-        s.listening = own.listening;
-        s.ownerPids = own.ownerPids;
-        break;
-      }
-      if (own.state === 'foreign') {
-        const uid = process.getuid?.();
-        const hidden = own.strangers.every((x) => x.owners.length === 0 && x.row.uid === uid);
-        if (!hidden || ++invisible >= INVISIBLE_CONFIRMATIONS) {
-          failStolen(s, own);
-          return false;
+    const unwatch = watchElsewhere(s, s.o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS);
+    try {
+      for (;;) {
+        if (s.settled || failIfTreeGone(s)) return false;
+        const rows = await s.look(poller, port, within);
+        if (s.settled) return false;
+        const own = checkOwnership(s.procRoot, port, s.tree!, rows);
+        s.lastOwnership = own;
+        if (own.state === 'owned') {
+          s.listening = own.listening;
+          s.ownerPids = own.ownerPids;
+          break;
         }
-      } else invisible = 0;
-      // A service that died is reported by the exit handler; one still alive but silent keeps us polling.
-      within = Math.min(interval, Math.max(1, s.remainingMs()));
-      interval = Math.min(interval * 1.5, OWN_POLL_MAX_MS);
+        if (own.state === 'foreign') {
+          const uid = process.getuid?.();
+          const hidden = own.strangers.every((x) => x.owners.length === 0 && x.row.uid === uid);
+          if (!hidden || ++invisible >= INVISIBLE_CONFIRMATIONS) {
+            failStolen(s, own);
+            return false;
+          }
+        } else invisible = 0;
+        // A service that died is reported by the exit handler; one still alive but silent keeps us polling.
+        within = Math.min(interval, Math.max(1, s.remainingMs()));
+        interval = Math.min(interval * 1.5, OWN_POLL_MAX_MS);
+      }
+    } finally {
+      unwatch();
     }
   } else {
     // The inherited socket is the service's from the first instruction it runs.

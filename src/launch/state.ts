@@ -15,7 +15,7 @@ import type { ProcessTree } from './process-tree.js';
 import type { RunDir } from './run-dir.js';
 import type { ExecPlan } from './spawn-plan.js';
 import type { RunGuard } from './watchdog.js';
-import type { AuditFinding, ExitInfo, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
+import type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
 
 /*
  * Everything one launch knows, shared by its phases (prepare, reserve, spawn, ownership,
@@ -68,6 +68,11 @@ export class LaunchState {
   /** Listeners outside the set reported so far (each port once), and the ports they are on. */
   readonly findings: AuditFinding[] = [];
   readonly audited = new Set<number>();
+  /** Foreign listeners reported so far (each socket once, by inode). */
+  readonly foreign: ForeignListener[] = [];
+  /** Listener inodes known to be the tree's, and known not to be (foreign-check.ts: steady state reads no fd). */
+  readonly treeInodes = new Set<number>();
+  readonly notTreeInodes = new Set<number>();
   /** Handed single ports (fd handoff) the tree was seen without: warned once each. */
   readonly lostHanded = new Set<number>();
   /** Ends the periodic audit (supervise.ts). */

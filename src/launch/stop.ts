@@ -67,9 +67,13 @@ export function failIfTreeGone(s: LaunchState): boolean {
   return true;
 }
 
-/** The launch failed before it was ready (the first failure wins): bundle, reject `ready`, clean up. */
-export function fail(s: LaunchState, exitCode: number, message: string, details?: Record<string, unknown>): void {
-  if (s.failure || s.finishing || s.readyInfo) return;
+/**
+ * The launch failed before it was ready (the first failure wins): bundle, reject `ready`, clean
+ * up. `afterReady`: a failure of a ready service that berth itself decides (a foreign listener
+ * under `strict`): the same ending, its exit code instead of the service's status.
+ */
+export function fail(s: LaunchState, exitCode: number, message: string, details?: Record<string, unknown>, afterReady = false): void {
+  if (s.failure || s.finishing || (s.readyInfo && !afterReady)) return;
   const failedPhase = s.phase;
   s.mark('failedMs');
   s.failure = new LaunchError(exitCode, message, failedPhase, s.runDir?.path, details);

@@ -1,6 +1,7 @@
 import { singles } from '../allocate/port-set.js';
 import { EXIT } from '../errors.js';
 import { auditListeners, auditWarning, isAcknowledged, setPorts } from './audit.js';
+import { foreignTurn } from './foreign-check.js';
 import { reportStolen } from './ownership-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
@@ -41,7 +42,8 @@ export function onChildExit(s: LaunchState): void {
  * launch of this process; each launch reads only its own members' fds).
  */
 export function startAudit(s: LaunchState): void {
-  if (s.portless || !s.tree || s.finishing) return;
+  // A service without a port is audited too: every listener it opens is outside its set.
+  if (!s.tree || s.finishing) return;
   // One read shared with every launch that becomes ready about now (a stack's replicas do).
   soonListenSnapshot(s.procRoot, (snap) => audit(s, snap));
   s.stopAudit = watchListeners(s.procRoot, (snap) => audit(s, snap));
@@ -49,6 +51,8 @@ export function startAudit(s: LaunchState): void {
 
 function audit(s: LaunchState, snap: ListenSnapshot): void {
   if (s.finishing || !s.tree) return;
+  foreignTurn(s, snap.listening);
+  if (s.failure) return;
   // Only sockets that could be news are looked up in the tree's fds: ports outside the set
   // not reported yet, and (fd handoff) the handed ports; with none, no fd is read at all.
   const own = [...s.assigned(), ...(s.o.sharedPorts ?? [])];
@@ -66,8 +70,9 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
       s.warn(`${s.name}: the service no longer listens on "${a.name}" (port ${p}, fd ${3 + i}): it closed the socket berth handed over`);
     });
   }
-  // A stack (it keeps its leases) declares its set in its file, `berth run` with --ports.
-  const stack = s.o.portSet !== undefined || s.o.keepReservation === true;
+  // A stack (it keeps its leases; a portless replica of one is a one-shot step or is told how
+  // to become one) declares its set in its file, `berth run` with --ports.
+  const stack = s.o.portSet !== undefined || s.o.keepReservation === true || s.o.oneShot === true || s.o.exitZeroHint !== undefined;
   const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
   const found = auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, blockHint });
   if (found.length === 0) return;
@@ -79,7 +84,10 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   s.emit({ type: 'audit', listeners: found, t: iso() });
   // Once each, all of one pass in one message; the acknowledged ones only in the record.
   const warn = found.filter((f) => !f.acknowledged);
-  if (warn.length > 0) s.warn(auditWarning(s.name, own, warn, snap.ephemeral, { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) }));
+  if (warn.length === 0) return;
+  const message = auditWarning(s.name, own, warn, snap.ephemeral, { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) });
+  if (s.o.onAuditWarning) s.o.onAuditWarning(warn, message);
+  else s.warn(message);
 }
 
 /** After the child returned 0 leaving descendants: the service ends when the last of them does. */

@@ -127,6 +127,19 @@ export interface LaunchOptions extends SourceOptions {
    * still records them (audit event, diagnostics) but warns only about the others.
    */
   strays?: readonly StrayRule[];
+  /**
+   * Said instead of the 'warning' event for the audit's findings of one pass (the 'audit' event
+   * still comes first): a caller with several launches (a stack) groups its replicas' findings,
+   * e.g. one line for replicas that all listen on one port. `message` is what would be warned.
+   */
+  onAuditWarning?: (found: AuditFinding[], message: string) => void;
+  /**
+   * A foreign listener found after ready (a process outside the tree listening on one of its
+   * ports: a SO_REUSEPORT member, the other family's loopback) fails the launch with 70
+   * instead of a warning (`berth run --strict`, a stack's `strict: true`). Before ready it
+   * always fails it, with 69.
+   */
+  strict?: boolean;
   /** A one-shot step (a stack's initdb, a migration): its exit 0 is its end, even before it was ready. */
   oneShot?: boolean;
   /** Said after "exited with status 0 before it was ready": how to make it a one-shot step. */
@@ -173,6 +186,25 @@ export interface AuditFinding {
   message: string;
   /** Expected by the service (LaunchOptions.strays): recorded, not warned about. */
   acknowledged?: boolean;
+}
+
+/** A LISTEN socket on one of the launch's ports held by a process outside its tree (foreign.ts). */
+export interface ForeignListener {
+  port: number;
+  address: string;
+  family: 4 | 6;
+  /** The socket's uid (from the socket table: known even when its holder is not visible). */
+  uid: number;
+  inode: number;
+  /** Its first visible holder and that one's command line (redacted). */
+  pid?: number;
+  command?: string;
+  /** Every visible holder (a socket shared across fork() has several). */
+  pids: number[];
+  /** Same family, address and port as a listener of the tree: one SO_REUSEPORT group, connections split. */
+  reuseport: boolean;
+  /** What, who and where, in one line. */
+  message: string;
 }
 
 export interface ExitInfo {
@@ -236,4 +268,6 @@ export type LaunchEvent =
   /** A file of the launch (a log) could not be written from now on (a full disk): once per file. */
   | { type: 'write-failed'; path: string; error: string; message: string; t: string }
   /** Listeners of the tree outside its set, first seen now (each port is reported once per launch). */
-  | { type: 'audit'; listeners: AuditFinding[]; t: string };
+  | { type: 'audit'; listeners: AuditFinding[]; t: string }
+  /** Listeners of other processes on the launch's ports, first seen now (each socket once); before ready a 'failed' follows. */
+  | { type: 'foreign'; listeners: ForeignListener[]; t: string };

@@ -7,6 +7,7 @@ import type { HostMap, PortRange, SocketRow } from '../host/types.js';
 import { checkLayout, summarizeFindings } from '../layout/check.js';
 import type { Finding, Layout } from '../layout/types.js';
 import { redactArgv } from '../util/redact.js';
+import { sharedListenerFindings } from './shared-listeners.js';
 import type { PortSpaceReport } from './types.js';
 
 export interface CollectOptions {
@@ -47,7 +48,7 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
     });
   const socketCounts: Record<string, number> = {};
   for (const r of host.sockets) socketCounts[r.state] = (socketCounts[r.state] ?? 0) + 1;
-  const findings = [...(opts.layout ? checkLayout(opts.layout, host) : []), ...(opts.extraFindings ?? [])];
+  const findings = [...(opts.layout ? checkLayout(opts.layout, host) : []), ...sharedListenerFindings(sockets), ...(opts.extraFindings ?? [])];
   if (host.skippedLines > 0) {
     findings.push({
       severity: 'warning',

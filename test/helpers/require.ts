@@ -37,6 +37,7 @@ export const NEED = {
   etcd: { program: 'etcd', pkg: 'etcd-server' },
   etcdctl: { program: 'etcdctl', pkg: 'etcd-client' },
   chromium: { program: 'chromium', pkg: 'chromium' },
+  caddy: { program: 'caddy', pkg: 'caddy' },
 } as const satisfies Record<string, Need>;
 
 /** The executable `name` on PATH (of `env`), or undefined. */

@@ -14,7 +14,7 @@ import { parseDurationArg } from '../values.js';
 
 const help = `Usage: berth run [SOURCE] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
                  [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
-                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--json] -- CMD ARG…
+                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--strict] [--json] -- CMD ARG…
 
 Lease and hold a port, start CMD on it, wait until CMD's process tree owns the port and
 is ready, then supervise it: its output passes through unchanged, SIGINT/SIGTERM/SIGHUP
@@ -42,6 +42,15 @@ its ports (all of them; without --ports, the one port). A listener outside them 
 reported once per port (a warning line; with --json also an "audit" object): inside the
 unreserved ephemeral range any outgoing connection may take that port, outside it
 another allocator may hand it out.
+
+Foreign listeners: at readiness and on the same turns, berth looks at every LISTEN socket
+on CMD's ports (the port; with --ports every single port and the block ports CMD listens
+on), both families, any address. One held by a process outside CMD's tree (a second server
+of the same uid in its SO_REUSEPORT group, which the kernel splits connections with, or a
+listener on the other family's loopback: [::1]:P beside 127.0.0.1:P) is foreign: before
+ready CMD is not ready and berth exits 69 naming it (pid, uid, command, address); after
+ready it is one warning line (with --json also a "foreign" object), or with --strict a
+failure: CMD is stopped and berth exits 70.
 
 ${SOURCE_HELP}
   --allow-ephemeral            allow ports inside the unreserved ephemeral range
@@ -79,6 +88,7 @@ Options:
   --name NAME        label for messages and the lease (default: CMD's basename)
   --stop-grace D     after forwarding SIGTERM/SIGINT, SIGKILL the group after D (default 10s;
                      at most 596h)
+  --strict           a foreign listener on CMD's ports after ready stops CMD: exit 70
   --json             berth's own lines on stderr (ready, warnings) as JSON objects
 
 When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
@@ -112,7 +122,9 @@ Examples:
 Exit codes: CMD's own status once it was ready (128+N for signal N); 128+N when berth got
 signal N before CMD was ready; 64 usage (also: CMD cannot be started, a --diag-dir that
 already holds a run, a bad --ports or a {ports.NAME} that names no port of it); 65 invalid
-layout file; 69 no usable port or set (busy, exhausted, or stolen before CMD bound it); 70 CMD failed before it was ready;
+layout file; 69 no usable port or set (busy, exhausted, stolen before CMD bound it, or a foreign listener
+on its ports at readiness); 70 CMD failed before it was ready (or, with --strict, a foreign
+listener after ready);
 74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
 and 75 the message names the diagnostics folder.`;
 
@@ -141,6 +153,7 @@ export const runCommand: Command = {
         ports: { type: 'string' },
         'stop-grace': { type: 'string' },
         json: { type: 'boolean' },
+        strict: { type: 'boolean' },
       },
       true,
     );
@@ -166,6 +179,7 @@ export const runCommand: Command = {
     };
     if (ready !== undefined) opts.ready = ready;
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
+    if (values.strict) opts.strict = true;
     if (values.bind !== undefined) opts.bind = values.bind;
     if (values.env !== undefined) opts.envName = values.env;
     if (values.name !== undefined) opts.name = values.name;
@@ -181,6 +195,7 @@ export const runCommand: Command = {
       else if (e.type === 'write-failed') say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
       // The audit's findings came as warning lines already; JSON readers also get them whole.
       else if (e.type === 'audit' && json) say('', { event: 'audit', listeners: e.listeners });
+      else if (e.type === 'foreign' && json) say('', { event: 'foreign', listeners: e.listeners });
     };
 
     const handle = launch(opts);

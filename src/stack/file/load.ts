@@ -56,7 +56,7 @@ export { SERVICE_KEYS } from './services-key.js';
  *   cross-check.ts     what needs every service (sources, placeholders, cycles)
  */
 
-const TOP_KEYS = ['layout', 'bands', 'services'] as const;
+const TOP_KEYS = ['layout', 'bands', 'services', 'strict'] as const;
 const EXAMPLE = 'services: { NAME: { command: [PROGRAM, ARG…] } }';
 
 class StackParser extends YamlSource {
@@ -153,6 +153,15 @@ class StackParser extends YamlSource {
     checkNodes(drafts.map((d) => d.spec), (line, text) => this.add(line, text));
     const spec: StackSpec = { file: this.file, dir: this.baseDir, services: drafts.map((d) => d.spec) };
     if (layout) spec.layout = layout;
+    const strictPair = pairs.get('strict');
+    if (strictPair) {
+      const v = strictPair.value as Node | null;
+      if (!v || !isScalar(v) || typeof v.value !== 'boolean') this.add(this.lineOf(strictPair.key as Node, 1), `strict must be true (a foreign listener on a replica's ports after ready fails it, 70) or false, found ${kindOf(v)}`);
+      else {
+        spec.strict = v.value;
+        for (const s of spec.services) s.strict ??= v.value;
+      }
+    }
     return spec;
   }
 }

@@ -33,7 +33,7 @@ export interface StackReader extends YamlReader {
 
 export const SERVICE_KEYS = [
   'command', 'replicas', 'nodes', 'band', 'port', 'ports', 'range', 'instance', 'host', 'env', 'templates', 'cwd', 'handoff', 'ready',
-  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays', 'scheme', 'dir_owner',
+  'ready_timeout', 'depends_on', 'restart', 'restart_limit', 'stop_grace', 'job', 'logs', 'strays', 'scheme', 'dir_owner', 'strict',
 ] as const;
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];
 const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -259,6 +259,10 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
         d.jobLine = kLine;
         if (!v || !isScalar(v) || typeof v.value !== 'boolean') fail(`job must be true or false, found ${kindOf(v)}`);
         else spec.job = v.value;
+        break;
+      case 'strict':
+        if (!v || !isScalar(v) || typeof v.value !== 'boolean') fail(`strict must be true (a foreign listener on its ports after ready fails the replica, 70) or false (a warning), found ${kindOf(v)}`);
+        else spec.strict = v.value;
         break;
       case 'logs':
         if (text !== 'attach' && text !== 'file') fail(`logs must be "file" (log files only) or "attach" (also streamed here), found ${kindOf(v)}`);

@@ -103,6 +103,8 @@ export interface ServiceSpec {
   logs: 'attach' | 'file';
   /** Listeners outside its ports it cannot help opening (`strays:`): recorded, not warned about. */
   strays: StrayRule[];
+  /** `strict:` (its own, else the stack's): a foreign listener on its ports after ready fails the replica (70) instead of a warning. */
+  strict?: boolean;
   /**
    * `scheme:` of its URLs ({svc.url}, templates' url, endpoints.json, the ready message):
    * default "http"; null for `scheme: none` (no URL, only HOST:PORT).
@@ -126,6 +128,8 @@ export interface StackSpec {
   layout?: Layout;
   /** In file order. */
   services: ServiceSpec[];
+  /** Top-level `strict:`, the default of every service's `strict:`. */
+  strict?: boolean;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';

@@ -1,6 +1,6 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
 import { redactText } from '../../util/redact.js';
-import type { AuditFinding } from '../../launch/types.js';
+import type { AuditFinding, ForeignListener } from '../../launch/types.js';
 import { endpointUrl } from '../file/placeholders.js';
 import type { ReplicaState } from '../file/spec.js';
 import type { SharedPorts } from './result.js';
@@ -52,6 +52,8 @@ export interface EndpointRecord {
   ports?: Record<string, number | { first: number; last: number; count: number }>;
   /** Listeners of its process tree outside its ports (the listener audit), when any. */
   unexpectedListeners?: AuditFinding[];
+  /** Listeners of other processes on its ports (a SO_REUSEPORT member, the other family's loopback), when any. */
+  foreign?: ForeignListener[];
 }
 
 /** The set back from endpoints.json's `ports` (a node file carries it to other nodes). */
@@ -115,6 +117,8 @@ export interface ReplicaUpdate {
   scheme?: string | null;
   /** Every listener outside its set found so far (replaces the list). */
   unexpectedListeners?: AuditFinding[];
+  /** Every foreign listener found on its ports so far (replaces the list). */
+  foreign?: ForeignListener[];
   code?: number | null;
   signal?: string;
   detail?: string;
@@ -147,6 +151,7 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.pid !== undefined) rec.pid = u.pid;
   if (u.ports !== undefined) rec.ports = portsRecord(u.ports);
   if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
+  if (u.foreign !== undefined && u.foreign.length > 0) rec.foreign = [...u.foreign];
   if (u.scheme !== undefined && u.scheme !== 'http') rec.scheme = u.scheme;
   rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port, ...(rec.scheme !== undefined ? { scheme: rec.scheme } : {}) }) : null;
   if (u.generation !== undefined) rec.generation = u.generation;

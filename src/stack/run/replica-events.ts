@@ -55,6 +55,12 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: `listens outside its ports on ${e.listeners.map((l) => l.port).join(', ')}${note}` }, false);
       break;
     }
+    case 'foreign': {
+      // Said once on the console (a warning, or the failure that follows); recorded here.
+      for (const l of e.listeners) if (!rep.foreign.some((f) => f.inode === l.inode && f.port === l.port)) rep.foreign.push(l);
+      st.update(rep, { state: rep.state, foreign: rep.foreign, detail: `foreign listener on port ${[...new Set(e.listeners.map((l) => l.port))].join(', ')}: ${e.listeners.map((l) => l.message).join('; ')}` }, false);
+      break;
+    }
     case 'reserved':
     case 'stopping':
     case 'exited':

@@ -1,7 +1,7 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
 import type { PortSource } from '../../allocate/types.js';
-import type { AuditFinding, LaunchHandle } from '../../launch/types.js';
+import type { AuditFinding, ForeignListener, LaunchHandle } from '../../launch/types.js';
 import type { GpuReplica } from '../../slurm/replicas.js';
 import { OutputFanout, type ChunkConsumer } from '../record/replica-output.js';
 import type { ReplicaState, ServiceSpec } from '../file/spec.js';
@@ -26,6 +26,8 @@ export interface Replica {
   set: NamedReservation | undefined;
   /** Listeners of its process tree outside its set (launch's audit), each port once. */
   unexpected: AuditFinding[];
+  /** Listeners of other processes on its ports (launch's foreign check), each socket once. */
+  foreign: ForeignListener[];
   /** The address the replica was reached on once ready (else its spec host). */
   host: string;
   state: ReplicaState;
@@ -99,6 +101,7 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
       port: undefined,
       set: undefined,
       unexpected: [],
+      foreign: [],
       host: spec.host,
       state: 'pending',
       code: undefined,

@@ -6,6 +6,7 @@ import { deferred } from '../../util/deferred.js';
 import type { GraphNode, ReplicaStatus } from '../file/graph.js';
 import type { Endpoint } from '../file/placeholders.js';
 import { generationOf, makeService, restartsAsGroup, stripName, type Replica, type Service } from './replica.js';
+import { SharedStrays } from './shared-strays.js';
 import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
 import { createRunDir, type RunDir } from '../record/run-dir.js';
 import { localTopology, type Topology } from '../file/ranks.js';
@@ -149,6 +150,12 @@ export class StackRun {
       // a caller's listener must not break the stack
     }
   }
+
+  /** The replicas' audit lines, grouped so that replicas on one port are named in one line. */
+  readonly sharedStrays = new SharedStrays(
+    (m) => this.warn(m),
+    () => this.stackReadyMs !== undefined || this.ending !== undefined,
+  );
 
   warn(message: string): void {
     this.console.message(`berth: warning: ${message}`);

@@ -143,6 +143,10 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     ...(s.oneShot ? { oneShot: true } : { exitZeroHint: oneShotFix(s.name) }),
     ...(shared ? { sharedPorts: shared.assigned } : {}),
     ...((s.strays ?? []).length > 0 ? { strays: s.strays } : {}),
+    ...(s.strict ? { strict: true } : {}),
+    onAuditWarning: (found, message) => {
+      if (attempt === rep.attempt) st.sharedStrays.add(rep, found, message);
+    },
     ...(shared?.set ? { leasesHeld: shared.set.reservations } : {}),
   };
   if (rep.set) {

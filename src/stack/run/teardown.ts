@@ -38,6 +38,8 @@ function forceKill(st: StackRun): void {
 export function beginTeardown(st: StackRun, reason: StackResult['reason']): void {
   if (st.ending) return;
   st.ending = reason;
+  // Findings still grouped for one line are said before the stack's end is.
+  st.sharedStrays.flush();
   if (st.stackReadyMs === undefined) {
     const why = reason === 'failed' && st.failure ? `${st.failure.service}/${st.failure.replica} failed: ${st.failure.reason}` : `the stack ended (${reason}) before it was ready`;
     st.whenReady.reject(new BerthError(st.failure?.exitCode ?? EXIT.SOFTWARE, why));
