@@ -72,6 +72,24 @@ services:
     assert.match(readFileSync(join(b.runDir, 'logs', 'base-0.out'), 'utf8'), /listening on \d+\nterm\n/);
   });
 
+  // Issue 32 item 19: before, only stderr was tailed, and a server that logs its fatal error
+  // on stdout (coturn's "CONFIG ERROR") showed nothing.
+  test('a service that says why on stdout only: the report tails its stdout, labelled', async (t) => {
+    if (!requireNetns(t)) return;
+    const b = box(`
+services:
+  quiet:
+    range: 20000-20099
+    command: ${svc('--port', '{port}', '--ready-after', '60000', '--lines', '2', '--exit-after', '200', '--code', '4')}
+    ${http}
+`);
+    t.after(() => b.cleanup());
+    const r = await up(b).result;
+    assert.equal(r.code, 70, r.stderr);
+    assert.match(r.stderr, /last lines of quiet\/0's stdout:\n {4}line 1 of 2\n {4}line 2 of 2\n/);
+    assert.doesNotMatch(r.stderr, /quiet\/0's stderr:/, 'an empty stderr is not announced');
+  });
+
   test('SIGTERM to berth: orderly teardown, exit 143; a service ignoring TERM is killed after stop_grace', async (t) => {
     if (!requireNetns(t)) return;
     const b = box(`
