@@ -76,6 +76,8 @@ const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
 const LISTS = '{SERVICE.ports}, .urls, .hosts, .hostports, .ports.NAME';
+/** What may be spread into one command word per entry: the lists, and every replica's directory. */
+const SPREADABLE = `${LISTS}, .dirs`;
 
 /** The first segment that means "this replica's own set"; no service may have this name. */
 export const OWN_SET = 'ports';
@@ -168,8 +170,8 @@ export function parseTemplate(template: string, opts: ParseOptions = {}): Parsed
     }
     const text = template.slice(open, close + 1);
     const ph = classify(template.slice(from, close), text);
-    if (ph && spread && !(ph.kind === 'service' && isList(ph))) {
-      errors.push({ kind: 'spread', text, problem: `only a list of every replica (${LISTS}) can be spread, and {${template.slice(from, close)}} is one value` });
+    if (ph && spread && !(ph.kind === 'service' && (isList(ph) || ph.field === 'dirs'))) {
+      errors.push({ kind: 'spread', text, problem: `only a list of every replica (${SPREADABLE}) can be spread, and {${template.slice(from, close)}} is one value` });
       literal += text;
     } else if (ph) {
       if (literal !== '') parts.push(literal);
@@ -283,13 +285,19 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
   }
   if (p.field === 'dir' || p.field === 'dirs') {
-    const dirs = ctx.dirs?.get(p.service);
-    // Load-time checks allow only services of this host: reaching here is a bug.
-    if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
+    const dirs = dirsOf(p, ctx, template);
     return p.field === 'dir' ? dirs[0]! : dirs.join(',');
   }
   const v = serviceValue(p, ctx, template);
   return typeof v === 'string' ? v : v.join(p.format?.sep ?? ',');
+}
+
+/** Every replica directory of a service of this host ({svc.dir} is the first). */
+function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): readonly string[] {
+  const dirs = ctx.dirs?.get(p.service);
+  // Load-time checks allow only services of this host: reaching here is a bug.
+  if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
+  return dirs;
 }
 
 /** A service placeholder's value: one text, or a list's entries (each written by its format). */
@@ -362,6 +370,7 @@ export function resolveCommand(words: readonly string[], ctx: ResolveContext): s
     if (errors.length > 0) throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(word)} ${describeTemplateError(errors[0]!)}`);
     const only = parts.length === 1 ? parts[0]! : undefined;
     if (only !== undefined && typeof only !== 'string' && only.kind === 'service' && only.spread) {
+      if (only.field === 'dirs') return [...dirsOf(only, ctx, word)];
       const v = serviceValue(only, ctx, word);
       return typeof v === 'string' ? [v] : v;
     }
