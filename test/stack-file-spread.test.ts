@@ -93,4 +93,6 @@ test('{...svc.dirs} is one word per replica directory; {svc.dir} stays one value
   assert.equal(resolveTemplate('{node.dirs}', withDirs), '/run/node-0,/run/node 1,/run/node-2');
   const [e] = parseTemplate('{...node.dir}', { commandWord: true }).errors;
   assert.match(describeTemplateError(e!), /only a list of every replica \(.*\.dirs\) can be spread, and \{node\.dir\} is one value/);
+  const [f] = parseTemplate('{...node.dirs|-d={}}', { commandWord: true }).errors;
+  assert.match(describeTemplateError(f!), /directories take no per-entry pattern: write \{\.\.\.node\.dirs\}/);
 });

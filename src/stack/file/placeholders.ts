@@ -149,7 +149,9 @@ export function parseTemplate(template: string, opts: ParseOptions = {}): Parsed
         const text = template.slice(open, scan.end + 1);
         const ph = classify(template.slice(from, bar), text);
         const list = ph?.kind === 'service' && isList(ph);
-        if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica (${LISTS}) can be ${spread ? 'spread' : 'formatted per entry'}, and {${template.slice(from, bar)}} is one value` });
+        const dirs = ph?.kind === 'service' && ph.field === 'dirs';
+        if (ph && dirs) errors.push({ kind: 'format', text, problem: `directories take no per-entry pattern: write {...${template.slice(from, bar)}} (one argument per directory) or {${template.slice(from, bar)}} (comma-joined)` });
+        else if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica (${LISTS}) can be ${spread ? 'spread' : 'formatted per entry'}, and {${template.slice(from, bar)}} is one value` });
         for (const problem of scan.problems) errors.push({ kind: 'format', text, problem });
         if (spread && scan.sepGiven) errors.push({ kind: 'spread', text, problem: 'a spread list is one command word per entry, so it takes no separator; write {...LIST|PATTERN}' });
         if (!ph) errors.push({ kind: 'unknown', text: template.slice(open, bar) + '}' });
