@@ -38,7 +38,7 @@ test('audit: listeners inside the set are fine; outside it one finding per port,
   );
   assert.equal(
     found[1]!.message,
-    'api listens on 36123 outside its ports (http 20000, dist 20001-20032); 36123 is inside the unreserved ephemeral range 32768-60999, where any outgoing connection may take it: put it in a block (--ports …=block:N) or set the program\'s flag for that port',
+    'api listens on 36123 outside its ports (http 20000, dist 20001-20032); 36123 is inside the unreserved ephemeral range 32768-60999, where any outgoing connection may take it: declare a port for it (--ports …,NAME, then {ports.NAME} in its command) and pass that to the program\'s flag for it',
   );
   assert.match(found[0]!.message, /^api listens on 8000 outside its ports \(http 20000, dist 20001-20032\); nothing leases 8000 for it/);
   assert.equal(found[1]!.command, 'api --extra');
@@ -48,9 +48,11 @@ test('audit: listeners inside the set are fine; outside it one finding per port,
 
 test('audit: a reserved hole in the ephemeral range is not ephemeral; the range named is the piece holding the port', () => {
   const eph = [{ lo: 32768, hi: 39999 }, { lo: 40100, hi: 60999 }]; // 40000-40099 reserved
-  const found = auditListeners({ name: 's', set: SET, listeners: [{ port: 40050, address: '::' }, { port: 41000, address: '::' }], ephemeral: eph, reported: new Set(), blockHint: 'ports: in the stack file' });
+  const found = auditListeners({ name: 's', set: SET, listeners: [{ port: 40050, address: '::' }, { port: 41000, address: '::' }], ephemeral: eph, reported: new Set(), portHint: 'ports: { NAME: 1 } in the stack file' });
   assert.deepEqual(found.map((f) => [f.port, f.ephemeral]), [[40050, false], [41000, true]]);
-  assert.match(found[1]!.message, /inside the unreserved ephemeral range 40100-60999, .*put it in a block \(ports: in the stack file\)/);
+  assert.match(found[1]!.message, /inside the unreserved ephemeral range 40100-60999, .*declare a port for it \(ports: \{ NAME: 1 \} in the stack file\)/);
+  // Issue 32 item 21: one port is told to get a port of its own, not a block (before: "{ block: N }").
+  assert.doesNotMatch(found[1]!.message, /block/);
 });
 
 test('audit helpers: set ports, description, "listens elsewhere", placeholders', () => {
@@ -102,7 +104,7 @@ cat ${q(events)} >&2
   assert.equal(f.address, '127.0.0.1');
   assert.ok(f.pid > 0);
   assert.match(f.command, /listen-ports\.py/);
-  assert.match(f.message, /^api listens on 30050 outside its ports \(http 200\d\d, dist 200\d\d-200\d\d\); 30050 is inside the unreserved ephemeral range 30000-30099, where any outgoing connection may take it: put it in a block \(--ports …=block:N\) or set the program's flag for that port$/);
+  assert.match(f.message, /^api listens on 30050 outside its ports \(http 200\d\d, dist 200\d\d-200\d\d\); 30050 is inside the unreserved ephemeral range 30000-30099, where any outgoing connection may take it: declare a port for it \(--ports …,NAME, then \{ports\.NAME\} in its command\) and pass that to the program's flag for it$/);
   assert.equal(warnings.length, 1, 'one warning for the one port');
   assert.equal(warnings[0].message, f.message);
   assert.equal(v.get('RC'), '143');

@@ -138,3 +138,28 @@ test('load-time refusals name the file and line', () => {
     'ports.yaml:50: service "l": command[1] uses {k.port.http}, but "k" has 2 replicas; use {k.ports.http} (all of them, comma-separated)',
   ]);
 });
+
+// Issue 32 item 21: a portless step's {ports.X} most likely means a dependency's port X;
+// before, it was told only that it has "port: none".
+test('a portless step naming {ports.X} is told to write {SERVICE.port.X}', () => {
+  const yaml = (cmd: string) => `
+services:
+  db:
+    ports: { http: 1, admin: 1 }
+    command: [sleep, "1"]
+  step:
+    port: none
+    command: [curl, "${cmd}"]
+    depends_on: [db]
+`;
+  const message = (cmd: string) => {
+    try {
+      parseStack(yaml(cmd), 'step.yaml', '/tmp');
+    } catch (e) {
+      return (e as Error).message;
+    }
+    return 'no error';
+  };
+  assert.equal(message('http://127.0.0.1:{ports.admin}/'), `step.yaml:8: service "step": command[1] uses {ports.admin}, but the service has "port: none"; {ports.NAME} is the service's own port: for db's, write {db.port.admin}`);
+  assert.match(message('{ports.nope.first}'), /"port: none"; \{ports\.NAME\} is the service's own port: another service's is \{SERVICE\.port\.nope\.first\}$/);
+});

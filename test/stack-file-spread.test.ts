@@ -83,3 +83,16 @@ test('checked at load time: 65 with file:line, like every placeholder', () => {
   // The list's service must still be a dependency, as for {node.hostports}.
   refused(stack('"{...node.hostports}"').replace('    depends_on: { node: ready }\n', ''), /stack\.yaml:8: service "create": command\[3\] uses \{\.\.\.node\.hostports\}, but "node" is not in its depends_on/);
 });
+
+// Issue 32 item 21: {svc.dirs} is every replica's directory, so it spreads; before, it was
+// refused as "one value".
+test('{...svc.dirs} is one word per replica directory; {svc.dir} stays one value', () => {
+  const withDirs: ResolveContext = { ...ctx, dirs: new Map([['node', ['/run/node-0', '/run/node 1', '/run/node-2']]]) };
+  assert.deepEqual(parseTemplate('{...node.dirs}', { commandWord: true }).errors, []);
+  assert.deepEqual(resolveCommand(['ls', '{...node.dirs}'], withDirs), ['ls', '/run/node-0', '/run/node 1', '/run/node-2']);
+  assert.equal(resolveTemplate('{node.dirs}', withDirs), '/run/node-0,/run/node 1,/run/node-2');
+  const [e] = parseTemplate('{...node.dir}', { commandWord: true }).errors;
+  assert.match(describeTemplateError(e!), /only a list of every replica \(.*\.dirs\) can be spread, and \{node\.dir\} is one value/);
+  const [f] = parseTemplate('{...node.dirs|-d={}}', { commandWord: true }).errors;
+  assert.match(describeTemplateError(f!), /directories take no per-entry pattern: write \{\.\.\.node\.dirs\}/);
+});

@@ -111,3 +111,30 @@ test('dependencies, concurrency, placeholders, the job\'s status, teardown after
   const final = doc.replicas.map((x: { state: string }) => x.state);
   assert.deepEqual(final, ['exited', 'exited', 'exited', 'exited', 'exited', 'exited', 'exited']);
 });
+
+// Issue 32 item 17: `started` needs the dependency started, never ready. Before the fix the
+// schedule ran again only on ready/completed events, so the job waited for a service that is
+// never ready until the ready timeout failed the stack.
+const NEVER_READY = `
+services:
+  slow:
+    port: 20700
+    command: ${svc('--port', '{port}', '--ready-after', '600000')}
+    ready: http://127.0.0.1:{port}/health
+    ready_timeout: 10m
+  job:
+    command: ${svc('--exit-after', '50')}
+    depends_on: { slow: started }
+    job: true
+`;
+
+test('depends_on started: the dependent starts once the dependency is started, though it is never ready', async (t) => {
+  if (!requireNetns(t)) return;
+  const b = box(NEVER_READY);
+  t.after(() => b.cleanup());
+  const r = await up(b, [], { timeoutMs: 60_000 }).result;
+  assert.equal(r.code, 0, `the job ran and exited 0\n${r.stderr}`);
+  const evs = events(b);
+  assert.ok(at(evs, 'job/0', 'starting') >= at(evs, 'slow/0', 'starting'));
+  assert.ok(!evs.some((e) => e.service === 'slow' && e.state === 'ready'), 'slow never became ready');
+});

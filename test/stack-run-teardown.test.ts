@@ -72,6 +72,42 @@ services:
     assert.match(readFileSync(join(b.runDir, 'logs', 'base-0.out'), 'utf8'), /listening on \d+\nterm\n/);
   });
 
+  // Issue 32 item 19: before, only stderr was tailed, and a server that logs its fatal error
+  // on stdout (coturn's "CONFIG ERROR") showed nothing.
+  test('a service that says why on stdout only: the report tails its stdout, labelled', async (t) => {
+    if (!requireNetns(t)) return;
+    const b = box(`
+services:
+  quiet:
+    range: 20000-20099
+    command: ${svc('--port', '{port}', '--ready-after', '60000', '--lines', '2', '--exit-after', '200', '--code', '4')}
+    ${http}
+`);
+    t.after(() => b.cleanup());
+    const r = await up(b).result;
+    assert.equal(r.code, 70, r.stderr);
+    assert.match(r.stderr, /last lines of quiet\/0's stdout:\n {4}line 1 of 2\n {4}line 2 of 2\n/);
+    assert.doesNotMatch(r.stderr, /quiet\/0's stderr:/, 'an empty stderr is not announced');
+  });
+
+  // Issue 32 item 20: before, a stack's timeout was named by the CLI's flag (--ready-timeout).
+  test('a ready timeout in a stack: exit 75, the message names the stack key ready_timeout', async (t) => {
+    if (!requireNetns(t)) return;
+    const b = box(`
+services:
+  slow:
+    range: 20000-20099
+    command: ${svc('--port', '{port}', '--ready-after', '600000')}
+    ${http}
+    ready_timeout: 1s
+`);
+    t.after(() => b.cleanup());
+    const r = await up(b).result;
+    assert.equal(r.code, 75, r.stderr);
+    assert.match(r.stderr, /slow\/0 failed: not ready after 1\.0s \(ready_timeout\)/);
+    assert.doesNotMatch(r.stderr, /--ready-timeout/);
+  });
+
   test('SIGTERM to berth: orderly teardown, exit 143; a service ignoring TERM is killed after stop_grace', async (t) => {
     if (!requireNetns(t)) return;
     const b = box(`

@@ -29,8 +29,8 @@ export interface AuditInput {
   ephemeral: readonly PortRange[];
   /** Ports reported before: each is reported once. */
   reported: ReadonlySet<number>;
-  /** How to add a block in the caller's terms, e.g. "--ports …=block:N". */
-  blockHint?: string;
+  /** How to add one port in the caller's terms, e.g. "--ports …,NAME, then {ports.NAME} in its command". */
+  portHint?: string;
 }
 
 /** Every port of the set: singles and every port of every block. */
@@ -59,7 +59,8 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
     const had = byPort.get(l.port);
     if (had === undefined || (had.pid === undefined && l.pid !== undefined)) byPort.set(l.port, l);
   }
-  const hint = i.blockHint ?? '--ports …=block:N';
+  // One port outside the set wants a port of its own, not a block.
+  const hint = i.portHint ?? '--ports …,NAME, then {ports.NAME} in its command';
   const findings: AuditFinding[] = [];
   for (const port of [...byPort.keys()].sort((a, b) => a - b)) {
     const l = byPort.get(port)!;
@@ -67,8 +68,8 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
     const head = outside(i.name, String(port), i.set);
     const message =
       eph !== undefined
-        ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: put it in a block (${hint}) or set the program's flag for that port`
-        : `${head}; nothing leases ${port} for it, so another allocator may hand it out: put it in the set (${hint}) or set the program's flag for that port`;
+        ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: declare a port for it (${hint}) and pass that to the program's flag for it`
+        : `${head}; nothing leases ${port} for it, so another allocator may hand it out: declare a port for it (${hint}) and pass that to the program's flag for it`;
     const f: AuditFinding = { port, address: l.address, ephemeral: eph !== undefined, message };
     if (l.pid !== undefined) f.pid = l.pid;
     if (l.command !== undefined) f.command = l.command;

@@ -15,3 +15,8 @@ export function resolveLaunchOptions(o: LaunchOptions): LaunchOptions {
   if (grace !== undefined) out.stopGraceMs = grace;
   return out;
 }
+
+/** A CLI flag as the caller names it in messages (LaunchOptions.optionNames): `--ready-timeout`, or a stack's `ready_timeout`. */
+export function optionName(o: LaunchOptions, flag: string): string {
+  return o.optionNames?.[flag] ?? flag;
+}

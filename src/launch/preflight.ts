@@ -4,6 +4,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { listenAddressProblem } from '../util/address.js';
 import { DEADLINE, GRACE, timerProblem } from '../util/duration.js';
 import { fileKind } from '../util/safe-file.js';
+import { optionName } from './launch-options.js';
 import type { LaunchOptions } from './types.js';
 
 /*
@@ -124,7 +125,7 @@ function checkProgram(cmd: string, cwd: string): void {
 export function preflight(o: LaunchOptions): void {
   if (o.bind !== undefined) {
     const problem = listenAddressProblem(o.bind);
-    if (problem !== undefined) throw no(`--bind ${JSON.stringify(o.bind)} ${problem}`);
+    if (problem !== undefined) throw no(`${optionName(o, '--bind')} ${JSON.stringify(o.bind)} ${problem}`);
   }
   const timers = [
     ['ready timeout', o.readyTimeoutMs, DEADLINE],

@@ -3,6 +3,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { chooseProbeHost, isLoopbackName, stripBrackets } from './probe-host.js';
 import { probeCmd, probeHttp, probeTcp, type ProbeResult } from './probes.js';
 import { listensElsewhere } from './audit.js';
+import { optionName } from './launch-options.js';
 import { portVars } from './port-vars.js';
 import { formatReadySpec, substitutePort } from './ready-spec.js';
 import { substitute } from './spawn-plan.js';
@@ -113,7 +114,7 @@ export function onDeadline(s: LaunchState, timeoutMs: number): void {
       : s.phase === 'probe'
         ? `the probe ${fillPorts(s, formatReadySpec(s.spec!))} did not succeed (last: ${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
         : `berth was still in phase ${s.phase}`;
-  fail(s, EXIT.TEMPFAIL, `${s.name}: not ready after ${(timeoutMs / 1000).toFixed(1)}s (--ready-timeout): ${where}`);
+  fail(s, EXIT.TEMPFAIL, `${s.name}: not ready after ${(timeoutMs / 1000).toFixed(1)}s (${optionName(s.o, '--ready-timeout')}): ${where}`);
 }
 
 /** "; it listens on 8000 instead (…)" when the tree listens on other ports, else "". */

@@ -74,7 +74,8 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   // to become one) declares its set in its file, `berth run` with --ports.
   const stack = s.o.portSet !== undefined || s.o.keepReservation === true || s.o.oneShot === true || s.o.exitZeroHint !== undefined;
   const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
-  const found = auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, blockHint });
+  const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : '--ports …,NAME, then {ports.NAME} in its command';
+  const found = auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, portHint });
   if (found.length === 0) return;
   for (const f of found) {
     s.audited.add(f.port);

@@ -81,6 +81,11 @@ export interface LaunchOptions extends SourceOptions {
   readyTimeoutMs?: number;
   /** `--ready-timeout DUR`: '90s', '10m' or ms (same as readyTimeoutMs). */
   readyTimeout?: Duration;
+  /**
+   * How options are named in messages, by CLI flag: a stack says its keys
+   * (`{ '--ready-timeout': 'ready_timeout', '--bind': 'host' }`). Default: the CLI's flags.
+   */
+  optionNames?: Readonly<Record<string, string>>;
   /** One probe attempt may take this long (default 5s, never past the deadline). */
   probeTimeoutMs?: number;
   /** Write {name, host, port, pid, readyAt, waitedMs} here atomically when ready. */

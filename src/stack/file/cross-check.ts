@@ -57,6 +57,19 @@ interface Claim {
 
 /** Checks that need every service: dependencies, cycles, placeholders, ports, the job. */
 export class CrossCheck {
+  /**
+   * A portless step's {ports.X} most likely means another service's port X: name it as
+   * {SVC.port.X} (its dependencies first), or say how, when no service has that port.
+   */
+  private otherPortHint(d: Draft, port: string, text: string): string {
+    const has = (x: Draft) => x !== d && [...x.spec.ports, ...x.spec.shared].some((e) => e.name === port);
+    const deps = new Set(d.spec.dependsOn.map((x) => x.service));
+    const owners = this.drafts.filter(has).sort((a, b) => Number(deps.has(b.spec.name)) - Number(deps.has(a.spec.name)));
+    const field = text.slice('{ports.'.length);
+    if (owners.length > 0) return `; {ports.NAME} is the service's own port: for ${owners[0]!.spec.name}'s, write {${owners[0]!.spec.name}.port.${field}`;
+    return `; {ports.NAME} is the service's own port: another service's is {SERVICE.port.${field}`;
+  }
+
   private readonly byName: Map<string, Draft>;
   private readonly names: string[];
 
@@ -183,7 +196,7 @@ export class CrossCheck {
           this.add(t.line, `${label}: ${t.where} uses ${ph.text}${msg}`);
         };
         if (ph.kind === 'own') {
-          if (d.spec.source.kind === 'none') say(', but the service has "port: none"');
+          if (d.spec.source.kind === 'none') say(`, but the service has "port: none"${this.otherPortHint(d, ph.port, ph.text)}`);
           else if (!d.portsBroken) {
             const problem = portNameProblem(ph, d, 'its');
             if (problem) say(problem);

@@ -77,6 +77,8 @@ const SERVICE_FIELDS: readonly string[] = ['port', 'ports', 'url', 'urls', 'host
 export const SERVICE_NAME_RE = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
 const LISTS = '{SERVICE.ports}, .urls, .hosts, .hostports, .ports.NAME';
+/** What may be spread into one command word per entry: the lists, and every replica's directory. */
+const SPREADABLE = `${LISTS}, .dirs`;
 
 /** The first segment that means "this replica's own set"; no service may have this name. */
 export const OWN_SET = 'ports';
@@ -148,7 +150,9 @@ export function parseTemplate(template: string, opts: ParseOptions = {}): Parsed
         const text = template.slice(open, scan.end + 1);
         const ph = classify(template.slice(from, bar), text);
         const list = ph?.kind === 'service' && isList(ph);
-        if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica (${LISTS}) can be ${spread ? 'spread' : 'formatted per entry'}, and {${template.slice(from, bar)}} is one value` });
+        const dirs = ph?.kind === 'service' && ph.field === 'dirs';
+        if (ph && dirs) errors.push({ kind: 'format', text, problem: `directories take no per-entry pattern: write {...${template.slice(from, bar)}} (one argument per directory) or {${template.slice(from, bar)}} (comma-joined)` });
+        else if (ph && !list) errors.push({ kind: 'format', text, problem: `only a list of every replica (${LISTS}) can be ${spread ? 'spread' : 'formatted per entry'}, and {${template.slice(from, bar)}} is one value` });
         for (const problem of scan.problems) errors.push({ kind: 'format', text, problem });
         if (spread && scan.sepGiven) errors.push({ kind: 'spread', text, problem: 'a spread list is one command word per entry, so it takes no separator; write {...LIST|PATTERN}' });
         if (!ph) errors.push({ kind: 'unknown', text: template.slice(open, bar) + '}' });
@@ -169,8 +173,8 @@ export function parseTemplate(template: string, opts: ParseOptions = {}): Parsed
     }
     const text = template.slice(open, close + 1);
     const ph = classify(template.slice(from, close), text);
-    if (ph && spread && !(ph.kind === 'service' && isList(ph))) {
-      errors.push({ kind: 'spread', text, problem: `only a list of every replica (${LISTS}) can be spread, and {${template.slice(from, close)}} is one value` });
+    if (ph && spread && !(ph.kind === 'service' && (isList(ph) || ph.field === 'dirs'))) {
+      errors.push({ kind: 'spread', text, problem: `only a list of every replica (${SPREADABLE}) can be spread, and {${template.slice(from, close)}} is one value` });
       literal += text;
     } else if (ph) {
       if (literal !== '') parts.push(literal);
@@ -284,13 +288,19 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
   }
   if (p.field === 'dir' || p.field === 'dirs') {
-    const dirs = ctx.dirs?.get(p.service);
-    // Load-time checks allow only services of this host: reaching here is a bug.
-    if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
+    const dirs = dirsOf(p, ctx, template);
     return p.field === 'dir' ? dirs[0]! : dirs.join(',');
   }
   const v = serviceValue(p, ctx, template);
   return typeof v === 'string' ? v : v.join(p.format?.sep ?? ',');
+}
+
+/** Every replica directory of a service of this host ({svc.dir} is the first). */
+function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): readonly string[] {
+  const dirs = ctx.dirs?.get(p.service);
+  // Load-time checks allow only services of this host: reaching here is a bug.
+  if (!dirs || dirs.length === 0) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}: service "${p.service}" has no directory here`);
+  return dirs;
 }
 
 /** A service placeholder's value: one text, or a list's entries (each written by its format). */
@@ -363,6 +373,7 @@ export function resolveCommand(words: readonly string[], ctx: ResolveContext): s
     if (errors.length > 0) throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(word)} ${describeTemplateError(errors[0]!)}`);
     const only = parts.length === 1 ? parts[0]! : undefined;
     if (only !== undefined && typeof only !== 'string' && only.kind === 'service' && only.spread) {
+      if (only.field === 'dirs') return [...dirsOf(only, ctx, word)];
       const v = serviceValue(only, ctx, word);
       return typeof v === 'string' ? [v] : v;
     }

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { endpointHostPort } from '../file/placeholders.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
@@ -9,7 +9,7 @@ import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
 /*
  * What `berth up` says at its two big moments: the stack is ready (where every replica is),
  * and the stack failed (which replica, why, where its diagnostics and logs are, and the
- * last lines it wrote on stderr, which usually say why without opening anything). Pure
+ * last lines it wrote, which usually say why without opening anything). Pure
  * apart from reading the tail of a log file.
  */
 
@@ -37,6 +37,26 @@ export function tailLines(file: string, n: number, maxBytes = 16_384): string[] 
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/**
+ * The last lines of each of a replica's logs that has any, labelled: a server may log its
+ * fatal error on stdout (coturn's "CONFIG ERROR"). The stream written last comes last,
+ * next to the end of the report, where the eye lands.
+ */
+function streamTails(logs: { out: string; err: string }, n: number): { stream: 'stdout' | 'stderr'; tail: string[] }[] {
+  const modified = (file: string) => {
+    try {
+      return statSync(file, { bigint: true }).mtimeNs;
+    } catch {
+      return 0n;
+    }
+  };
+  const both = [
+    { stream: 'stdout' as const, tail: tailLines(logs.out, n), at: modified(logs.out) },
+    { stream: 'stderr' as const, tail: tailLines(logs.err, n), at: modified(logs.err) },
+  ].filter((s) => s.tail.length > 0);
+  return both.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
 }
 
 const cut = (s: string, max = 300) => (s.length > max ? s.slice(0, max - 1) + '…' : s);
@@ -75,7 +95,7 @@ function otherPorts(r: EndpointRecord): string {
 
 /**
  * The failure message (the CLI prefixes "berth: "): which replica failed and why, its
- * diagnostics bundle, its logs, and the last lines of its stderr.
+ * diagnostics bundle, its logs, and the last lines of its stdout and stderr.
  */
 export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: number } = {}): string {
   const f = result.failure;
@@ -89,9 +109,8 @@ export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: 
     // Its own directory ({dir}): what the server left there (a database's log, a pid file).
     const dir = replicaDirPath(result.runDir, f.service, f.replica);
     if (existsSync(dir)) lines.push(`  directory:   ${shownPath(dir, opts.cwd)}/`);
-    const tail = tailLines(f.logs.err, opts.tail ?? 5);
-    if (tail.length > 0) {
-      lines.push(`  last lines of ${who}'s stderr:`);
+    for (const { stream, tail } of streamTails(f.logs, opts.tail ?? 5)) {
+      lines.push(`  last lines of ${who}'s ${stream}:`);
       for (const l of tail) lines.push(`    ${cut(l)}`);
     }
   }

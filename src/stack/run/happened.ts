@@ -7,7 +7,7 @@ import type { Replica, Service } from './replica.js';
  * decides what follows (start what may start, restart, end the stack).
  */
 export type Happened =
-  /** Something may start now: a replica ready or completed, the ports reserved, an external service or a service's peers known. */
+  /** Something may start now: a replica started, ready or completed, the ports reserved, an external service or a service's peers known. */
   | { kind: 'progress' }
   /**
    * An attempt of a replica failed (its 'failed' event, a crash after it was ready, a restart

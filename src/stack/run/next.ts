@@ -13,7 +13,7 @@ import { beginTeardown } from './teardown.js';
  * What comes next in a running stack, decided in one place. The phases (start-attempt,
  * replica-events, restart, schedule) record what happened to a replica and report it here
  * (StackRun.next); this alone starts, restarts or ends:
- *   a replica ready or completed, ports reserved, peers known → start what may start now,
+ *   a replica started, ready or completed, ports reserved, peers known → start what may start now,
  *     or fail the stack on a condition that can never be met, or end a job-less stack
  *     that has nothing left to run
  *   an attempt failed → restart (restart: on-failure, a restartable class, restarts left),

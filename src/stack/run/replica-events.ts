@@ -8,7 +8,7 @@ import type { StackRun } from './stack-run.js';
 /*
  * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings,
  * listeners outside its ports) and its exit, recorded as replica states and told to next.ts
- * as what happened: ready or completed (something may start), an attempt failed (restart or
+ * as what happened: started, ready or completed (something may start), an attempt failed (restart or
  * the stack's end), a rank of the job exited. Events of an earlier attempt are ignored.
  */
 
@@ -18,10 +18,11 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
   switch (e.type) {
     case 'spawned':
       st.update(rep, { state: 'starting', pid: e.pid, ...port });
-      break;
+      // A dependent may wait only for this replica to be started (depends_on: { X: started }).
+      return { kind: 'progress' };
     case 'owned':
       st.update(rep, { state: 'owned', pid: e.pid });
-      break;
+      return { kind: 'progress' };
     case 'ready': {
       if (rep.port !== undefined && e.info.host !== '') rep.host = e.info.host;
       rep.everReady = true;

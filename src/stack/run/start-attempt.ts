@@ -21,6 +21,9 @@ import type { StackRun } from './stack-run.js';
  */
 
 /** A replica of this host, with its node (a template's replica entries carry it) and its service's scheme. */
+/** launch()'s messages name a stack's keys, not the CLI's flags ("not ready after 5.0s (ready_timeout)"). */
+const STACK_KEYS: Readonly<Record<string, string>> = { '--ready-timeout': 'ready_timeout', '--stop-grace': 'stop_grace', '--bind': 'host', '--ready': 'ready', '--ports': 'ports' };
+
 const endpointOf = (st: StackRun, r: Replica): Endpoint => {
   const { node, nodeRank } = rankOf(r.svc.spec, r.index, r.svc.replicas.length, st.topology);
   return { host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}), scheme: r.svc.spec.scheme, node, nodeRank };
@@ -163,6 +166,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     lo.portless = true;
   }
   if (ready) lo.ready = ready;
+  lo.optionNames = STACK_KEYS;
   if (s.readyTimeoutMs !== undefined) lo.readyTimeoutMs = s.readyTimeoutMs;
   if (st.o.probeTimeoutMs !== undefined) lo.probeTimeoutMs = st.o.probeTimeoutMs;
   if (st.o.stateDir !== undefined) lo.stateDir = st.o.stateDir;
