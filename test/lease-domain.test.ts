@@ -32,7 +32,7 @@ test('three containers (private /tmp, /run, /var/tmp; no BERTH_* variable) shari
   if (!requireNetns(t)) return;
   const containers = join(import.meta.dirname, 'fixtures', 'scripts', 'containers.sh');
   const r = await sh(`OUT=/tmp/berth-containers-$$
-    sh ${containers} > $OUT; rc=$?
+    sh ${JSON.stringify(containers)} > $OUT; rc=$?
     cat $OUT
     for p in $(sed -n 's/^PIDS //p' $OUT); do kill $p; done
     rm -f $OUT; exit $rc`);
