@@ -350,6 +350,7 @@ _UNKNOWN_OPTION = re.compile(r"Unknown option '(--[a-z-]+)'|unknown option[: ]+'
 
 def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """Run a short berth command with --json and return its document, or raise by exit code."""
+    _check_nul(argv, env)
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", env=_env(env))
     except OSError as e:
@@ -367,6 +368,16 @@ def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = N
         flag = unknown.group(1) or unknown.group(2)
         message = f"this berth does not support {flag} ({what}); upgrade berth or leave that option out. berth said: {message}"
     raise _error(done.returncode, message, details=err)
+
+
+def _check_nul(argv: List[str], env: Optional[Mapping[str, str]]) -> None:
+    """UsageError for a NUL byte, which no argument, name or variable can carry (execve)."""
+    for i, a in enumerate(argv):
+        if "\0" in a:
+            raise UsageError(f"argument {i} ({a.split(chr(0))[0][:40]!r}…) holds a NUL byte, which no command-line argument can carry; remove it")
+    for k, v in (env or {}).items():
+        if "\0" in k or "\0" in v:
+            raise UsageError(f"environment variable {k.split(chr(0))[0][:40]!r} holds a NUL byte, which no variable can carry; remove it")
 
 
 def _spawn_error(argv: List[str], e: OSError) -> BerthError:
@@ -420,6 +431,7 @@ class _Process:
         self.stderr_tail: Deque[str] = collections.deque(maxlen=200)
         self.stdout_text: List[str] = []
         self._changed = threading.Condition()
+        _check_nul(argv, env)
         try:
             self.popen = subprocess.Popen(
                 argv,
@@ -649,10 +661,17 @@ class Stack:
             raise KeyError(f"no service {service!r} in this stack (services: {', '.join(names)})")
         return sorted(found, key=lambda r: int(r.get("replica", 0)))
 
+    def _replica(self, service: str, replica: int) -> Dict[str, Any]:
+        """One replica's record; KeyError naming the service's replicas when it has no such one."""
+        found = self.replicas(service)
+        if isinstance(replica, bool) or not isinstance(replica, int) or not 0 <= replica < len(found):
+            raise KeyError(f"service {service!r} has no replica {replica!r} (its replicas: 0-{len(found) - 1})")
+        return found[replica]
+
     def url(self, service: str, replica: int = 0) -> str:
         """The url of one replica, SCHEME://HOST:PORT in its service's `scheme:` (default
         http, e.g. postgresql://127.0.0.1:20500)."""
-        rec = self.replicas(service)[replica]
+        rec = self._replica(service, replica)
         if not rec.get("url"):
             if rec.get("port") is not None and "scheme" in rec:
                 raise KeyError(f"{service}/{replica} has no url (scheme: none); use port() and its host")
@@ -664,7 +683,7 @@ class Stack:
         return [str(r["url"]) for r in self.replicas(service) if r.get("url")]
 
     def port(self, service: str, replica: int = 0) -> int:
-        rec = self.replicas(service)[replica]
+        rec = self._replica(service, replica)
         if rec.get("port") is None:
             raise KeyError(f"{service}/{replica} has no port")
         return int(rec["port"])
@@ -672,14 +691,17 @@ class Stack:
     def ports(self, service: str, replica: int = 0) -> Dict[str, Any]:
         """Named ports of one replica as endpoints.json lists them: a single port as a number, a
         block as {"first", "last", "count"}; {"port": P} for a service without `ports:`."""
-        named = self.replicas(service)[replica].get("ports")
+        named = self._replica(service, replica).get("ports")
         return dict(named) if isinstance(named, dict) else {}
 
     def shared(self, service: str) -> Dict[str, Any]:
         """A service's shared ports (`NAME: shared`, e.g. a torch MASTER_PORT) and the host
         they are reached at: {"host": "10.0.0.1", "ports": {"master": 1025}}; {} when none."""
         rec = (self.endpoints.get("shared") or {}).get(service)
-        return dict(rec) if isinstance(rec, dict) else {}
+        if not isinstance(rec, dict):
+            self.replicas(service)  # KeyError for a service the stack does not have
+            return {}
+        return dict(rec)
 
     def refresh(self) -> Dict[str, Any]:
         """Re-read endpoints.json (berth rewrites it on every state change)."""

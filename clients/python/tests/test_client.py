@@ -120,6 +120,13 @@ class StackTest(unittest.TestCase):
             self.assertEqual(shared["host"], "127.0.0.1")
             self.assertTrue(20000 <= shared["ports"]["rdv"] <= 20999, shared)
             self.assertEqual(stack.shared("proxy"), {})
+            # Issue 32 item 16: an unknown service or replica is a clear error, never nothing.
+            for call in (lambda: stack.urls("nope"), lambda: stack.ports("nope"), lambda: stack.shared("nope")):
+                with self.assertRaisesRegex(KeyError, r"no service 'nope' in this stack \(services: engine, proxy\)"):
+                    call()
+            for call in (lambda: stack.ports("engine", 2), lambda: stack.url("engine", 5), lambda: stack.port("proxy", -1)):
+                with self.assertRaisesRegex(KeyError, r"has no replica -?\d+ \(its replicas: 0-\d\)"):
+                    call()
             for url in engines + [stack.url("proxy")]:
                 with urllib.request.urlopen(url + "/", timeout=10) as r:
                     self.assertEqual(r.status, 200)
@@ -216,6 +223,13 @@ class RunTest(unittest.TestCase):
         self.assertIn("exited with status 3", str(e))
         self.assertEqual(e.stderr_tail, ["model.bin: no such file"])
         self.assertTrue(os.path.isfile(os.path.join(str(e.diagnostics), "diagnostics.json")))
+
+    def test_nul_in_a_name_is_a_usage_error(self) -> None:
+        # Issue 32 item 16: before, subprocess's ValueError ("embedded null byte") came through.
+        with self.assertRaisesRegex(berth.UsageError, r"NUL byte"):
+            berth.port(range="20000-20999", name="a\0b")
+        with self.assertRaisesRegex(berth.UsageError, r"NUL byte"):
+            berth.run([PY, "-c", "pass"], name="svc\0x")
 
     def test_usage_error(self) -> None:
         with self.assertRaises(berth.UsageError):
