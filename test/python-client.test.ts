@@ -39,7 +39,7 @@ test('python client: unittest suite against the CLI', async (t) => {
     'test_names_every_place_and_how_to_install', 'test_bundled_executable_first_after_explicit_ones', 'test_empty_command', 'test_bad_executables', 'test_durations',
     'test_output_a_stream_cannot_encode_is_kept', 'test_ready_timeout_tail_is_the_services_stderr', 'test_up_runs_makes_a_fresh_directory_per_call',
     // issue 32 item 16
-    'test_nul_in_a_name_is_a_usage_error', 'test_ready_endpoints_and_ordered_stop',
+    'test_nul_in_a_name_is_a_usage_error', 'test_ready_endpoints_and_ordered_stop', 'test_up_from_a_thread_outlives_the_thread',
   ]) {
     assert.match(r.stderr, new RegExp(`${name} .* \\.\\.\\. ok`), `${name} ran and passed`);
   }

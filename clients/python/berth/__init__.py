@@ -394,26 +394,12 @@ def _env(extra: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
     return env
 
 
-def _child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
-    # Own process group: a Ctrl-C on the terminal reaches Python only, which then stops berth
-    # once, in order (berth takes a second signal as "kill everything now").
-    os.setpgid(0, 0)
-    if _prctl is not None:
-        _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: berth stops its services if Python dies hard
-
-
-def _load_prctl() -> Optional[Callable[..., int]]:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-_prctl = _load_prctl()
+# berth runs in a session of its own (start_new_session: no preexec_fn, which is unsafe with
+# the pump threads): a Ctrl-C on the terminal reaches Python only, which then stops berth once,
+# in order (berth takes a second signal as "kill everything now"). Python gone, however it
+# died (kill -9 included), is berth's stdin at EOF: `--stop-on-stdin-eof` stops it then. Unlike
+# PR_SET_PDEATHSIG this does not fire when the thread that started berth exits.
+_STOP_ON_EOF = "--stop-on-stdin-eof"
 
 
 class _Process:
@@ -435,12 +421,13 @@ class _Process:
         try:
             self.popen = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                # Held open, never written: its EOF tells berth that Python is gone.
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=_env(env),
                 cwd=cwd,
-                preexec_fn=_child_setup,
+                start_new_session=True,
             )
         except OSError as e:
             raise _spawn_error(argv, e) from None
@@ -483,6 +470,8 @@ class _Process:
         code = self.popen.wait()
         for t in self._threads:
             t.join()
+        if self.popen.stdin is not None:
+            self.popen.stdin.close()
         return code
 
     def terminate(self) -> int:
@@ -829,7 +818,7 @@ def up(
     argv = find_berth(executable)
     if runs is not None:
         run_dir = _fresh_run_dir(os.path.join(cwd or os.getcwd(), os.fspath(runs)))
-    cmd = argv + ["up", os.fspath(stack), "--json"] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
+    cmd = argv + ["up", os.fspath(stack), "--json", _STOP_ON_EOF] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
     ready: Dict[str, Any] = {}
     out = _printer(stdout, sys.stdout)
 
@@ -983,7 +972,7 @@ def run(
         stop_grace=_duration(stop_grace, "stop_grace"),
         allow_ephemeral=allow_ephemeral,
     )
-    cmd = argv + ["run", "--json"] + flags + ["--"] + [str(a) for a in command]
+    cmd = argv + ["run", "--json", _STOP_ON_EOF] + flags + ["--"] + [str(a) for a in command]
     info: Dict[str, Any] = {}
 
     def check_ready() -> bool:

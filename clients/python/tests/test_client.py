@@ -11,11 +11,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List
 
 import berth
 
@@ -138,6 +139,21 @@ class StackTest(unittest.TestCase):
         # dependents first: the proxy stops before the engines
         stopping = [line.split()[1] for line in status if re.match(r"^[0-9:.]+ \S+ stopping ", line)]
         self.assertEqual(stopping[0], "proxy/0", joined)
+
+    def test_up_from_a_thread_outlives_the_thread(self) -> None:
+        # Issue 32 item 16: PR_SET_PDEATHSIG fired when the thread that started berth exited,
+        # so a stack started from a worker thread was stopped at once.
+        got: Dict[str, Any] = {}
+        status: List[str] = []
+        worker = threading.Thread(target=lambda: got.update(stack=berth.up(FIXTURES / "web.yaml", run_dir=os.path.join(self.tmp, "run"), on_status=status.append)))
+        worker.start()
+        worker.join()
+        with got["stack"] as stack:
+            # Give a stop caused by the thread's end time to show: berth must still run.
+            stack._proc.wait_for(lambda: False, timeout=2)
+            self.assertTrue(stack.running, "\n".join(status))
+            with urllib.request.urlopen(stack.url("proxy") + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
 
     def test_url_in_the_services_scheme(self) -> None:
         with berth.up(FIXTURES / "schemes.yaml", run_dir=os.path.join(self.tmp, "run")) as stack:
