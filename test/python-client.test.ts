@@ -16,7 +16,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 const CLIENT = join(ROOT, 'clients/python');
 /** Debian's interpreter, never a pyenv shim (house rule). */
 const PY = '/usr/bin/python3';
-const BERTH = `${process.execPath} ${join(ROOT, 'dist/berth.cjs')}`;
+/** A command line the client splits as a shell would (shlex): quoted, for a clone path with spaces. */
+const BERTH = [process.execPath, join(ROOT, 'dist/berth.cjs')].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
 
 function box(t: { after(fn: () => void): void }): { dir: string; env: NodeJS.ProcessEnv } {
   const dir = mkdtempSync(join(tmpdir(), 'berth-py-'));
@@ -28,7 +29,7 @@ test('python client: unittest suite against the CLI', async (t) => {
   if (!requireNeeds(t, NEED.python3)) return;
   if (!requireNetns(t)) return;
   const { env } = box(t);
-  const r = await runInNetns({}, ['sh', '-c', `cd ${CLIENT} && exec ${PY} -m unittest -v tests.test_client`], { env: { ...env, PYTHONPATH: CLIENT }, timeoutMs: 180_000 });
+  const r = await runInNetns({}, ['sh', '-c', `cd "$CLIENT" && exec ${PY} -m unittest -v tests.test_client`], { env: { ...env, PYTHONPATH: CLIENT, CLIENT }, timeoutMs: 180_000 });
   for (const line of r.stderr.split('\n')) if (/ \.\.\. |^Ran |^OK|^FAILED/.test(line)) t.diagnostic(line);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stderr, /^Ran (\d+) tests/m);

@@ -172,7 +172,7 @@ test('the shared port is held by berth until rank 0 starts, then rank 0 binds it
   );
   const script = `
 set -e
-${JSON.stringify(process.execPath)} ${BERTH} up ${b.stack} --run-dir ${b.runDir} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
+${JSON.stringify(process.execPath)} ${JSON.stringify(BERTH)} up ${JSON.stringify(b.stack)} --run-dir ${JSON.stringify(b.runDir)} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
 for i in $(seq 100); do [ -f ${b.runDir}/endpoints.json ] && grep -q '"shared"' ${b.runDir}/endpoints.json && break; sleep 0.05; done
 port=$(${PY} -c 'import json,sys; print(json.load(open(sys.argv[1]))["shared"]["trainer"]["ports"]["master"])' ${b.runDir}/endpoints.json)
 # While rank 0 has not started, the port is held: binding it fails.
