@@ -125,3 +125,26 @@ test('doctor --html writes a self-contained page atomically', async () => {
   assert.match(html, /id="berth-data"/);
   assert.doesNotMatch(html, /<script[^>]+src=|<link[^>]+href=/i);
 });
+
+// Issue 32 item 22: `inspect` alone counted sockets and listed none; a listener held outside
+// berth's PID namespace was shown as a bare "uid 0".
+test('inspect alone lists every listener; a holder outside the PID namespace is said to be so', async (t) => {
+  if (!requireNetns(t)) return;
+  const { runInNetns } = await import('./helpers/netns.js');
+  const dir = tempStateDir();
+  const flag = `${dir}/up`;
+  const listen = `require('net').createServer().listen(23457,'127.0.0.1',()=>require('fs').writeFileSync(process.argv[1],'up'))`;
+  const script = `
+    "${process.execPath}" -e "${listen}" "${flag}" & L=$!
+    while [ ! -e "${flag}" ]; do sleep 0.02; done
+    "${process.execPath}" dist/berth.js inspect; echo "== pidns"
+    unshare --pid --fork --mount-proc "${process.execPath}" dist/berth.js inspect --port 23457 --json; kill $L`;
+  const r = await runInNetns({}, ['sh', '-c', script], { env: { ...process.env, BERTH_STATE_DIR: dir, NO_COLOR: '1' } });
+  const [text, json] = r.stdout.split('== pidns\n') as [string, string];
+  assert.match(text, /^Listening sockets \(1; --port P or --range LO-HI lists every state\)$/m, r.stdout + r.stderr);
+  assert.match(text, /^ {2}23457 +LISTEN +127\.0\.0\.1 +- +- +pid \d+ \(node\)/m);
+  if (process.getuid?.() !== 0) return; // unshare --pid needs root here
+  const row = JSON.parse(json).sockets.find((s: { localPort: number }) => s.localPort === 23457);
+  assert.equal(row.owners, undefined);
+  assert.equal(row.ownerHidden, 'pid-namespace');
+});

@@ -16,7 +16,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 const CLIENT = join(ROOT, 'clients/python');
 /** Debian's interpreter, never a pyenv shim (house rule). */
 const PY = '/usr/bin/python3';
-const BERTH = `${process.execPath} ${join(ROOT, 'dist/berth.cjs')}`;
+/** A command line the client splits as a shell would (shlex): quoted, for a clone path with spaces. */
+const BERTH = [process.execPath, join(ROOT, 'dist/berth.cjs')].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
 
 function box(t: { after(fn: () => void): void }): { dir: string; env: NodeJS.ProcessEnv } {
   const dir = mkdtempSync(join(tmpdir(), 'berth-py-'));
@@ -28,7 +29,7 @@ test('python client: unittest suite against the CLI', async (t) => {
   if (!requireNeeds(t, NEED.python3)) return;
   if (!requireNetns(t)) return;
   const { env } = box(t);
-  const r = await runInNetns({}, ['sh', '-c', `cd ${CLIENT} && exec ${PY} -m unittest -v tests.test_client`], { env: { ...env, PYTHONPATH: CLIENT }, timeoutMs: 180_000 });
+  const r = await runInNetns({}, ['sh', '-c', `cd "$CLIENT" && exec ${PY} -m unittest -v tests.test_client`], { env: { ...env, PYTHONPATH: CLIENT, CLIENT }, timeoutMs: 180_000 });
   for (const line of r.stderr.split('\n')) if (/ \.\.\. |^Ran |^OK|^FAILED/.test(line)) t.diagnostic(line);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stderr, /^Ran (\d+) tests/m);
@@ -38,6 +39,8 @@ test('python client: unittest suite against the CLI', async (t) => {
     // issues 21 and 22: a missing berth, bad arguments, unencodable output, the timeout's tail, re-runnable up()
     'test_names_every_place_and_how_to_install', 'test_bundled_executable_first_after_explicit_ones', 'test_empty_command', 'test_bad_executables', 'test_durations',
     'test_output_a_stream_cannot_encode_is_kept', 'test_ready_timeout_tail_is_the_services_stderr', 'test_up_runs_makes_a_fresh_directory_per_call',
+    // issue 32 item 16
+    'test_nul_in_a_name_is_a_usage_error', 'test_ready_endpoints_and_ordered_stop', 'test_up_from_a_thread_outlives_the_thread',
   ]) {
     assert.match(r.stderr, new RegExp(`${name} .* \\.\\.\\. ok`), `${name} ran and passed`);
   }

@@ -93,3 +93,10 @@ describe('renderText', () => {
     assert.match(renderText(r), /^Findings: 0 errors, 0 warnings, 0 infos\n {2}none: the layout is safe on this host$/m);
   });
 });
+
+test('an owner not visible says why and how to see it (issue 32 item 22)', async () => {
+  const { socketOwnerText } = await import('../src/report/format.js');
+  const row = { family: 4 as const, localAddress: '0.0.0.0', localPort: 8000, remoteAddress: '0.0.0.0', remotePort: 0, state: 'LISTEN' as const, uid: 0, inode: 77 };
+  assert.equal(socketOwnerText({ ...row, ownerHidden: 'pid-namespace' }), 'root (uid 0), held by no process of this PID namespace (run berth outside it, on the host, to see which)');
+  assert.match(socketOwnerText({ ...row, uid: 4242, ownerHidden: 'other-user' }), /^uid 4242, another user's process \(run as root to see which\)$/);
+});

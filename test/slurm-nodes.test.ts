@@ -136,6 +136,25 @@ test('nodes: others waits for a service of the first node (a head): workers reac
   t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
 });
 
+// Issue 32 item 18: before, the other nodes got {scheduler.url} as http://… for a first-node
+// service declared scheme: tcp (their stack does not have the service, so its scheme was lost).
+test('a first-node service\'s scheme: reaches the other nodes ({scheduler.url} is tcp://… everywhere)', async (t) => {
+  if (!requireSlurm(t)) return;
+  const [k, v] = tag().split('=') as [string, string];
+  const r = await sbatch(`${B} up ${STACKS}/nodes-head-scheme-stack.yaml --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
+  assert.equal(r.code, 0, describeJob(r));
+  const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: Rec[] };
+  const sched = doc.replicas.find((x) => x.service === 'scheduler')!;
+  assert.equal(sched.url, `tcp://127.0.0.1:${sched.port}`);
+  assert.match(r.out, new RegExp(`client was given tcp://127\\.0\\.0\\.1:${sched.port}`), describeJob(r));
+  for (const n of ['n2', 'n3']) {
+    const log = read(`${r.dir}/run/nodes/${n}/logs/worker-0.out`);
+    assert.match(log, new RegExp(`^worker was given tcp://127\\.0\\.0\\.1:${sched.port}$`, 'm'), `${n}: ${log}`);
+  }
+  const gone = await waitGone(`${k}=${v}`, 5_000);
+  assert.deepEqual(gone.left, [], 'processes left running');
+});
+
 test('the first node\'s head fails while the other nodes wait for it: exit 70 naming it, every node stopped, nothing left running', async (t) => {
   if (!requireSlurm(t)) return;
   const [k, v] = tag().split('=') as [string, string];

@@ -6,13 +6,13 @@
  * rank 0 starts, bound by rank 0 and reached by every other rank.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { BERTH, berth } from './helpers/cli.js';
 import { netnsArgv, requireNetns, runCollect, type NetnsSysctls } from './helpers/netns.js';
 import { NEED, requireNeeds } from './helpers/require.js';
+import { pidsWithEnv, cmdline } from './helpers/procs.js';
 import { at, box, events, type Box } from './fixtures/up/harness.js';
 
 const PY = '/usr/bin/python3';
@@ -117,8 +117,10 @@ services:
       master: shared
     command: [sh, -c, 'if [ "$BERTH_RANK" = 1 ]; then echo "rank 1: CUDA error: out of memory" >&2; sleep 0.5; exit 3; fi; exec sleep 60']
 `);
+  // A mark of this run only: other programs' `sleep 60` on the host are none of this test's.
+  const mark = `BERTH_TEST_TAG=ranks-${process.pid}-${Math.random().toString(36).slice(2)}`;
   const t0 = Date.now();
-  const r = await upIn(b);
+  const r = await berth(['up', b.stack, '--run-dir', b.runDir], { netns: {}, env: { BERTH_STATE_DIR: b.stateDir, [mark.split('=')[0]!]: mark.split('=')[1]! } });
   const took = Date.now() - t0;
   assert.equal(r.code, 3, r.stderr);
   assert.ok(took < 10_000, `took ${took} ms: the other ranks were not stopped promptly`);
@@ -127,7 +129,9 @@ services:
   assert.match(r.stderr, /diagnostics: .*trainer-1/);
   const evs = events(b);
   for (const rank of [0, 2]) assert.ok(evs.some((e) => e.replica === rank && e.state === 'stopping'), `rank ${rank} was stopped`);
-  const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith('sleep 60'));
+  // berth has exited: no rank of its run is left (the ranks carry its environment; the
+  // namespace helper's own clean-up loop carries it too, and ends by itself).
+  const left = pidsWithEnv(mark).map(cmdline).filter((c) => c.startsWith('sleep 60'));
   assert.deepEqual(left, [], 'no rank left running');
 });
 
@@ -168,7 +172,7 @@ test('the shared port is held by berth until rank 0 starts, then rank 0 binds it
   );
   const script = `
 set -e
-${JSON.stringify(process.execPath)} ${BERTH} up ${b.stack} --run-dir ${b.runDir} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
+${JSON.stringify(process.execPath)} ${JSON.stringify(BERTH)} up ${JSON.stringify(b.stack)} --run-dir ${JSON.stringify(b.runDir)} > ${b.dir}/out.txt 2> ${b.dir}/err.txt &
 for i in $(seq 100); do [ -f ${b.runDir}/endpoints.json ] && grep -q '"shared"' ${b.runDir}/endpoints.json && break; sleep 0.05; done
 port=$(${PY} -c 'import json,sys; print(json.load(open(sys.argv[1]))["shared"]["trainer"]["ports"]["master"])' ${b.runDir}/endpoints.json)
 # While rank 0 has not started, the port is held: binding it fails.

@@ -8,13 +8,27 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  * berth), and with a closed stdout or stderr ending only berth's writing there (EPIPE
  * would otherwise kill berth and orphan its services): supervision goes on.
  */
-export async function withSignals<T>(onSignal: (sig: NodeJS.Signals) => void, body: () => Promise<T>): Promise<T> {
+export async function withSignals<T>(onSignal: (sig: NodeJS.Signals) => void, body: () => Promise<T>, o: { stdinEof?: boolean } = {}): Promise<T> {
   ignoreWriteErrors(process.stdout);
   ignoreWriteErrors(process.stderr);
   for (const s of SIGNALS) process.on(s, onSignal);
+  // --stop-on-stdin-eof: a parent holding berth's stdin open (a library's pipe) is gone when
+  // it reads EOF, however the parent died (kill -9 included): stop as on SIGTERM, once.
+  let eof: (() => void) | undefined;
+  if (o.stdinEof) {
+    eof = () => {
+      process.stdin.off('end', eof!).off('close', eof!);
+      onSignal('SIGTERM');
+    };
+    process.stdin.on('data', () => {}).on('error', () => {}).on('end', eof).on('close', eof);
+  }
   try {
     return await body();
   } finally {
     for (const s of SIGNALS) process.off(s, onSignal);
+    if (eof) {
+      process.stdin.off('end', eof).off('close', eof);
+      process.stdin.destroy();
+    }
   }
 }

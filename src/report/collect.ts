@@ -21,6 +21,8 @@ export interface CollectOptions {
   /** Extra findings from outside the layout check (e.g. lease store problems). */
   extraFindings?: Finding[];
   host?: HostMap;
+  /** Nothing asked and no layout (`berth inspect` alone): show every LISTEN socket. */
+  listeners?: boolean;
 }
 
 function inAny(port: number, ranges: readonly PortRange[]): boolean {
@@ -35,7 +37,9 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
   const interest = normalizeRanges([...ranges, ...bandRanges]);
   const procRoot = opts.procRoot ?? '/proc';
   const base = opts.host ?? readHostMap({ procRoot });
-  const rows: SocketRow[] = base.sockets.filter((r) => inAny(r.localPort, interest));
+  const listening = opts.listeners === true && interest.length === 0;
+  const rows: SocketRow[] = base.sockets.filter((r) => (listening ? r.state === 'LISTEN' : inAny(r.localPort, interest)));
+  const uid = process.getuid?.();
   const inodes = new Set(rows.map((r) => r.inode).filter((i) => i !== 0));
   // Owners only for the rows shown: the table itself is not read again.
   const host = inodes.size > 0 && !base.owners ? { ...base, owners: findSocketOwners(procRoot, inodes) } : base;
@@ -44,7 +48,9 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
     .map((r) => {
       const owners = r.inode !== 0 ? host.owners?.get(r.inode) : undefined;
       // Other users' command lines go into files and tickets: the diagnostics' redaction applies.
-      return owners && owners.length > 0 ? { ...r, owners: owners.map((o) => ({ ...o, cmdline: redactArgv(o.cmdline) })) } : { ...r };
+      if (owners && owners.length > 0) return { ...r, owners: owners.map((o) => ({ ...o, cmdline: redactArgv(o.cmdline) })) };
+      // Root, or the caller's own socket, sees every fd of its PID namespace: the holder is outside it.
+      return r.inode === 0 ? { ...r } : { ...r, ownerHidden: uid === 0 || uid === r.uid ? ('pid-namespace' as const) : ('other-user' as const) };
     });
   const socketCounts: Record<string, number> = {};
   for (const r of host.sockets) socketCounts[r.state] = (socketCounts[r.state] ?? 0) + 1;
@@ -73,6 +79,7 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
     findings,
     summary: summarizeFindings(findings),
     sockets,
+    socketScope: listening ? 'listening' : 'asked',
     socketCounts,
     leases: opts.leases ?? [],
   };

@@ -6,6 +6,7 @@ import { locatePort } from './geometry.js';
 import type { PortSpaceReport } from './types.js';
 import { instanceCount } from '../layout/windows.js';
 import { cleanText } from '../util/clean-text.js';
+import { userText } from '../util/user-name.js';
 
 export type ReportSocket = PortSpaceReport['sockets'][number];
 export type ReportLease = PortSpaceReport['leases'][number];
@@ -21,11 +22,17 @@ function formatOwner(o: SocketOwner): string {
   return `pid ${o.pid} (${cleanText(o.comm) || '?'})`;
 }
 
-/** "pid N (comm)", several joined; "uid U" when no owner is visible; kernel-held for inode 0. */
-export function socketOwnerText(row: SocketRow & { owners?: SocketOwner[] }): string {
+/**
+ * "pid N (comm)", several joined; kernel-held for inode 0; else whose it is and why its
+ * process is not named, with how to see it.
+ */
+export function socketOwnerText(row: SocketRow & { owners?: SocketOwner[]; ownerHidden?: 'other-user' | 'pid-namespace' }): string {
   if (row.owners && row.owners.length > 0) return row.owners.map(formatOwner).join(', ');
   if (row.inode === 0) return 'none (kernel-held)';
-  return `uid ${row.uid}`;
+  const who = cleanText(userText(row.uid));
+  if (row.ownerHidden === 'pid-namespace') return `${who}, held by no process of this PID namespace (run berth outside it, on the host, to see which)`;
+  if (row.ownerHidden === 'other-user') return `${who}, another user's process (run as root to see which)`;
+  return who;
 }
 
 export function formatRanges(ranges: readonly PortRange[]): string {

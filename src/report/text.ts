@@ -100,7 +100,9 @@ export function renderText(report: PortSpaceReport, opts: TextOptions = {}): str
     for (const f of report.findings) out.push(...findingLines(f, report, paint));
   }
 
-  out.push('', paint('1', `Sockets in bands and asked ranges (${report.sockets.length})`));
+  // `inspect` alone: the listeners (the other states are counted above), and how to see the rest.
+  const heading = report.socketScope === 'listening' ? `Listening sockets (${report.sockets.length}; --port P or --range LO-HI lists every state)` : `Sockets in bands and asked ranges (${report.sockets.length})`;
+  out.push('', paint('1', heading));
   if (report.sockets.length === 0) out.push('  none');
   else {
     const rows = [...report.sockets].sort((a, b) => a.localPort - b.localPort).map((r) => [

@@ -16,8 +16,14 @@ export interface PortSpaceReport {
   ranges: PortRange[];
   findings: Finding[];
   summary: { errors: number; warnings: number; infos: number };
-  /** Sockets of interest (in bands, asked ports/ranges), with owners where visible. */
-  sockets: (SocketRow & { owners?: SocketOwner[] })[];
+  /**
+   * Sockets of interest (in bands, asked ports/ranges; `inspect` with neither: every
+   * listener), with owners where visible. `ownerHidden` says why a socket's holder is not
+   * named: another user's process (run as root), or none of this PID namespace holds it.
+   */
+  sockets: (SocketRow & { owners?: SocketOwner[]; ownerHidden?: 'other-user' | 'pid-namespace' })[];
+  /** 'asked': the sockets in bands and asked ranges; 'listening': nothing was asked, every LISTEN socket. */
+  socketScope?: 'asked' | 'listening';
   /** Total sockets in the table, by state, for the whole host. */
   socketCounts: Record<string, number>;
   /** live: a committed lease; not live: a port name without a record yet (a set in progress). Leases cannot go stale. */

@@ -350,6 +350,7 @@ _UNKNOWN_OPTION = re.compile(r"Unknown option '(--[a-z-]+)'|unknown option[: ]+'
 
 def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """Run a short berth command with --json and return its document, or raise by exit code."""
+    _check_nul(argv, env)
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", env=_env(env))
     except OSError as e:
@@ -369,6 +370,16 @@ def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = N
     raise _error(done.returncode, message, details=err)
 
 
+def _check_nul(argv: List[str], env: Optional[Mapping[str, str]]) -> None:
+    """UsageError for a NUL byte, which no argument, name or variable can carry (execve)."""
+    for i, a in enumerate(argv):
+        if "\0" in a:
+            raise UsageError(f"argument {i} ({a.split(chr(0))[0][:40]!r}…) holds a NUL byte, which no command-line argument can carry; remove it")
+    for k, v in (env or {}).items():
+        if "\0" in k or "\0" in v:
+            raise UsageError(f"environment variable {k.split(chr(0))[0][:40]!r} holds a NUL byte, which no variable can carry; remove it")
+
+
 def _spawn_error(argv: List[str], e: OSError) -> BerthError:
     if isinstance(e, FileNotFoundError):
         return BerthNotFoundError(f"cannot run berth ({argv[0]}): {e.strerror}; {_INSTALL}")
@@ -383,26 +394,12 @@ def _env(extra: Optional[Mapping[str, str]]) -> Optional[Dict[str, str]]:
     return env
 
 
-def _child_setup() -> None:  # pragma: no cover - runs in the child between fork and exec
-    # Own process group: a Ctrl-C on the terminal reaches Python only, which then stops berth
-    # once, in order (berth takes a second signal as "kill everything now").
-    os.setpgid(0, 0)
-    if _prctl is not None:
-        _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG: berth stops its services if Python dies hard
-
-
-def _load_prctl() -> Optional[Callable[..., int]]:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-_prctl = _load_prctl()
+# berth runs in a session of its own (start_new_session: no preexec_fn, which is unsafe with
+# the pump threads): a Ctrl-C on the terminal reaches Python only, which then stops berth once,
+# in order (berth takes a second signal as "kill everything now"). Python gone, however it
+# died (kill -9 included), is berth's stdin at EOF: `--stop-on-stdin-eof` stops it then. Unlike
+# PR_SET_PDEATHSIG this does not fire when the thread that started berth exits.
+_STOP_ON_EOF = "--stop-on-stdin-eof"
 
 
 class _Process:
@@ -420,15 +417,17 @@ class _Process:
         self.stderr_tail: Deque[str] = collections.deque(maxlen=200)
         self.stdout_text: List[str] = []
         self._changed = threading.Condition()
+        _check_nul(argv, env)
         try:
             self.popen = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                # Held open, never written: its EOF tells berth that Python is gone.
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=_env(env),
                 cwd=cwd,
-                preexec_fn=_child_setup,
+                start_new_session=True,
             )
         except OSError as e:
             raise _spawn_error(argv, e) from None
@@ -471,6 +470,8 @@ class _Process:
         code = self.popen.wait()
         for t in self._threads:
             t.join()
+        if self.popen.stdin is not None:
+            self.popen.stdin.close()
         return code
 
     def terminate(self) -> int:
@@ -649,10 +650,17 @@ class Stack:
             raise KeyError(f"no service {service!r} in this stack (services: {', '.join(names)})")
         return sorted(found, key=lambda r: int(r.get("replica", 0)))
 
+    def _replica(self, service: str, replica: int) -> Dict[str, Any]:
+        """One replica's record; KeyError naming the service's replicas when it has no such one."""
+        found = self.replicas(service)
+        if isinstance(replica, bool) or not isinstance(replica, int) or not 0 <= replica < len(found):
+            raise KeyError(f"service {service!r} has no replica {replica!r} (its replicas: 0-{len(found) - 1})")
+        return found[replica]
+
     def url(self, service: str, replica: int = 0) -> str:
         """The url of one replica, SCHEME://HOST:PORT in its service's `scheme:` (default
         http, e.g. postgresql://127.0.0.1:20500)."""
-        rec = self.replicas(service)[replica]
+        rec = self._replica(service, replica)
         if not rec.get("url"):
             if rec.get("port") is not None and "scheme" in rec:
                 raise KeyError(f"{service}/{replica} has no url (scheme: none); use port() and its host")
@@ -664,7 +672,7 @@ class Stack:
         return [str(r["url"]) for r in self.replicas(service) if r.get("url")]
 
     def port(self, service: str, replica: int = 0) -> int:
-        rec = self.replicas(service)[replica]
+        rec = self._replica(service, replica)
         if rec.get("port") is None:
             raise KeyError(f"{service}/{replica} has no port")
         return int(rec["port"])
@@ -672,14 +680,17 @@ class Stack:
     def ports(self, service: str, replica: int = 0) -> Dict[str, Any]:
         """Named ports of one replica as endpoints.json lists them: a single port as a number, a
         block as {"first", "last", "count"}; {"port": P} for a service without `ports:`."""
-        named = self.replicas(service)[replica].get("ports")
+        named = self._replica(service, replica).get("ports")
         return dict(named) if isinstance(named, dict) else {}
 
     def shared(self, service: str) -> Dict[str, Any]:
         """A service's shared ports (`NAME: shared`, e.g. a torch MASTER_PORT) and the host
         they are reached at: {"host": "10.0.0.1", "ports": {"master": 1025}}; {} when none."""
         rec = (self.endpoints.get("shared") or {}).get(service)
-        return dict(rec) if isinstance(rec, dict) else {}
+        if not isinstance(rec, dict):
+            self.replicas(service)  # KeyError for a service the stack does not have
+            return {}
+        return dict(rec)
 
     def refresh(self) -> Dict[str, Any]:
         """Re-read endpoints.json (berth rewrites it on every state change)."""
@@ -807,7 +818,7 @@ def up(
     argv = find_berth(executable)
     if runs is not None:
         run_dir = _fresh_run_dir(os.path.join(cwd or os.getcwd(), os.fspath(runs)))
-    cmd = argv + ["up", os.fspath(stack), "--json"] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
+    cmd = argv + ["up", os.fspath(stack), "--json", _STOP_ON_EOF] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
     ready: Dict[str, Any] = {}
     out = _printer(stdout, sys.stdout)
 
@@ -961,7 +972,7 @@ def run(
         stop_grace=_duration(stop_grace, "stop_grace"),
         allow_ephemeral=allow_ephemeral,
     )
-    cmd = argv + ["run", "--json"] + flags + ["--"] + [str(a) for a in command]
+    cmd = argv + ["run", "--json", _STOP_ON_EOF] + flags + ["--"] + [str(a) for a in command]
     info: Dict[str, Any] = {}
 
     def check_ready() -> bool:

@@ -11,11 +11,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.request
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List
 
 import berth
 
@@ -120,6 +121,13 @@ class StackTest(unittest.TestCase):
             self.assertEqual(shared["host"], "127.0.0.1")
             self.assertTrue(20000 <= shared["ports"]["rdv"] <= 20999, shared)
             self.assertEqual(stack.shared("proxy"), {})
+            # Issue 32 item 16: an unknown service or replica is a clear error, never nothing.
+            for call in (lambda: stack.urls("nope"), lambda: stack.ports("nope"), lambda: stack.shared("nope")):
+                with self.assertRaisesRegex(KeyError, r"no service 'nope' in this stack \(services: engine, proxy\)"):
+                    call()
+            for call in (lambda: stack.ports("engine", 2), lambda: stack.url("engine", 5), lambda: stack.port("proxy", -1)):
+                with self.assertRaisesRegex(KeyError, r"has no replica -?\d+ \(its replicas: 0-\d\)"):
+                    call()
             for url in engines + [stack.url("proxy")]:
                 with urllib.request.urlopen(url + "/", timeout=10) as r:
                     self.assertEqual(r.status, 200)
@@ -131,6 +139,21 @@ class StackTest(unittest.TestCase):
         # dependents first: the proxy stops before the engines
         stopping = [line.split()[1] for line in status if re.match(r"^[0-9:.]+ \S+ stopping ", line)]
         self.assertEqual(stopping[0], "proxy/0", joined)
+
+    def test_up_from_a_thread_outlives_the_thread(self) -> None:
+        # Issue 32 item 16: PR_SET_PDEATHSIG fired when the thread that started berth exited,
+        # so a stack started from a worker thread was stopped at once.
+        got: Dict[str, Any] = {}
+        status: List[str] = []
+        worker = threading.Thread(target=lambda: got.update(stack=berth.up(FIXTURES / "web.yaml", run_dir=os.path.join(self.tmp, "run"), on_status=status.append)))
+        worker.start()
+        worker.join()
+        with got["stack"] as stack:
+            # Give a stop caused by the thread's end time to show: berth must still run.
+            stack._proc.wait_for(lambda: False, timeout=2)
+            self.assertTrue(stack.running, "\n".join(status))
+            with urllib.request.urlopen(stack.url("proxy") + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
 
     def test_url_in_the_services_scheme(self) -> None:
         with berth.up(FIXTURES / "schemes.yaml", run_dir=os.path.join(self.tmp, "run")) as stack:
@@ -216,6 +239,13 @@ class RunTest(unittest.TestCase):
         self.assertIn("exited with status 3", str(e))
         self.assertEqual(e.stderr_tail, ["model.bin: no such file"])
         self.assertTrue(os.path.isfile(os.path.join(str(e.diagnostics), "diagnostics.json")))
+
+    def test_nul_in_a_name_is_a_usage_error(self) -> None:
+        # Issue 32 item 16: before, subprocess's ValueError ("embedded null byte") came through.
+        with self.assertRaisesRegex(berth.UsageError, r"NUL byte"):
+            berth.port(range="20000-20999", name="a\0b")
+        with self.assertRaisesRegex(berth.UsageError, r"NUL byte"):
+            berth.run([PY, "-c", "pass"], name="svc\0x")
 
     def test_usage_error(self) -> None:
         with self.assertRaises(berth.UsageError):

@@ -11,7 +11,8 @@ const help = `Usage: berth inspect [--port P]… [--range LO-HI]… [--html FILE
 
 The host port map of this network namespace: the ephemeral range, reserved ports, the
 unprivileged start, and every socket (any state, IPv4 and IPv6) on the asked ports with its
-owner (pid and command where permissions allow, else uid), and berth's leases.
+owner (pid and command where permissions allow, else uid), and berth's leases. With no
+--port or --range: every listening socket.
 
 Options:
   --port P        a port to look at (repeatable)
@@ -45,7 +46,7 @@ export const inspectCommand: Command = {
     ];
     const root = procRoot();
     const host = readHostMap({ procRoot: root });
-    const report = collectReport({ kind: 'inspect', procRoot: root, host, ranges, leases: readLeasesForReport() });
+    const report = collectReport({ kind: 'inspect', procRoot: root, host, ranges, listeners: true, leases: readLeasesForReport() });
     emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
     return 0;
   },

@@ -90,6 +90,9 @@ Options:
                      at most 596h)
   --strict           a foreign listener on CMD's ports after ready stops CMD: exit 70
   --json             berth's own lines on stderr (ready, warnings) as JSON objects
+  --stop-on-stdin-eof
+                     stop the service (as on SIGTERM) when berth's stdin reaches EOF (its
+                     parent is gone); the service's stdin is then /dev/null
 
 When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
 (with --ports, the set follows: (http 20000, dist 20001-20032)).
@@ -154,6 +157,7 @@ export const runCommand: Command = {
         'stop-grace': { type: 'string' },
         json: { type: 'boolean' },
         strict: { type: 'boolean' },
+        'stop-on-stdin-eof': { type: 'boolean' },
       },
       true,
     );
@@ -175,7 +179,8 @@ export const runCommand: Command = {
       source: await resolveSource('run', values, readSysctls(root)),
       handoff: handoff as Handoff,
       procRoot: root,
-      stdin: 'inherit',
+      // berth reads its stdin for EOF itself then: the service gets none.
+      stdin: values['stop-on-stdin-eof'] === true ? 'ignore' : 'inherit',
     };
     if (ready !== undefined) opts.ready = ready;
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
@@ -218,7 +223,7 @@ export const runCommand: Command = {
       },
       () => {},
     );
-    const end = await withSignals(onSignal, () => handle.exited);
+    const end = await withSignals(onSignal, () => handle.exited, { stdinEof: values['stop-on-stdin-eof'] === true });
     if (end.error) throw end.error;
     if (early !== undefined && !end.ready) {
       const status = 128 + signalNumber(early);

@@ -50,6 +50,9 @@ Options:
   --follow        stream every service's output on stderr, lines prefixed "service/replica | "
   --json          when the stack is ready, print endpoints.json's document on stdout as one
                   line (before the job starts, so it comes before the job's output)
+  --stop-on-stdin-eof
+                  stop the stack (as on SIGTERM) when berth's stdin reaches EOF: a parent
+                  that holds a pipe to it open (the Python client) is gone, however it died
 
 Each service's environment also has BERTH_SERVICE, BERTH_REPLICA and BERTH_RUN_DIR (and,
 with a port, PORT, BERTH_PORT, BERTH_HOST as in 'berth run').
@@ -94,6 +97,7 @@ export const upCommand: Command = {
         'run-dir': { type: 'string' },
         follow: { type: 'boolean' },
         json: { type: 'boolean' },
+        'stop-on-stdin-eof': { type: 'boolean' },
         agent: { type: 'string' },
         watchdog: { type: 'string' },
       },
@@ -135,7 +139,7 @@ export const upCommand: Command = {
         void handle.stop({ force: true });
       }
     };
-    const result = await withSignals(onSignal, () => handle.done);
+    const result = await withSignals(onSignal, () => handle.done, { stdinEof: values['stop-on-stdin-eof'] === true });
     const where = shownPath(result.runDir);
     switch (result.reason) {
       case 'failed':

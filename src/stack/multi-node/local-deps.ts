@@ -51,11 +51,13 @@ export async function waitForLocal(runDir: string, services: readonly ServiceSpe
     const recs = address === undefined ? [] : coordinatorRecords(runDir);
     for (const [name, cond] of [...left]) {
       const mine = recs.filter((r) => r.service === name);
+      // This node's stack does not have the service: its URLs' scheme comes with its endpoints.
+      const scheme = local.find((s) => s.name === name)!.scheme;
       const statuses: ReplicaStatus[] = mine.map((r) => ({ state: r.state, ...(r.state === 'exited' ? { code: 0 } : {}) }));
       if (mine.length === 0 || conditionStatus(cond, statuses) !== 'met') continue;
       const eps: Endpoint[] = mine
         .filter((r) => r.port !== null)
-        .map((r) => ({ host: reachAt(r.host, '', new Map([['', address!]])), port: r.port!, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) }));
+        .map((r) => ({ host: reachAt(r.host, '', new Map([['', address!]])), port: r.port!, scheme, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) }));
       left.delete(name);
       h.setExternal(name, eps, statuses);
     }
