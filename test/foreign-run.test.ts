@@ -16,6 +16,9 @@ const SRV = `${q(realPython())} -S ${q(join(SERVICES, 'reuseport.py'))}`;
 /** Shell: wait (up to ~60 s) until file F has a line matching the extended regex RE. */
 const waitGrep = (re: string, f: string) => `i=0; until grep -Eq ${q(re)} ${q(f)} 2>/dev/null || [ $i -ge 6000 ]; do sleep 0.01; i=$((i+1)); done`;
 
+/** Shell: a test that fails must not leave berth behind (`wait $B` on a berth that never ends): TERM it after 75 s. */
+const GUARD = '( sleep 75; kill -TERM $B 2>/dev/null ) >/dev/null 2>&1 & G=$!; trap \'kill $G 2>/dev/null; kill $S 2>/dev/null\' EXIT; S=';
+
 function jsonLines(text: string): any[] {
   return text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
 }
@@ -26,6 +29,7 @@ function afterReady(box: { dir: string }, flags: string, strangerHost: string, e
   const ready = join(box.dir, 'ready.json');
   return `
 ${berthSh} run --range 22000-22010 --ready tcp --json --ready-file ${q(ready)} ${flags} -- ${SRV} 127.0.0.1 {port} 2> ${q(err)} > /dev/null & B=$!
+${GUARD}
 ${waitFile(ready)}
 P=$(sed -n 's/.*"port": \\([0-9]*\\).*/\\1/p' ${q(ready)} | head -1)
 echo "PORT=$P"
@@ -101,6 +105,7 @@ test('foreign: a stranger that joins after ownership but before the probe succee
   // The probe runs only once the tree owns the port: then the stranger joins, then the probe passes.
   const r = await netnsSh({}, box, `
 ${berthSh} run --range 22000-22010 --name web --ready ${q(`cmd:touch ${probed}; test -f ${flag}`)} -- ${SRV} 127.0.0.1 {port} > ${q(out)} & B=$!
+${GUARD}
 ${waitFile(probed)}
 P=$(sed -n 's/^listening 127.0.0.1:\\([0-9]*\\).*/\\1/p' ${q(out)})
 echo "PORT=$P"
