@@ -2,7 +2,7 @@ import { EXIT } from '../errors.js';
 import { normalizeRanges } from '../host/intervals.js';
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
 import { forgetTurn } from '../host/proc-turn.js';
-import { readSocketsAsync } from '../host/socket-reader.js';
+import { readSockets, readSocketsAsync } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import { candidatePorts, checkedPorts, findForeign, foreignWarning } from './foreign.js';
 import { iso, type LaunchState } from './state.js';
@@ -107,7 +107,10 @@ export async function checkForeignAtReady(s: LaunchState): Promise<boolean> {
   if (ports.length === 0 || !s.tree) return true;
   const ranges = normalizeRanges(ports.map((p) => ({ lo: p, hi: p })));
   for (let i = 0; i < HIDDEN_LOOKS + 1; i++) {
-    const rows = (await readSocketsAsync({ procRoot: s.procRoot, localPorts: ranges, listenOnly: true })).rows;
+    const opts = { procRoot: s.procRoot, localPorts: ranges, listenOnly: true };
+    // The first look is synchronous: no event may run between the probe's success and ready,
+    // or a service that exits right after answering its probe fails as "exited before ready".
+    const rows = (i === 0 ? readSockets(opts) : await readSocketsAsync(opts)).rows;
     if (s.settled) return false;
     const found = lookForeign(s, rows);
     if (found.length > 0) {
