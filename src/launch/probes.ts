@@ -8,7 +8,10 @@ import { formatDuration } from '../util/duration.js';
  * probe's source port or, when the service closes first, the service's own port P — and a
  * TIME_WAIT on P blocks the next bind(P) by a service that does not set SO_REUSEADDR
  * (design.md §1). The HTTP probe reads the whole response before resetting, so the service
- * never sees a reset mid-write (and never logs a broken-pipe traceback).
+ * never sees a reset mid-write (and never logs a broken-pipe traceback). It does not ask for
+ * `Connection: close`: a server told so closes first, and if berth dies (SIGKILL) between the
+ * answer and its reset, the kernel's FIN from berth's side completes that close and leaves
+ * the TIME_WAIT on P (seen in the fault-injection campaign). Kept alive, the close is berth's.
  */
 
 export interface ProbeResult {
@@ -65,7 +68,7 @@ export function probeHttp(host: string, port: number, path: string, hostHeader: 
     };
     const timer = setTimeout(() => finish(`timed out after ${formatDuration(timeoutMs)}`, true, true), timeoutMs);
     sock.on('connect', () => {
-      sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostHeader}\r\nUser-Agent: berth-ready-probe\r\nAccept: */*\r\nConnection: close\r\n\r\n`);
+      sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostHeader}\r\nUser-Agent: berth-ready-probe\r\nAccept: */*\r\n\r\n`);
     });
     sock.on('data', (chunk: Buffer) => {
       got = got.length < MAX_RESPONSE ? Buffer.concat([got, chunk]) : got;
