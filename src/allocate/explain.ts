@@ -58,7 +58,8 @@ export function describeInUse(u: InUse, isRoot = false): string {
             ? `uid ${u.uid}, held by no process of this PID namespace`
             : `uid ${u.uid}, process not visible`
           : 'owner unknown';
-  return `${u.port} ${u.state} by ${who}`;
+  const lease = u.leasedAs !== undefined ? `, leased as "${cleanText(truncate(u.leasedAs, 60))}" (a port its service chose, learned by berth)` : '';
+  return `${u.port} ${u.state} by ${who}${lease}`;
 }
 
 export function describeLeased(l: Leased): string {

@@ -113,6 +113,9 @@ export function planCandidates(input: PlanInput): Plan {
           entry.pid = owner.pid;
           entry.command = owner.cmdline.length > 0 ? owner.cmdline.join(' ') : owner.comm;
         }
+        // A port its service bound and berth leased afterwards (a learned port): say both.
+        const lease = input.leased?.get(p);
+        if (lease !== undefined && lease.pending === undefined && lease.name !== undefined) entry.leasedAs = lease.name;
         report.excluded.inUse.push(entry);
         continue;
       }

@@ -124,6 +124,8 @@ export interface AllocationReport {
       pid?: number;
       command?: string;
       uid?: number;
+      /** The port is also leased under this name (a port its service chose, learned and leased by berth). */
+      leasedAs?: string;
       /** The socket is the hold of a berth allocator (its owner is the port's lease holder). */
       heldByBerth?: boolean;
       /** The socket was gone when its owner was looked up (closed since the table was read). */

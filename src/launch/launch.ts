@@ -2,6 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { resolveLaunchOptions } from './launch-options.js';
 import { checkForeignAtReady } from './foreign-check.js';
 import { waitOwnership } from './ownership-phase.js';
+import { learnPorts } from './learn-phase.js';
 import { prepare } from './prepare.js';
 import { becomeReady, probeUntilReady } from './ready.js';
 import { reserve } from './reserve.js';
@@ -17,6 +18,7 @@ import type { LaunchHandle, LaunchOptions } from './types.js';
  *   reserve.ts          the caller's reservation, or lease and hold the port
  *   spawn.ts            hand the port over (release or fd) and start the service's tree
  *   ownership-phase.ts  wait until the tree, and nobody else, listens on the port
+ *   learn-phase.ts      ports the service chose itself: learned from its listeners, leased
  *   ready.ts            probe until ready; the ready file and event; the deadline's message
  *   supervise.ts        the child's exit, a daemon it left
  *   stop.ts             stop, failure and the one cleanup every ending shares
@@ -60,12 +62,14 @@ export function launch(options: LaunchOptions): LaunchHandle {
 async function run(s: LaunchState): Promise<void> {
   try {
     prepare(s);
-    if (!s.portless) await reserve(s);
+    if (!s.portless && !(s.learnPrimary && !s.o.ports && !s.o.portSet)) await reserve(s);
     if (s.stopReq) return void (await finish(s));
     // false: the spawn failed ('error' reports it) or a stop came first.
     if (!(await spawn(s)) || s.failure || s.stopReq) return;
     // Nothing to own without a port: spawned is started; the probe, when given, says ready.
-    if (!s.portless && !(await waitOwnership(s))) return;
+    if (!s.portless && !s.learnPrimary && !(await waitOwnership(s))) return;
+    // Ports the service chooses: known once its tree listens on them (learn-phase.ts).
+    if (s.o.learn?.length && !(await learnPorts(s))) return;
     if (s.spec && !(await probeUntilReady(s))) return;
     // Ready only if nobody else answers on its ports (69 naming the stranger).
     if (!s.portless && !(await checkForeignAtReady(s))) return;

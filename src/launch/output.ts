@@ -30,7 +30,7 @@ export class OutputTee {
   constructor(
     readonly logPath: string,
     private readonly passthrough: NodeJS.WritableStream | null,
-    private readonly onData: () => void = () => {},
+    private readonly onData: (chunk: Buffer) => void = () => {},
     append = false,
   ) {
     // Never through a planted symlink, FIFO or someone else's file (safe-file.ts).
@@ -67,7 +67,7 @@ export class OutputTee {
         // reader gone: keep logging
       }
     }
-    this.onData();
+    this.onData(chunk);
   }
 
   closeLog(): void {

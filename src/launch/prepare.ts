@@ -8,6 +8,8 @@ import { nulProblems } from '../util/nul-bytes.js';
 import { OutputTee } from './output.js';
 import { portPlaceholderProblem } from './port-vars.js';
 import { preflight } from './preflight.js';
+import { learnEntriesProblem } from './learn.js';
+import { learnLineWatcher } from './learn-phase.js';
 import { onDeadline } from './ready.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
 import { createRunDir } from './run-dir.js';
@@ -25,6 +27,7 @@ export function prepare(s: LaunchState): void {
   // Without a source or reservation, reserve() takes the default band, as `berth run` does.
   if (s.portless) checkPortless(s);
   else checkPortSet(s);
+  checkLearn(s);
   preflight(o); // cwd, program, argv size, bind, timers: before anything is leased
   if (!s.portless) checkLeaseName(o.name);
   const base = o.env ?? process.env;
@@ -43,7 +46,11 @@ export function prepare(s: LaunchState): void {
     }
   }
   s.runDir = createRunDir({ name: s.name, env: base, ...(o.diagDir !== undefined ? { diagDir: o.diagDir } : {}), ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}) });
-  const kick = () => s.kick();
+  const lines = learnLineWatcher(s);
+  const kick = (chunk: Buffer) => {
+    lines?.(chunk);
+    s.kick();
+  };
   s.out = openLog(s, 'stdout', o.stdoutLog, o.stdout === undefined ? process.stdout : o.stdout, kick);
   s.err = openLog(s, 'stderr', o.stderrLog, o.stderr === undefined ? process.stderr : o.stderr, kick);
   const timeout = o.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
@@ -89,7 +96,7 @@ function checkPortSet(s: LaunchState): void {
   if (o.ports) {
     const problem = portSetProblem(o.ports);
     if (problem !== undefined) throw no(`--ports ${problem}`);
-    if (o.ports[0]!.kind !== 'single') throw no(`--ports: the first port "${o.ports[0]!.name}" is the primary ({port}, ownership, readiness) and must be a single port; put blocks after it, e.g. --ports http,${o.ports[0]!.name}=block:N`);
+    if (!s.learnPrimary && o.ports[0]!.kind !== 'single') throw no(`--ports: the first port "${o.ports[0]!.name}" is the primary ({port}, ownership, readiness) and must be a single port; put blocks after it, e.g. --ports http,${o.ports[0]!.name}=block:N`);
     names = o.ports.map((e) => e.name);
     const one = o.port ?? (typeof o.source === 'object' && o.source.kind === 'port' ? o.source.port : undefined);
     if (one !== undefined && o.ports.length > 1) {
@@ -97,11 +104,12 @@ function checkPortSet(s: LaunchState): void {
     }
   } else if (o.portSet) {
     const first = o.portSet.assigned[0];
-    if (first?.kind !== 'single') throw no(`the port set's first entry${first ? ` "${first.name}"` : ''} is the primary and must be a single port`);
+    if (!s.learnPrimary && first?.kind !== 'single') throw no(`the port set's first entry${first ? ` "${first.name}"` : ''} is the primary and must be a single port`);
     names = o.portSet.assigned.map((a) => a.name);
   } else {
-    names = IMPLICIT_SET.map((e) => e.name);
+    names = s.learnPrimary ? [] : IMPLICIT_SET.map((e) => e.name);
   }
+  names.push(...(o.learn ?? []).map((e) => e.name));
   if (!s.subst) return;
   const texts: [string, string][] = o.command.map((t) => ['the command', t]);
   if (s.spec && s.spec.kind !== 'tcp') texts.push(['the ready probe', s.spec.kind === 'http' ? s.spec.url : s.spec.command]);
@@ -111,8 +119,25 @@ function checkPortSet(s: LaunchState): void {
   }
 }
 
+/** Learned ports: patterns that compile, and no command that names a port not known before it runs. */
+function checkLearn(s: LaunchState): void {
+  const o = s.o;
+  if (!o.learn || o.learn.length === 0) return;
+  const no = (what: string) => new BerthError(EXIT.USAGE, `${s.name}: ${what}`);
+  if (s.portless) throw no('a portless launch learns no port');
+  if (s.handoff === 'fd') throw no('a learned port is bound by the service itself: there is no socket to hand over (use the release handoff)');
+  const problem = learnEntriesProblem(o.learn);
+  if (problem !== undefined) throw no(problem);
+  if (!s.subst) return;
+  const learned = o.learn.map((e) => e.name);
+  for (const [i, word] of o.command.entries()) {
+    const named = (s.learnPrimary && word.includes('{port}') ? ['{port}'] : []).concat(learned.filter((n) => word.includes(`{ports.${n}}`) || word.includes(`{ports.${n}.`)).map((n) => `{ports.${n}}`));
+    if (named.length > 0) throw no(`command word ${i + 1} names ${named[0]}, a port the service chooses itself (learn): it is known only once the service listens on it; the ready probe and dependents may name it, the command cannot`);
+  }
+}
+
 /** The run folder's <stream>.log, or the caller's file (appended to) when one is given. */
-function openLog(s: LaunchState, stream: 'stdout' | 'stderr', callerPath: string | undefined, through: NodeJS.WritableStream | null, kick: () => void): OutputTee {
+function openLog(s: LaunchState, stream: 'stdout' | 'stderr', callerPath: string | undefined, through: NodeJS.WritableStream | null, kick: (chunk: Buffer) => void): OutputTee {
   const path = callerPath ?? join(s.runDir!.path, `${stream}.log`);
   try {
     const tee = new OutputTee(path, through, kick, callerPath !== undefined);

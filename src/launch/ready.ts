@@ -7,6 +7,7 @@ import { optionName } from './launch-options.js';
 import { portVars } from './port-vars.js';
 import { formatReadySpec, substitutePort } from './ready-spec.js';
 import { substitute } from './spawn-plan.js';
+import { learnDeadlineText } from './learn-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
 import { followDaemon, startAudit } from './supervise.js';
@@ -85,7 +86,8 @@ export function becomeReady(s: LaunchState): void {
   s.mark('readyMs');
   const waitedMs = Math.round((s.timings.readyMs ?? 0) - (s.timings.spawnedMs ?? 0));
   const info: ReadyInfo = { name: s.name, host, port, pid, readyAt: iso(), waitedMs };
-  if (s.set) info.ports = s.set.assigned;
+  if (s.set || s.learned.length > 0) info.ports = s.assigned();
+  if (s.learned.length > 0) info.learned = s.learned.map((a) => a.name);
   if (s.o.readyFile !== undefined) {
     try {
       writeFileAtomic(s.o.readyFile, JSON.stringify(info, null, 2) + '\n', 0o644);
@@ -111,6 +113,8 @@ export function onDeadline(s: LaunchState, timeoutMs: number): void {
   const where =
     s.phase === 'ownership'
       ? `the service did not listen on port ${s.port}${elsewhere(s)}`
+      : s.phase === 'learn'
+        ? learnDeadlineText(s)
       : s.phase === 'probe'
         ? `the probe ${fillPorts(s, formatReadySpec(s.spec!))} did not succeed (last: ${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
         : `berth was still in phase ${s.phase}`;

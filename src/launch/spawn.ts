@@ -44,10 +44,10 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   // Listed before the release window opens: everything here predates the child.
   const existing = listPids(s.procRoot);
   const fds: number[] = [];
-  if (port === undefined) {
-    // portless: nothing is held, nothing to hand over
+  if (port === undefined && !s.set) {
+    // portless (or one learned port): nothing is held, nothing to hand over
   } else if (s.handoff === 'fd') {
-    const held = handed ? handed.map((a) => ({ r: s.set!.byName(a.name)!, port: a.ports[0]!, name: a.name })) : [{ r: s.reservation!, port, name: s.name }];
+    const held = handed ? handed.map((a) => ({ r: s.set!.byName(a.name)!, port: a.ports[0]!, name: a.name })) : [{ r: s.reservation!, port: port!, name: s.name }];
     for (const h of held) {
       const fd = h.r.holdFd(h.port);
       if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for port ${h.port}${handed ? ` ("${h.name}")` : ''} (the reservation was made without a hold, or already handed over)`);

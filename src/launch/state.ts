@@ -65,6 +65,16 @@ export class LaunchState {
   port: number | undefined;
   /** The named set (LaunchOptions.ports/portSet), undefined for a one-port launch. */
   set: NamedReservation | undefined;
+  /** The primary port is learned (LaunchOptions.learn): undefined until then, nothing reserved for it. */
+  readonly learnPrimary: boolean;
+  /** Ports learned so far (learn-phase.ts), in LaunchOptions.learn order, and their leases. */
+  learned: AssignedPorts[] = [];
+  readonly learnedLeases: Reservation[] = [];
+  /** Per learned entry with a pattern: the ports its lines gave, with the lines (at most MAX_MATCHES). */
+  readonly learnMatches = new Map<string, { port: number; line: string }[]>();
+  /** What the learn phase last waited for, and the tree's listeners then (the deadline's message). */
+  learnWaiting: string | undefined;
+  learnListeners: { port: number; address: string; pid?: number }[] = [];
   /** Listeners outside the set reported so far (each port once), and the ports they are on. */
   readonly findings: AuditFinding[] = [];
   readonly audited = new Set<number>();
@@ -121,6 +131,7 @@ export class LaunchState {
     this.handoff = o.handoff ?? 'release';
     this.procRoot = o.procRoot ?? '/proc';
     this.portless = o.portless === true;
+    this.learnPrimary = (o.learn?.length ?? 0) > 0 && (o.learnPrimary === true || (!o.ports && !o.portSet && !o.reservation));
     this.subst = o.substitute !== false;
     this.name = o.name ?? (o.command[0] !== undefined ? basename(o.command[0]) : 'service');
     // Callers that only await `exited` must not crash on an unhandled rejection.
@@ -129,8 +140,9 @@ export class LaunchState {
 
   /** The ports as assigned: the named set, or the one port as the implicit set {port}. */
   assigned(): AssignedPorts[] {
-    if (this.set) return this.set.assigned;
-    return this.port === undefined ? [] : [{ name: 'port', kind: 'single', ports: [this.port] }];
+    if (this.set) return [...this.set.assigned, ...this.learned];
+    if (this.learnPrimary) return this.learned;
+    return this.port === undefined ? [] : [{ name: 'port', kind: 'single', ports: [this.port] }, ...this.learned];
   }
 
   emit(e: LaunchEvent): void {

@@ -123,6 +123,8 @@ export async function finish(s: LaunchState): Promise<void> {
     // The leases live until the service has ended (a caller's reservation is consumed too,
     // unless the caller keeps it for a restart: keepReservation).
     if (!s.o.keepReservation) await (s.set ?? s.reservation)?.release();
+    // Learned ports are the launch's own, always: a restart may come back on others.
+    await Promise.all(s.learnedLeases.map((r) => r.release()));
   } catch (e) {
     s.warn(`could not release the lease${s.set ? 's of ports' : ' of port'} ${s.set ? s.set.assigned.map((a) => a.ports.join(',')).join(',') : s.port}: ${(e as Error).message}`);
   }

@@ -3,6 +3,7 @@ import type { NamedReservation } from '../allocate/reserve-named.js';
 import type { SourceOptions } from '../allocate/source-options.js';
 import type { PortSource, Reservation } from '../allocate/types.js';
 import type { Duration } from '../util/option-names.js';
+import type { LearnEntry } from './learn.js';
 
 /** How the held port passes to the service (design.md §2 "Handoff"). */
 export type Handoff = 'release' | 'fd';
@@ -17,7 +18,7 @@ export type ReadySpec =
   | { kind: 'cmd'; command: string };
 
 /** Where a launch is: diagnostics name the phase a failure happened in. */
-export type LaunchPhase = 'reserve' | 'spawn' | 'ownership' | 'probe' | 'ready' | 'stopping' | 'exited';
+export type LaunchPhase = 'reserve' | 'spawn' | 'ownership' | 'learn' | 'probe' | 'ready' | 'stopping' | 'exited';
 
 /**
  * Options of launch(): `berth run`'s flags under their own names (source options, bind,
@@ -64,6 +65,16 @@ export interface LaunchOptions extends SourceOptions {
    * has port 0 and host ''. Not with `source`, `reservation` or `handoff: 'fd'`.
    */
   portless?: boolean;
+  /**
+   * Learned ports (learn.ts): ports the service chooses itself (port 0), learned from its
+   * tree's listeners (and, with a pattern, its output lines), then leased until the launch
+   * ends. Without `ports`/`portSet`/`reservation` the first is the primary ({port} of the
+   * ready probe, ReadyInfo.port) and nothing is reserved before the spawn; the command
+   * cannot name a learned port (it is not known before the service runs).
+   */
+  learn?: LearnEntry[];
+  /** The primary port is learn[0] although a set is given (a stack's `ports: { api: learn, … }`). */
+  learnPrimary?: boolean;
   /** Label for messages, leases, the run folder (default: basename of command[0]). */
   name?: string;
   /** The address the service is told to listen on (`{host}`, BERTH_HOST) and berth probes on. */
@@ -173,8 +184,10 @@ export interface ReadyInfo {
   readyAt: string;
   /** From spawn to ready. */
   waitedMs: number;
-  /** The named port set, when the launch has one (LaunchOptions.ports/portSet). */
+  /** The named port set, when the launch has one (LaunchOptions.ports/portSet), learned ports last. */
   ports?: AssignedPorts[];
+  /** The names of the ports it learned (LaunchOptions.learn). */
+  learned?: string[];
 }
 
 /** A LISTEN socket of the service's process tree on a port outside its set (the listener audit). */
@@ -265,6 +278,8 @@ export type LaunchEvent =
   | { type: 'reserved'; port: number; ports?: AssignedPorts[]; t: string }
   | { type: 'spawned'; pid: number; port: number; handoff: Handoff; t: string }
   | { type: 'owned'; pid: number; port: number; owners: number[]; t: string }
+  /** Ports the service chose, learned (learn.ts) and leased; `ephemeral`: those inside the ephemeral range. */
+  | { type: 'learned'; ports: AssignedPorts[]; ephemeral: number[]; t: string }
   | { type: 'ready'; info: ReadyInfo; t: string }
   | { type: 'stopping'; signal: NodeJS.Signals; t: string }
   | { type: 'failed'; phase: LaunchPhase; exitCode: number; message: string; bundle?: string; t: string }

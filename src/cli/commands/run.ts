@@ -4,6 +4,7 @@ import { readSysctls } from '../../host/sysctl.js';
 import { hostPort } from '../../launch/probe-host.js';
 import { launch, signalNumber } from '../../launch/launch.js';
 import { checkReadyWithHandoff, parseReadySpec } from '../../launch/ready-spec.js';
+import { compilePattern, type LearnEntry } from '../../launch/learn.js';
 import type { Handoff, LaunchOptions } from '../../launch/types.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
@@ -12,7 +13,7 @@ import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { DEADLINE, GRACE } from '../../util/duration.js';
 import { parseDurationArg } from '../values.js';
 
-const help = `Usage: berth run [SOURCE] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
+const help = `Usage: berth run [SOURCE | --port learn [--learn REGEX]] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
                  [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
                  [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--strict] [--json] -- CMD ARG…
 
@@ -94,6 +95,16 @@ Options:
                      stop the service (as on SIGTERM) when berth's stdin reaches EOF (its
                      parent is gone); the service's stdin is then /dev/null
 
+--port learn: CMD chooses its own port (binds port 0, or picks one): nothing is leased
+before it starts. The port is learned once CMD's own process tree listens on it, and then
+leased to it until it ends (another allocator is refused with 69 naming the lease); --ready
+probes it ({port}), and the ready line, --ready-file and --json carry it. With one listener
+that is the port; with several, --learn REGEX (one group for the port, over CMD's stdout and
+stderr lines) says which, and a port is learned only where a matching line and a listener of
+the tree agree. {port} cannot be in CMD itself (it is not known before CMD runs). A learned
+port inside the ephemeral range is allowed (a bound port is never a connect() source) and the
+ready line says so. No listener before --ready-timeout: exit 75 naming what it listened on.
+
 When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
 (with --ports, the set follows: (http 20000, dist 20001-20032)).
 
@@ -119,6 +130,10 @@ Examples:
       --port {ports.gcs} --dashboard-port {ports.dashboard} \\
       --min-worker-port {ports.workers.first} --max-worker-port {ports.workers.last}
 
+  # a server that binds port 0 and prints where it listens: the port is learned
+  berth run --port learn --ready http://127.0.0.1:{port}/ -- python3 -m http.server 0 --bind 127.0.0.1
+  berth run --port learn --learn 'Uvicorn running on http://[^:]+:(\\d+)' -- ./serve.sh
+
   # two named sockets handed over as fds 3 and 4 (LISTEN_FDS=2, LISTEN_FDNAMES=http:grpc)
   berth run --handoff fd --ports http,grpc --ready http://127.0.0.1:{ports.http}/ -- ./server
 
@@ -130,6 +145,23 @@ on its ports at readiness); 70 CMD failed before it was ready (or, with --strict
 listener after ready);
 74 cannot write logs, diagnostics or the ready file; 75 readiness deadline passed. On 69, 70
 and 75 the message names the diagnostics folder.`;
+
+/** `--port learn [--learn REGEX]`: the service chooses its port; no other source or set goes with it. */
+function learnOption(values: Record<string, unknown>): LearnEntry[] | undefined {
+  const port = values.port;
+  const learned = port === 'learn' || (Array.isArray(port) && port.includes('learn'));
+  if (!learned && values.learn === undefined) return undefined;
+  if (!learned) throw usage('run', `--learn ${JSON.stringify(values.learn)} is the pattern of a learned port: give --port learn with it`);
+  if (Array.isArray(port)) throw usage('run', '--port given more than once: give --port learn alone');
+  const other = ['range', 'layout', 'band', 'instance', 'source', 'ports'].find((k) => values[k] !== undefined);
+  if (other !== undefined) throw usage('run', `--port learn: the service chooses its port, so --${other} has nothing to give it; drop one of the two`);
+  const pattern = values.learn as string | undefined;
+  if (pattern !== undefined) {
+    const re = compilePattern(pattern);
+    if (typeof re === 'string') throw usage('run', `--learn ${JSON.stringify(pattern)} ${re}`);
+  }
+  return [{ name: 'port', ...(pattern !== undefined ? { pattern } : {}) }];
+}
 
 export const runCommand: Command = {
   name: 'run',
@@ -154,6 +186,7 @@ export const runCommand: Command = {
         'diag-dir': { type: 'string' },
         name: { type: 'string' },
         ports: { type: 'string' },
+        learn: { type: 'string' },
         'stop-grace': { type: 'string' },
         json: { type: 'boolean' },
         strict: { type: 'boolean' },
@@ -174,9 +207,10 @@ export const runCommand: Command = {
       throw usage('run', (e as Error).message);
     }
     const root = procRoot();
+    const learn = learnOption(values);
     const opts: LaunchOptions = {
       command,
-      source: await resolveSource('run', values, readSysctls(root)),
+      ...(learn ? { learn } : { source: await resolveSource('run', values, readSysctls(root)) }),
       handoff: handoff as Handoff,
       procRoot: root,
       // berth reads its stdin for EOF itself then: the service gets none.
@@ -195,7 +229,9 @@ export const runCommand: Command = {
     if (values['diag-dir'] !== undefined) opts.diagDir = values['diag-dir'];
     const json = values.json === true;
     const say = (text: string, obj: Record<string, unknown>) => process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
+    const learnedEphemeral = new Set<number>();
     opts.onEvent = (e) => {
+      if (e.type === 'learned') for (const p of e.ephemeral) learnedEphemeral.add(p);
       if (e.type === 'warning') say(`warning: ${e.message}`, { event: 'warning', message: e.message });
       else if (e.type === 'write-failed') say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
       // The audit's findings came as warning lines already; JSON readers also get them whole.
@@ -218,8 +254,9 @@ export const runCommand: Command = {
     handle.ready.then(
       (r) => {
         isReady = true;
-        const set = r.ports ? ` (${r.ports.map((a) => `${a.name} ${describeAssigned(a)}`).join(', ')})` : '';
-        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s${set}`, { event: 'ready', ...r });
+        const set = r.ports && !(r.learned && r.ports.length === 1) ? ` (${r.ports.map((a) => `${a.name} ${describeAssigned(a)}`).join(', ')})` : '';
+        const learned = r.learned ? ` (learned${learnedEphemeral.size > 0 ? `; ${[...learnedEphemeral].join(', ')} in the ephemeral range` : ''})` : '';
+        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s${set}${learned}`, { event: 'ready', ...r, ...(learnedEphemeral.size > 0 ? { ephemeral: [...learnedEphemeral] } : {}) });
       },
       () => {},
     );

@@ -1,0 +1,43 @@
+import { readNetns } from '../host/read-host.js';
+import { bindName, closeName } from './lease-domain.js';
+import { capName, portName } from './lease-names.js';
+import { currentLeases, type ListedLease } from './leases.js';
+import { HeldReservation } from './held.js';
+import { bindRecord } from './reserve-commit.js';
+import type { Lease, Reservation } from './types.js';
+
+/*
+ * The lease of a port a service already listens on (a learned port: it chose the port
+ * itself). Nothing is held, there is nothing to hold: the service's own socket keeps the
+ * port; the lease (its name and record, bound here) makes every other allocator refuse it,
+ * naming the lease, until the launch gives it back. A port name that is already bound means
+ * someone leased the port before the service bound it.
+ */
+
+export type ListenedLease = { reservation: Reservation } | { leasedBy: ListedLease | undefined };
+
+export async function leaseListened(port: number, name: string | undefined, procRoot = '/proc'): Promise<ListenedLease> {
+  const hold = await bindName(portName(port));
+  if (hold === undefined) return { leasedBy: currentLeases({ procRoot }).find((l) => l.port === port) };
+  const createdAt = Date.now();
+  const env = process.env;
+  try {
+    const records = await bindRecord({
+      uid: process.getuid?.() ?? 0,
+      pid: process.pid,
+      createdAt,
+      ...(env.SLURM_JOB_ID ? { job: env.SLURM_JOB_ID } : {}),
+      ...(env.SLURM_STEP_ID ? { step: env.SLURM_STEP_ID } : {}),
+      kind: 'single',
+      ports: [port],
+      ...(name !== undefined ? { name } : {}),
+    });
+    const lease: Lease = { port, kind: 'single', createdAt, createdBy: process.pid, netns: readNetns(procRoot), ...(name !== undefined ? { name: capName(name) } : {}) };
+    const report = { source: { kind: 'port' as const, port }, considered: 1, excluded: { ephemeral: 0, privileged: 0, inUse: [], leased: [], bindFailed: [], raced: [] } };
+    // block: true in its shape only so that rehold() never tries to bind what the service holds.
+    return { reservation: new HeldReservation([{ lease, name: hold, server: undefined }], report, { block: true }, { records }) };
+  } catch (e) {
+    await closeName(hold);
+    throw e;
+  }
+}
