@@ -9,6 +9,7 @@ import { BerthError, EXIT } from '../errors.js';
  *   window  a block of the replica's whole band window (stacks and --instance only)
  *   shared  one port (or block) for every replica (rank) of a stack service, bound by
  *           replica 0 (a torch.distributed MASTER_PORT): leased once on rank 0's host
+ *   learn   a port the service chooses (binds port 0): learned once it listens, then leased
  * Pure: parsing, naming and the values placeholders and env vars take.
  */
 
@@ -21,7 +22,12 @@ export type PortEntry =
    * `keep`: a job's ranks keep it across their generations (`generations: keep`); without
    * it every generation gets a fresh one.
    */
-  | { name: string; kind: 'shared'; count: number; keep?: true };
+  | { name: string; kind: 'shared'; count: number; keep?: true }
+  /**
+   * A port the service chooses itself (a stack's `NAME: learn` / `{ learn: REGEX }`):
+   * nothing is leased before it runs; launch's learn phase learns and leases it (launch/learn.ts).
+   */
+  | { name: string; kind: 'learn'; pattern?: string };
 
 /** An entry once allocated: a single has one port, a block its ports in ascending order. */
 export interface AssignedPorts {
@@ -42,6 +48,11 @@ export const MAX_PORT_NAME = 64;
 
 /** Largest block berth hands out (a band window rarely exceeds this; Ray's worker range is ~1000). */
 export const MAX_BLOCK = 4096;
+
+/** The entries that are leased before the service starts (all but the learned ones). */
+export function leasedEntries(entries: readonly PortEntry[]): PortEntry[] {
+  return entries.filter((e) => e.kind !== 'learn');
+}
 
 /** The set of a service that declares no `ports:`: one single port. */
 export const IMPLICIT_SET: readonly PortEntry[] = [{ name: 'port', kind: 'single' }];

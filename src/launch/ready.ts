@@ -26,9 +26,17 @@ function reachHost(s: LaunchState, requested: string | undefined): string {
 
 /** `{port}` and `{ports.NAME…}` of a ready spec's text filled in (when the launch substitutes). */
 function fillPorts(s: LaunchState, text: string): string {
-  if (!s.subst) return text;
+  // A caller that filled in its own placeholders left those of learned ports, unknown to it.
+  if (!s.subst) return fillLearned(s, text);
   const withPort = s.port !== undefined ? substitutePort(text, s.port) : text;
   return substitute(withPort, portVars(s.assigned()));
+}
+
+/** `{port}` of a learned primary and `{ports.NAME…}` of learned entries filled in. */
+function fillLearned(s: LaunchState, text: string): string {
+  if (s.learned.length === 0) return text;
+  const withPort = s.learnPrimary && s.port !== undefined ? substitutePort(text, s.port) : text;
+  return substitute(withPort, portVars(s.learned));
 }
 
 /** Phase 4 (with --ready): probe until the service answers. false: the launch ended or the deadline passed. */
@@ -55,7 +63,7 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
     attempt = (t) => probeTcp(host, port!, t);
   } else {
     host = reachHost(s, undefined);
-    const command = s.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name, ...portVars(s.assigned()) }) : spec.command;
+    const command = s.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name, ...portVars(s.assigned()) }) : fillLearned(s, spec.command);
     attempt = (t) => probeCmd(command, s.env!, s.o.cwd, t);
   }
   let interval = PROBE_FIRST_MS;

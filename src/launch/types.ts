@@ -32,7 +32,8 @@ export interface LaunchOptions extends SourceOptions {
   /**
    * false: `command` and `ready` are used exactly as given, no `{port}`/`{host}`/`{name}`
    * replacement (a caller that filled in its own placeholders, where `{{port}` means a
-   * literal `{port}`). Default true.
+   * literal `{port}`), but for those of learned ports in `ready` (`{port}` of a learned
+   * primary, `{ports.NAME…}` of a learned entry): only launch knows them. Default true.
    */
   substitute?: boolean;
   /** Where the port comes from (also port, range, layout/band/instance). Ignored when `reservation` is given. Default: the default band. */

@@ -31,6 +31,8 @@ export interface Draft {
   instance?: { n: number; line: number };
   /** Line of `ports:`, when given. */
   portsLine?: number;
+  /** Line of `port: learn`, when given. */
+  learnLine?: number;
   /** `ports:` was broken: its names are unknown, so placeholders naming them are not checked. */
   portsBroken?: boolean;
   /** `templates:` was broken (reported): placeholders naming templates are not checked. */
@@ -195,6 +197,20 @@ export class CrossCheck {
           reported.add(key);
           this.add(t.line, `${label}: ${t.where} uses ${ph.text}${msg}`);
         };
+        const learned = learnedNamed(ph, d, this.byName);
+        if (learned !== undefined) {
+          const [owner, entry] = learned;
+          const mine = owner === d;
+          if (mine && t.where !== 'ready') {
+            say(`, but "${entry}" is a port ${d.spec.name} chooses itself (learn): it is known only once the replica listens on it, so its own command, env and templates cannot name it; its ready probe and its dependents can`);
+            continue;
+          }
+          const cond = d.spec.dependsOn.find((x) => x.service === owner.spec.name)?.condition;
+          if (!mine && cond === 'started') {
+            say(`, but "${entry}" is a port ${owner.spec.name} chooses itself (learn), known once it is ready, and ${d.spec.name} waits only for it to be started; write depends_on: { ${owner.spec.name}: ready }`);
+            continue;
+          }
+        }
         if (ph.kind === 'own') {
           if (d.spec.source.kind === 'none') say(`, but the service has "port: none"${this.otherPortHint(d, ph.port, ph.text)}`);
           else if (!d.portsBroken) {
@@ -340,6 +356,21 @@ export class CrossCheck {
   }
 }
 
+
+/** The service and entry of a learned port that a placeholder names, or undefined. */
+function learnedNamed(ph: Placeholder, d: Draft, byName: ReadonlyMap<string, Draft>): [Draft, string] | undefined {
+  const primary = (x: Draft) => x.spec.ports[0];
+  const entryOf = (x: Draft, name: string | undefined) => (name === undefined ? primary(x) : x.spec.ports.find((e) => e.name === name));
+  let owner: Draft | undefined;
+  let entry;
+  if (ph.kind === 'own') [owner, entry] = [d, entryOf(d, ph.port)];
+  else if (ph.kind === 'self' && ph.field === 'port') [owner, entry] = [d, primary(d)];
+  else if (ph.kind === 'service' && ph.field !== 'dir' && ph.field !== 'dirs') {
+    owner = byName.get(ph.service);
+    entry = owner ? entryOf(owner, ph.port) : undefined;
+  }
+  return owner && entry?.kind === 'learn' ? [owner, entry.name] : undefined;
+}
 
 /** ", but … has no port NAME; …" when a placeholder names a port the set does not have. */
 function portNameProblem(ph: Placeholder, owner: Draft, whose: string): string | undefined {

@@ -20,11 +20,13 @@ interface Read {
   templates: { parts: TemplatePart[] }[];
   /** A source key given (band, port, range). */
   source?: unknown;
+  /** `port: learn` given. */
+  learnLine?: number;
 }
 
-/** Declares a port of its own: a source key, `ports:`, {port} / {ports.…}, or `ready: tcp`. */
+/** Declares a port of its own: a source key, `ports:`, `port: learn`, {port} / {ports.…}, or `ready: tcp`. */
 export function declaresPort(d: Read): boolean {
-  if (d.source || d.spec.portsDeclared || d.spec.ready?.kind === 'tcp') return true;
+  if (d.source || d.spec.portsDeclared || d.learnLine !== undefined || d.spec.ready?.kind === 'tcp') return true;
   return d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && ((x.kind === 'self' && x.field === 'port') || x.kind === 'own')));
 }
 

@@ -236,6 +236,8 @@ export interface ResolveContext {
   host: string;
   /** This replica's port; when undefined, `{port}` is left in place for the launcher to fill. */
   port?: number;
+  /** Names of its own learned ports: `{ports.NAME…}` of them is left in place for the launcher (its ready probe). */
+  learned?: ReadonlySet<string>;
   /** The replica's GPU (node-wide index) under `replicas: gpus`. */
   gpu?: number;
   /** Its own directory ({dir}), made before its first start. */
@@ -282,6 +284,8 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
     return path;
   }
   if (p.kind === 'own') {
+    // A port it chooses itself: known only to its launch, which fills it into the probe.
+    if (ctx.learned?.has(p.port)) return p.text;
     const a = ctx.ports?.find((x) => x.name === p.port);
     // Load-time checks name every port a template uses: reaching here is a bug.
     if (!a) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text} in ${JSON.stringify(template)}, but replica ${ctx.replica} has no port "${p.port}"`);

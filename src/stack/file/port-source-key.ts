@@ -24,16 +24,29 @@ export function readSourceKey(key: SourceKey, v: Node | null | undefined, kLine:
       else d.source = setSource(d, { kind: 'band', name: text.trim(), line: kLine }, label, r);
       break;
     case 'port': {
+      if (text?.trim() === 'learn') {
+        // One port the service chooses: as `ports: { port: learn }`, its one entry named "port".
+        if (d.portsLine !== undefined) fail('port: learn and ports: both name the ports; write NAME: learn inside ports: instead', true);
+        else {
+          d.learnLine = kLine;
+          d.spec.ports = [{ name: 'port', kind: 'learn' }];
+        }
+        break;
+      }
       if (text?.trim() === 'none') {
         d.source = setSource(d, { kind: 'none', line: kLine }, label, r);
         break;
       }
       const n = text === undefined ? undefined : toUint(text.trim());
-      if (n === undefined || n < 1 || n > 65535) fail(`port must be a TCP port 1-65535 or "none", found ${kindOf(v)}`, true);
+      if (n === undefined || n < 1 || n > 65535) fail(`port must be a TCP port 1-65535, "learn" (one the service chooses) or "none", found ${kindOf(v)}`, true);
       else d.source = setSource(d, { kind: 'port', port: n, line: kLine }, label, r);
       break;
     }
     case 'ports': {
+      if (d.learnLine !== undefined) {
+        fail(`ports: and port: learn (line ${d.learnLine}) both name the ports; write NAME: learn inside ports: instead`, true);
+        break;
+      }
       d.portsLine = kLine;
       d.spec.portsDeclared = true;
       const entries = readPortsKey(v, kLine, label, r);

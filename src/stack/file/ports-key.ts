@@ -1,6 +1,7 @@
 import { isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { MAX_BLOCK, portSetProblem, type PortEntry } from '../../allocate/port-set.js';
+import { compilePattern, learnEntriesProblem } from '../../launch/learn.js';
 import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js';
 
 /*
@@ -12,6 +13,8 @@ import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js
  *     master: shared           # one port for all replicas (ranks), bound by replica 0
  *     dist: { block: 8, shared: true }   # a block for all replicas
  *     store: { shared: true, generations: keep }   # kept across a job's generations
+ *     api: learn               # a port the service chooses itself (binds port 0), learned
+ *     admin: { learn: 'admin on port (\d+)' }     # told apart from other learned ports by a line
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
  * against the service's source (window sizes, bands) are in cross-check.ts.
  */
@@ -53,7 +56,12 @@ export function readPortsKey(v: Node | null | undefined, line: number, label: st
   }
   // Shared entries are the service's, not the replica's: the primary port is the first of the rest.
   const first = entries.find((e) => e.kind !== 'shared');
-  if (first && first.kind !== 'single') {
+  const learnProblem = learnEntriesProblem(entries.flatMap((e) => (e.kind === 'learn' ? [{ name: e.name, ...(e.pattern !== undefined ? { pattern: e.pattern } : {}) }] : [])));
+  if (learnProblem !== undefined) {
+    y.add(line, `${label}: ports: ${learnProblem}`);
+    return undefined;
+  }
+  if (first && first.kind !== 'single' && first.kind !== 'learn') {
     y.add(line, `${label}: ports: the first entry is the primary port ({port}, readiness, URLs) and must be one port, but "${first.name}" is a block; put a single port first, e.g. ${EXAMPLE}`);
     return undefined;
   }
@@ -66,8 +74,29 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
   if (text !== undefined || (v && isScalar(v))) {
     if (text?.trim() === '1') return { name, kind: 'single' };
     if (text?.trim() === 'shared') return { name, kind: 'shared', count: 1 };
-    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${kindOf(v)}`);
+    if (text?.trim() === 'learn') return { name, kind: 'learn' };
+    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found ${kindOf(v)}`);
     return undefined;
+  }
+  // { learn: 'REGEX' }: learned, told apart by the port a line of the service's output gives.
+  const learnKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'learn') : undefined;
+  if (learnKey) {
+    const lv = y.deref(learnKey.value as Node | null, at, label);
+    const pattern = scalarText(lv);
+    if (v && isMap(v) && v.items.length > 1) {
+      y.add(y.lineOf(v, at), `${what}: { learn: REGEX } takes nothing else (a learned port is the service's own, neither a block nor shared)`);
+      return undefined;
+    }
+    if (pattern === undefined || pattern === '') {
+      y.add(y.lineOf(lv, at), `${what}: learn must be a regular expression with one group for the port, e.g. { learn: 'listening on port (\\d+)' }, found ${kindOf(lv)}`);
+      return undefined;
+    }
+    const re = compilePattern(pattern);
+    if (typeof re === 'string') {
+      y.add(y.lineOf(lv, at), `${what}: learn ${JSON.stringify(pattern)} ${re}`);
+      return undefined;
+    }
+    return { name, kind: 'learn', pattern };
   }
   // { block: N, shared: true }: a block for every replica, like `shared` is one port.
   const sharedKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'shared') : undefined;
@@ -120,5 +149,5 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
 
 /** Ports a replica's set needs at least (a window entry needs one, it takes the rest of the window). */
 export function portsNeeded(entries: readonly PortEntry[]): number {
-  return entries.reduce((n, e) => n + (e.kind === 'block' || e.kind === 'shared' ? e.count : 1), 0);
+  return entries.reduce((n, e) => n + (e.kind === 'block' || e.kind === 'shared' ? e.count : e.kind === 'learn' ? 0 : 1), 0);
 }

@@ -1,4 +1,4 @@
-import type { AssignedPorts, PortEntry } from '../../allocate/port-set.js';
+import { leasedEntries, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readInputFile } from '../../util/safe-file.js';
 import type { ServiceSpec } from './spec.js';
 import { OWN_FIELDS, serviceNames, templateContext, type TemplateEndpoint } from './template-context.js';
@@ -28,7 +28,9 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     if (t && t.source.kind !== 'none') deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports), scheme: t.scheme }]);
   }
   const hasPort = spec.source.kind !== 'none';
-  if (hasPort) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(spec.ports), scheme: spec.scheme }]);
+  // Its own learned ports are not known when its templates are rendered (before it starts).
+  const own = leasedEntries(spec.ports);
+  if (hasPort) deps.set(spec.name, [{ host: spec.host, port: 1, ports: standIn(own), scheme: spec.scheme }]);
   const ctx = templateContext({
     name: spec.name,
     replica: 0,
@@ -36,7 +38,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     host: spec.host,
     dir: '/run',
     scheme: spec.scheme,
-    ...(hasPort ? { port: spec.ports.length > 0 ? 1 : undefined, ports: standIn([...spec.ports, ...spec.shared]) } : {}),
+    ...(hasPort ? { port: spec.ports.length > 0 && spec.ports[0]!.kind !== 'learn' ? 1 : undefined, ports: standIn([...own, ...spec.shared]) } : {}),
     rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node', generation: 0 },
     ...(spec.replicas === 'gpus' ? { gpu: 0 } : {}),
     dependencies: deps,

@@ -27,6 +27,8 @@ export interface StackEvent {
   /** Exit status, or the exit code class berth gives a failure (69/70/75). */
   code?: number | null;
   signal?: string;
+  /** Ports the replica chose itself, as berth learned them now: name → port. */
+  learned?: Record<string, number>;
   detail?: string;
 }
 
@@ -50,6 +52,8 @@ export interface EndpointRecord {
   since: string;
   /** Its named ports: a single as its port, a block as {first, last, count}. */
   ports?: Record<string, number | { first: number; last: number; count: number }>;
+  /** The names of those ports it chose itself and berth learned (`learn`), when any. */
+  learned?: string[];
   /** Listeners of its process tree outside its ports (the listener audit), when any. */
   unexpectedListeners?: AuditFinding[];
   /** Listeners of other processes on its ports (a SO_REUSEPORT member, the other family's loopback), when any. */
@@ -113,6 +117,8 @@ export interface ReplicaUpdate {
   port?: number;
   /** The replica's port set (sticks once given). */
   ports?: readonly AssignedPorts[];
+  /** Names of the ports it chose and berth learned (sticks once given; the event carries them with their ports). */
+  learned?: string[];
   /** Its service's scheme (sticks once given; default http). */
   scheme?: string | null;
   /** Every listener outside its set found so far (replaces the list). */
@@ -134,6 +140,7 @@ export function formatEvent(e: StackEvent): string {
   if (e.code !== undefined) o.code = e.code;
   if (e.signal !== undefined) o.signal = e.signal;
   // Details quote failure reasons, which may quote a probe's command line or URL.
+  if (e.learned !== undefined) o.learned = e.learned;
   if (e.detail !== undefined) o.detail = redactText(e.detail);
   return JSON.stringify(o) + '\n';
 }
@@ -150,6 +157,7 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.port !== undefined) rec.port = u.port;
   if (u.pid !== undefined) rec.pid = u.pid;
   if (u.ports !== undefined) rec.ports = portsRecord(u.ports);
+  if (u.learned !== undefined) rec.learned = [...u.learned];
   if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
   if (u.foreign !== undefined && u.foreign.length > 0) rec.foreign = [...u.foreign];
   if (u.scheme !== undefined && u.scheme !== 'http') rec.scheme = u.scheme;
@@ -166,5 +174,6 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.code !== undefined) ev.code = u.code;
   if (u.signal !== undefined) ev.signal = u.signal;
   if (u.detail !== undefined) ev.detail = u.detail;
+  if (u.learned !== undefined && rec.ports) ev.learned = Object.fromEntries(u.learned.map((n) => [n, rec.ports![n] as number]));
   return ev;
 }

@@ -20,5 +20,12 @@ export type Happened =
   | { kind: 'restart-due'; rep: Replica }
   /** A job's old generation is gone and the next one's ports are ready: every rank starts again (generation.ts). */
   | { kind: 'generation-due'; svc: Service }
+  /**
+   * A restarted replica is ready again on other learned ports than its dependents were given
+   * (`moved`: "api 40001 → 40117"): they are restarted, or the stack fails (next.ts).
+   */
+  | { kind: 'learned-moved'; rep: Replica; moved: string }
+  /** A dependent stopped because a port it was given moved (learned-moved): its next attempt. */
+  | { kind: 'refresh-stopped'; rep: Replica; reason: string }
   /** The stack ends (its failure, if any, is recorded in StackRun.failure). */
   | { kind: 'end'; reason: StackResult['reason'] };

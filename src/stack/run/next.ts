@@ -1,6 +1,7 @@
 import { EXIT } from '../../errors.js';
 import type { Happened } from './happened.js';
 import { endGeneration, generationLeft } from './generation.js';
+import { onLearnedMoved } from './learned-moved.js';
 import { endReplica, restartsAsGroup } from './replica.js';
 import { rankEnded, recordJobEnd } from './replica-events.js';
 import { recordFailure, restart, RESTARTABLE, restartLeft } from './restart.js';
@@ -22,6 +23,8 @@ import { beginTeardown } from './teardown.js';
  *   a rank of the job exited → restart a lone failed rank that may, or end the generation
  *     of a job that restarts as a group and has one left; else the stack ends at the first
  *     failed rank or once every rank has exited
+ *   a restarted replica is ready on other learned ports → restart its dependents, or fail
+ *   a dependent stopped for that → its next attempt
  *   a restart's pause is over → the next attempt
  *   a job's old generation is gone → every rank starts again
  *   the stack ends → the teardown
@@ -82,6 +85,12 @@ export function next(st: StackRun, h: Happened): void {
       }
       return;
     }
+    case 'learned-moved':
+      onLearnedMoved(st, h.rep, h.moved);
+      return next(st, { kind: 'progress' });
+    case 'refresh-stopped':
+      // Not a failure: it was stopped for its dependency's new ports (counts as a restart).
+      return restart(st, h.rep, h.reason);
     case 'restart-due':
       return startAttempt(st, h.rep);
     case 'generation-due':

@@ -21,13 +21,23 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       // A dependent may wait only for this replica to be started (depends_on: { X: started }).
       return { kind: 'progress' };
     case 'owned':
-      st.update(rep, { state: 'owned', pid: e.pid });
+      st.update(rep, { state: 'owned', pid: e.pid, ...(rep.port !== undefined ? { port: rep.port } : {}) });
       return { kind: 'progress' };
+    case 'learned': {
+      rep.learned = e.ports;
+      if (rep.svc.spec.ports[0]?.kind === 'learn') rep.port = e.ports[0]!.ports[0];
+      const all = [...(rep.set?.assigned ?? []), ...rep.learned];
+      const eph = e.ephemeral.length > 0 ? ` (${e.ephemeral.join(', ')} in the ephemeral range)` : '';
+      st.update(rep, { state: rep.state, ...(rep.port !== undefined ? { port: rep.port } : {}), ports: all, learned: e.ports.map((a) => a.name), detail: `learned ${e.ports.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}${eph}` }, false);
+      break;
+    }
     case 'ready': {
       if (rep.port !== undefined && e.info.host !== '') rep.host = e.info.host;
       rep.everReady = true;
+      const moved = movedLearned(rep);
+      if (rep.learned.length > 0) rep.lastLearned = rep.learned;
       st.update(rep, { state: 'ready', pid: e.info.pid, ...(rep.port !== undefined ? { host: rep.host } : {}) });
-      return { kind: 'progress' };
+      return moved ? { kind: 'learned-moved', rep, moved } : { kind: 'progress' };
     }
     case 'failed': {
       const d = rep.diag[rep.diag.length - 1];
@@ -71,6 +81,17 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
   return undefined;
 }
 
+/** "api 40001 → 40117" for each learned port that a restart brought back on another, or undefined. */
+function movedLearned(rep: Replica): string | undefined {
+  const before = rep.lastLearned;
+  if (!before) return undefined;
+  const moved = rep.learned.flatMap((a) => {
+    const was = before.find((b) => b.name === a.name)?.ports[0];
+    return was !== undefined && was !== a.ports[0] ? [`${a.name} ${was} → ${a.ports[0]}`] : [];
+  });
+  return moved.length > 0 ? moved.join(', ') : undefined;
+}
+
 export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info: ExitInfo): Happened | undefined {
   if (attempt !== rep.attempt) return undefined;
   const d = rep.diag[rep.diag.length - 1];
@@ -86,6 +107,12 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
     // Its generation ended (generation.ts waits for every rank's exit): recorded, no cause.
     st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
     return undefined;
+  }
+  if (rep.refresh !== undefined && !st.ending) {
+    const reason = rep.refresh;
+    rep.refresh = undefined;
+    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}), detail: reason });
+    return { kind: 'refresh-stopped', rep, reason };
   }
   if (rep.stopAsked || st.ending) {
     st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });

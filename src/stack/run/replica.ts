@@ -24,6 +24,12 @@ export interface Replica {
    * singles over and keeps the leases (keepReservation); a restart re-holds them.
    */
   set: NamedReservation | undefined;
+  /** Ports it chose itself, as its current attempt's launch learned them (`learn` entries); empty until then. */
+  learned: AssignedPorts[];
+  /** Stopped to be started again on a dependency's moved learned port (learned-moved.ts): why. */
+  refresh: string | undefined;
+  /** The learned ports of its last ready attempt (a restart may come back on others: next.ts tells the dependents). */
+  lastLearned: AssignedPorts[] | undefined;
   /** Listeners of its process tree outside its set (launch's audit), each port once. */
   unexpected: AuditFinding[];
   /** Listeners of other processes on its ports (launch's foreign check), each socket once. */
@@ -100,6 +106,9 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
       source: undefined,
       port: undefined,
       set: undefined,
+      learned: [],
+      lastLearned: undefined,
+      refresh: undefined,
       unexpected: [],
       foreign: [],
       host: spec.host,

@@ -1,3 +1,4 @@
+import { leasedEntries } from '../../allocate/port-set.js';
 import { namedReservation, namedSetRequests, type NamedReservation } from '../../allocate/reserve-named.js';
 import { setOptions } from '../../allocate/reserve.js';
 import { reserveSet, type SetRequest } from '../../allocate/reserve-set.js';
@@ -45,11 +46,13 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
         shared.forEach((r, i) => owners.push({ rep, entry: spec.shared[i]!.name }));
         requests.push(...shared);
       }
-      if (spec.ports.length === 0) continue; // only shared ports: its replicas have none of their own
+      // Only shared or learned ports: nothing of its own to lease before it starts.
+      const leased = leasedEntries(spec.ports);
+      if (leased.length === 0) continue;
       wanting.push(rep);
       // Without `ports:` the one port keeps its lease name "<stack>:<service>/<replica>".
-      const own = rep.svc.spec.portsDeclared ? namedSetRequests(rep.svc.spec.ports, base) : [{ ...base, count: 1 }];
-      own.forEach((r, i) => owners.push({ rep, entry: rep.svc.spec.ports[i]!.name }));
+      const own = rep.svc.spec.portsDeclared ? namedSetRequests(leased, base) : [{ ...base, count: 1 }];
+      own.forEach((r, i) => owners.push({ rep, entry: leased[i]!.name }));
       requests.push(...own);
     }
     failing = undefined;
@@ -76,7 +79,8 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
       const set = namedReservation(spec.shared, take(spec.shared.length));
       rep.svc.shared = { host: reachableHost(spec.host), assigned: set.assigned, set };
     }
-    if (wanting.includes(rep)) rep.set = namedReservation(spec.ports, take(spec.ports.length));
+    const leased = leasedEntries(spec.ports);
+    if (wanting.includes(rep)) rep.set = namedReservation(leased, take(leased.length));
   }
   for (const svc of st.services) {
     const given = st.o.shared?.get(svc.spec.name);
@@ -90,7 +94,8 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
     return false;
   }
   for (const rep of reps) {
-    if (rep.set) rep.port = rep.set.assigned[0]!.ports[0];
+    // A learned primary is known once the replica listens on it (replica-events.ts).
+    if (rep.set && rep.svc.spec.ports[0]?.kind !== 'learn') rep.port = rep.set.assigned[0]!.ports[0];
     st.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}), ...(rep.set ? { ports: rep.set.assigned } : {}) });
   }
   try {

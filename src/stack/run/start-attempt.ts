@@ -1,7 +1,8 @@
 import { BerthError, EXIT } from '../../errors.js';
 import { launch } from '../../launch/launch.js';
 import type { LaunchEvent, LaunchOptions, ReadySpec } from '../../launch/types.js';
-import { portSetEnv } from '../../allocate/port-set.js';
+import { portSetEnv, type PortEntry } from '../../allocate/port-set.js';
+import type { LearnEntry } from '../../launch/learn.js';
 import { rankEnv, rankOf } from '../file/ranks.js';
 import type { SharedPorts } from './types.js';
 import { resolveCommand, resolveTemplate, type Endpoint, type ResolveContext } from '../file/placeholders.js';
@@ -26,7 +27,8 @@ const STACK_KEYS: Readonly<Record<string, string>> = { '--ready-timeout': 'ready
 
 const endpointOf = (st: StackRun, r: Replica): Endpoint => {
   const { node, nodeRank } = rankOf(r.svc.spec, r.index, r.svc.replicas.length, st.topology);
-  return { host: r.host, port: r.port!, ...(r.set ? { ports: r.set.assigned } : {}), scheme: r.svc.spec.scheme, node, nodeRank };
+  const ports = [...(r.set?.assigned ?? []), ...r.learned];
+  return { host: r.host, port: r.port!, ...(ports.length > 0 ? { ports } : {}), scheme: r.svc.spec.scheme, node, nodeRank };
 };
 
 /** The endpoints of the services this one depends on (and its own replicas), as they are now. */
@@ -58,12 +60,20 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     if (sp) sharedOf.set(name, sp);
   }
   const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: { ...rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology), generation: rep.svc.generation } };
-  if (rep.port !== undefined) ctx.port = rep.port;
+  if (rep.port !== undefined && rep.svc.spec.ports[0]?.kind !== 'learn') ctx.port = rep.port;
+  const learned = rep.svc.spec.ports.filter((e) => e.kind === 'learn').map((e) => e.name);
+  if (learned.length > 0) ctx.learned = new Set(learned);
   const shared = rep.svc.shared;
   if (rep.set || shared) ctx.ports = [...(rep.set?.assigned ?? []), ...(shared?.assigned ?? [])];
+  // Its own learned ports are known only once it runs: nothing of them here (load.ts refuses naming them).
   if (shared) ctx.sharedHosts = new Map(shared.assigned.map((a) => [a.name, shared.host]));
   if (rep.gpu) ctx.gpu = rep.gpu.gpu;
   return ctx;
+}
+
+/** The `learn` entries of a set, as launch() takes them. */
+function learnOf(entries: readonly PortEntry[]): LearnEntry[] {
+  return entries.flatMap((e) => (e.kind === 'learn' ? [{ name: e.name, ...(e.pattern !== undefined ? { pattern: e.pattern } : {}) }] : []));
 }
 
 export function startAttempt(st: StackRun, rep: Replica): void {
@@ -74,6 +84,12 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   rep.diag.push({ dir: diagDir, keep: false });
   rep.attemptFailed = false;
   rep.stopAsked = false;
+  // A new attempt learns its ports anew (the program may choose others).
+  const learn = learnOf(s.ports);
+  if (learn.length > 0) {
+    rep.learned = [];
+    if (s.ports[0]?.kind === 'learn') rep.port = undefined;
+  }
   let command: string[];
   let env: NodeJS.ProcessEnv;
   let ready: ReadySpec | undefined;
@@ -152,6 +168,11 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     },
     ...(shared?.set ? { leasesHeld: shared.set.reservations } : {}),
   };
+  if (learn.length > 0) {
+    lo.learn = learn;
+    if (s.ports[0]?.kind === 'learn') lo.learnPrimary = true;
+    lo.bind = s.host;
+  }
   if (rep.set) {
     // launch() hands the singles over (closing their holds) but the leases stay the
     // stack's: a restart comes back on the same ports, teardown gives them back.
@@ -161,7 +182,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     lo.keepReservation = true;
     lo.bind = s.host;
     lo.handoff = s.handoff;
-  } else {
+  } else if (learn.length === 0) {
     // No port (typically the job, a client): spawned is started, or the probe says ready.
     lo.portless = true;
   }
