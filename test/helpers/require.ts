@@ -38,6 +38,8 @@ export const NEED = {
   etcdctl: { program: 'etcdctl', pkg: 'etcd-client' },
   chromium: { program: 'chromium', pkg: 'chromium' },
   caddy: { program: 'caddy', pkg: 'caddy' },
+  distributed: { python: 'distributed', pkg: 'python3-distributed' },
+  daskScheduler: { program: 'dask-scheduler', pkg: 'python3-distributed' },
 } as const satisfies Record<string, Need>;
 
 /** The executable `name` on PATH (of `env`), or undefined. */
