@@ -87,7 +87,7 @@ const EXPECTED: Record<string, string[]> = {
     `bad-keys.yaml:32: service "f": missing "command: [node, server.js, --port, "{port}"]"`,
     `bad-keys.yaml:33: service "f": "ready: cmd:" needs a command, e.g. cmd:curl -sf http://127.0.0.1:{port}/health`,
     `bad-keys.yaml:38: service "g": "ready: tcp" cannot work with "handoff: fd": the inherited socket already listens, so a connect succeeds before the service runs; use ready: http://127.0.0.1:{port}/PATH or cmd:COMMAND`,
-    `bad-keys.yaml:39: service "g": port must be a TCP port 1-65535 or "none", found number 0`,
+    `bad-keys.yaml:39: service "g": port must be a TCP port 1-65535, "learn" (one the service chooses) or "none", found number 0`,
     `bad-keys.yaml:40: service "g": depends_on must be a mapping { SERVICE: started|ready|completed } or a list of services (= ready), found the text "engine"`,
     `bad-keys.yaml:41: service "bad name": invalid name; use letters, digits, "_" and "-", starting with a letter`,
     `bad-keys.yaml:43: service "h": has no settings; it needs at least "command: [node, server.js, --port, "{port}"]"`,

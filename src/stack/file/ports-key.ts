@@ -129,7 +129,7 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
   // { shared: true } alone: one port, as `shared` is (room for generations: keep).
   if (shared && items.length === 0) return { name, kind: 'shared', count: 1, ...(keep ? { keep: true as const } : {}) };
   if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') {
-    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
+    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
     return undefined;
   }
   const bv = y.deref(items[0]!.value as Node | null, at, label);
