@@ -919,7 +919,8 @@ def run(
     *,
     ready: Optional[str] = None,
     handoff: Optional[str] = None,
-    port: Optional[int] = None,
+    port: Union[int, str, None] = None,
+    learn: Optional[str] = None,
     range: Union[str, Mapping[str, int], None] = None,
     layout: Optional[str] = None,
     band: Optional[str] = None,
@@ -941,7 +942,9 @@ def run(
 ) -> Service:
     """``berth run -- COMMAND``: start one service on a leased port; return once it is ready.
 
-    ``{port}`` in the command is the port (also $PORT). The service's output goes to stdout
+    ``{port}`` in the command is the port (also $PORT); ``port="learn"`` (with ``learn=REGEX``
+    to pick one of several listeners by the line that names it): the service chooses its port
+    itself (binds port 0), berth learns and leases it, and ``Service.port`` is it. The service's output goes to stdout
     and stderr (default sys.stdout / sys.stderr). Raises the BerthError subclass of berth's
     exit code (69 no port, 70 failed before ready, 75 not ready in time), with the
     diagnostics folder and the service's last stderr lines.
@@ -956,6 +959,7 @@ def run(
     ready_path = ready_file or os.path.join(own_dir, "ready.json")
     flags = _flags(
         port=port,
+        learn=learn,
         range=range,
         layout=layout,
         band=band,

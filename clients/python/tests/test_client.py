@@ -221,6 +221,28 @@ class RunTest(unittest.TestCase):
         self.assertEqual(wait_dead([pid], 1), [])
         self.assertEqual(svc.returncode, 128 + signal.SIGTERM)
 
+    def test_learned_port(self) -> None:
+        # issue 28: http.server 0 chooses its port; berth learns and leases it.
+        with berth.run([PY, "-m", "http.server", "0", "--bind", "127.0.0.1"], port="learn", ready="http://127.0.0.1:{port}/", ready_timeout=30, stderr=io.StringIO()) as svc:
+            self.assertGreater(svc.port, 0)
+            with urllib.request.urlopen(svc.url + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
+            self.assertIn(svc.port, [row["port"] for row in leases()])
+        with self.assertRaises(berth.UsageError):
+            berth.run([PY, "-m", "http.server", "{port}"], port="learn", stderr=io.StringIO())
+
+    def test_stack_learned_ports(self) -> None:
+        tmp = tempfile.mkdtemp(prefix="berth-py-learn-")
+        stack = os.path.join(tmp, "stack.yaml")
+        with open(stack, "w", encoding="utf-8") as f:
+            f.write(f"services:\n  web:\n    port: learn\n    command: [{PY}, -m, http.server, '0', --bind, 127.0.0.1]\n    ready: http://127.0.0.1:{{port}}/\n")
+        with berth.up(stack, run_dir=os.path.join(tmp, "run"), on_status=lambda line: None) as st:
+            port = st.port("web")
+            self.assertEqual(st.url("web"), f"http://127.0.0.1:{port}")
+            self.assertEqual(st.ports("web"), {"port": port})
+            with urllib.request.urlopen(st.url("web") + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
+
     def test_fd_handoff(self) -> None:
         code = "import http.server as h, socket\ns = h.HTTPServer(('', 0), h.SimpleHTTPRequestHandler, False)\ns.socket = socket.socket(fileno=3)\ns.serve_forever()"
         with berth.run([PY, "-c", code], handoff="fd", ready="http://127.0.0.1:{port}/", stderr=io.StringIO()) as svc:
