@@ -4,7 +4,9 @@
  * The service prints process.hrtime (CLOCK_MONOTONIC, shared by every process on the host)
  * from its listen callback; this process takes the same clock when the ready line (berth's
  * stderr) or the loop's "READY" arrives. Each sample's service waits a random 100-600 ms
- * before listening, so neither side profits from a lucky phase.
+ * before listening, so neither side profits from a lucky phase. Without a probe, side by side:
+ * a port berth assigned (the ownership poll) and one the service chose itself (port 0), which
+ * berth learns from the tree's listeners (issue 28: within 20 ms of listen(), as assigned ones).
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
@@ -57,10 +59,23 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function benchReadyLatency(): Promise<{ berthMedianMs: number; curlLoopMedianMs: number; samples: number }> {
+export interface ReadyLatency {
+  berthMedianMs: number;
+  curlLoopMedianMs: number;
+  /** No probe: a port berth assigned (ownership is readiness), and a port the service chose (port 0) that berth learned. */
+  assignedMedianMs: number;
+  learnedMedianMs: number;
+  samples: number;
+}
+
+export async function benchReadyLatency(): Promise<ReadyLatency> {
   const berth: number[] = [];
   const curl: number[] = [];
+  const assigned: number[] = [];
+  const learned: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
+    assigned.push(await sample([process.execPath, BERTH, 'run', '--', process.execPath, SERVICE, '--stamp', '--host', '127.0.0.1', '--delay', delay(), '--exit-after', '300'], / ready on /));
+    learned.push(await sample([process.execPath, BERTH, 'run', '--port', 'learn', '--', process.execPath, SERVICE, '--stamp', '--host', '127.0.0.1', '--port', '0', '--delay', delay(), '--exit-after', '300'], / ready on /));
     berth.push(
       await sample(
         [process.execPath, BERTH, 'run', '--ready', 'http://127.0.0.1:{port}/', '--', process.execPath, SERVICE, '--stamp', '--host', '127.0.0.1', '--delay', delay(), '--exit-after-served', '20'],
@@ -74,7 +89,7 @@ echo READY
 wait`;
     curl.push(await sample(['bash', '-c', script], /READY/));
   }
-  return { berthMedianMs: median(berth), curlLoopMedianMs: median(curl), samples: SAMPLES };
+  return { berthMedianMs: median(berth), curlLoopMedianMs: median(curl), assignedMedianMs: median(assigned), learnedMedianMs: median(learned), samples: SAMPLES };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) {
