@@ -78,12 +78,12 @@ export async function benchReadyLatency(): Promise<ReadyLatency> {
     learned.push(await sample([process.execPath, BERTH, 'run', '--port', 'learn', '--', process.execPath, SERVICE, '--stamp', '--host', '127.0.0.1', '--port', '0', '--delay', delay(), '--exit-after', '300'], / ready on /));
     berth.push(
       await sample(
-        [process.execPath, BERTH, 'run', '--ready', 'http://127.0.0.1:{port}/', '--', process.execPath, SERVICE, '--stamp', '--host', '127.0.0.1', '--delay', delay(), '--exit-after-served', '20'],
+        [process.execPath, BERTH, 'run', '--ready', 'http://127.0.0.1:{port}/', '--', process.execPath, SERVICE, '--stamp', '--host', '127.0.0.1', '--delay', delay(), '--exit-after-served', '300'],
         / ready on /,
       ),
     );
     const port = await freePort();
-    const script = `${JSON.stringify(process.execPath)} ${JSON.stringify(SERVICE)} --stamp --host 127.0.0.1 --port ${port} --delay ${delay()} --exit-after-served 20 &
+    const script = `${JSON.stringify(process.execPath)} ${JSON.stringify(SERVICE)} --stamp --host 127.0.0.1 --port ${port} --delay ${delay()} --exit-after-served 300 &
 until curl -sf -o /dev/null http://127.0.0.1:${port}/; do sleep 0.5; done
 echo READY
 wait`;
