@@ -2,6 +2,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
 import { portsStillHeld, survivorsOf, survivorText } from './generation-gone.js';
 import { endAbandoned, firstLine, type Replica, type Service } from './replica.js';
+import { orphanLines } from './orphans.js';
 import { reserveNextShared } from './reserve-ports.js';
 import type { StackRun } from './stack-run.js';
 
@@ -56,7 +57,7 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
   } catch (e) {
     if (!st.ending) {
       const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
-      problem = { rep: svc.replicas[0]!, exitCode: err.exitCode, reason: `generation ${g + 1}: no shared port: ${err.message}` };
+      problem = { rep: svc.replicas[0]!, exitCode: err.exitCode, reason: `generation ${g + 1}: no shared port: ${err.message}${err.exitCode === EXIT.UNAVAILABLE ? orphanLines(err, st.procRoot) : ''}` };
     }
   }
   await Promise.all(exits);

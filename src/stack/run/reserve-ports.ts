@@ -10,6 +10,7 @@ import { firstLine, type Replica, type Service } from './replica.js';
 import { replicaSource } from '../file/sources.js';
 import type { StackRun } from './stack-run.js';
 import { reachableHost } from '../file/placeholders.js';
+import { orphanLines } from './orphans.js';
 import { releasePorts, releaseShared } from './release.js';
 
 /*
@@ -67,7 +68,7 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
     const rep = failing ?? owner?.rep ?? wanting[0] ?? reps[0]!;
     const what = owner && owner.rep.svc.spec.portsDeclared ? `port "${owner.entry}": ` : '';
     st.update(rep, { state: 'failed', code: err.exitCode, detail: `${what}${firstLine(err.message)}` });
-    st.failStack(rep, err.exitCode, `no port: ${what}${err.message}`);
+    st.failStack(rep, err.exitCode, `no port: ${what}${err.message}${err.exitCode === EXIT.UNAVAILABLE ? orphanLines(err, st.procRoot) : ''}`);
     return false;
   }
   // The requests' order: per replica, its service's shared ports (replica 0) then its own set.
