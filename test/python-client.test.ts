@@ -43,6 +43,8 @@ test('python client: unittest suite against the CLI', async (t) => {
     'test_nul_in_a_name_is_a_usage_error', 'test_ready_endpoints_and_ordered_stop', 'test_up_from_a_thread_outlives_the_thread',
     // issue 28: learned ports
     'test_learned_port', 'test_stack_learned_ports',
+    // issue 29: generations through on_status
+    'test_generations_reported_through_on_status',
   ]) {
     assert.match(r.stderr, new RegExp(`${name} .* \\.\\.\\. ok`), `${name} ran and passed`);
   }

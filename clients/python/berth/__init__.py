@@ -692,6 +692,12 @@ class Stack:
             return {}
         return dict(rec)
 
+    def generation(self, service: str) -> int:
+        """The generation a job of many ranks restarted as a group (restart: on-failure) is in,
+        from 0, as endpoints.json says now (re-read); 0 for any other service."""
+        self.refresh()
+        return max((int(r.get("generation", 0)) for r in self.replicas(service)), default=0)
+
     def refresh(self) -> Dict[str, Any]:
         """Re-read endpoints.json (berth rewrites it on every state change)."""
         try:

@@ -203,6 +203,22 @@ class StackTest(unittest.TestCase):
         self.assertEqual(wait_dead(where["services"] + [where["berth"]], 1), [], "nothing left running after Ctrl-C")
 
 
+class GenerationTest(unittest.TestCase):
+    def test_generations_reported_through_on_status(self) -> None:
+        # issue 29: a job restarted as a group says so through on_status, and the stack knows its generation.
+        tmp = tempfile.mkdtemp(prefix="berth-py-gen-")
+        status: List[str] = []
+        out = io.StringIO()
+        with berth.up(FIXTURES / "generations.yaml", run_dir=os.path.join(tmp, "run"), on_status=status.append, stdout=out) as stack:
+            code = stack.wait(timeout=120)
+        self.assertEqual(code, 0, "\n".join(status))
+        text = "\n".join(status)
+        self.assertRegex(text, r"trainer: generation 0 ends: trainer/1 exited with status 3; stopping every rank, then generation 1 of 3")
+        self.assertRegex(text, r"trainer/\d pending .*generation 1 of 3")
+        self.assertEqual(stack.generation("trainer"), 1)
+        self.assertIn("rank 1 generation 1 done", out.getvalue())
+
+
 class RunTest(unittest.TestCase):
     def test_service_ready_and_stop(self) -> None:
         out = io.StringIO()
