@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases,foreign] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases,foreign,generations] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -32,6 +32,18 @@ import { benchSetAlloc } from './set-alloc.js';
 import { benchBusyHost } from './busy-host.js';
 import { benchLeaseDomain } from './lease-domain.js';
 import { benchForeignAudit } from './foreign-audit.js';
+import { benchGenerations } from './generations.js';
+
+async function benchGenerationsSection(): Promise<Section> {
+  const r = await benchGenerations();
+  const target = r.stopGraceMs + 1_000;
+  const body = [
+    table(['from a rank\'s failure to every rank of the next generation started', 'ms'], [['median of ' + r.samples.length + ' runs', fmt(r.medianMs, 0)], ['every run', r.samples.join(', ')], ['target (stop_grace + 1 s)', String(target)]]),
+    '',
+    `bench/generations.ts: 3 ranks on one host, \`stop_grace: ${r.stopGraceMs}ms\`, rank 2 exits 3 in generation 0, the others end on SIGTERM at once; both times from berth's own events.jsonl (the failing rank's line, the last \`starting\` of generation 1). In between: a fresh shared port leased, every rank stopped, the old generation proven gone (no process, no socket on the job's ports), the next started.`,
+  ].join('\n');
+  return { title: '17. A job restarted as a group: failure to next generation', body, summary: [{ what: 'rank failure → next generation started (one host)', measured: `${fmt(r.medianMs, 0)} ms`, target: `≤ ${target} ms`, verdict: r.medianMs <= target ? 'met' : 'missed' }] };
+}
 
 interface Bench {
   key: string;
@@ -102,6 +114,7 @@ const BENCHES: Bench[] = [
   { key: 'busy', title: '14. A busy host: filtered socket reads and `berth port`', needsNetns: true, run: benchBusyHost },
   { key: 'leases', title: '15. Leases: kernel names vs the file store', needsNetns: true, run: benchLeaseDomain },
   { key: 'foreign', title: '16. The foreign-listener check: its cost', needsNetns: true, run: benchForeignAudit },
+  { key: 'generations', title: '17. A job restarted as a group: failure to next generation', needsNetns: true, run: benchGenerationsSection },
 ];
 
 /** Issue 23's goals, each from the section that measured it in this run. */
