@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { AssignedPorts } from '../allocate/port-set.js';
@@ -39,6 +39,8 @@ export interface NodeReplica {
   ports?: AssignedPorts[];
   /** Exit status once exited or failed. */
   code?: number | null;
+  /** A rank of a job restarted as a group: its generation. */
+  generation?: number;
 }
 
 /** The node file an agent keeps in the run directory. */
@@ -48,6 +50,8 @@ export interface NodeFile {
   pid: number;
   state: NodeState;
   updated: string;
+  /** The generation of a job restarted as a group across nodes this agent runs (absent: 0). */
+  generation?: number;
   /** Once ready: each service's replicas on this node. */
   services: Record<string, NodeEndpoint[]>;
   /** Every replica of the node with its state, kept current while the agent runs. */
@@ -108,6 +112,19 @@ export function readCoordinatorFile(runDir: string): CoordinatorFile | undefined
 
 export function writeNodeFile(runDir: string, f: NodeFile): void {
   writeFileAtomic(nodeFilePath(runDir, f.node), JSON.stringify(f, null, 2) + '\n', 0o600);
+}
+
+/**
+ * A job's generation is over on every node: its node file becomes nodes/<node>.g<N>.json,
+ * kept as evidence, and nothing reads its ports as the next generation's.
+ */
+export function archiveNodeFile(runDir: string, node: string, generation: number): void {
+  const path = nodeFilePath(runDir, node);
+  try {
+    renameSync(path, path.replace(/\.json$/, `.g${generation}.json`));
+  } catch {
+    // no node file (the agent never wrote one): nothing to keep
+  }
 }
 
 /** The node file, or undefined while it does not exist (yet) or cannot be parsed. */

@@ -346,10 +346,8 @@ export class CrossCheck {
     for (const d of this.drafts) {
       if (!d.spec.job) continue;
       const label = `service "${d.spec.name}"`;
-      // A job of many ranks with restart: on-failure restarts as a group (run/generation.ts):
-      // a rank restarted alone could not rejoin the others, so none ever is. Across nodes
-      // the agents cannot restart their ranks as one group yet.
-      if (d.spec.nodes !== undefined && d.spec.restart.policy === 'on-failure') this.add(d.replicasLine, `${label}: a job with nodes: cannot restart its ranks as a group yet (only on one host); remove "restart: on-failure" or run the ranks on one host with replicas:`);
+      // A job of many ranks with restart: on-failure restarts as a group (run/generation.ts; across
+      // nodes multi-node/node-generation.ts): a rank restarted alone could not rejoin the others.
       if (first) this.add(d.jobLine, `${label}: only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
       else first = d;
     }

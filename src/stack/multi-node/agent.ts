@@ -9,6 +9,7 @@ import { rankOf } from '../file/ranks.js';
 import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../record/endpoints.js';
 import type { StackSpec } from '../file/spec.js';
 import { waitForLocal } from './local-deps.js';
+import { agentGeneration } from './node-generation.js';
 import { prefixLines } from './prefix-lines.js';
 import { agentServices, graphNodes } from './plan.js';
 import { leasedPeers, namesItself, waitForPeers } from './peer-wait.js';
@@ -53,7 +54,9 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const jobs = new Set(services.filter((s) => s.job).map((s) => s.name));
   const isRankFailure = rankFailureCheck(jobs);
   const local = spec.services.filter((s) => s.nodes === undefined && services.some((x) => x.dependsOn.some((d) => d.service === s.name)));
-  const file: NodeFile = { node, pid: process.pid, state: 'starting', updated: new Date().toISOString(), services: {} };
+  // A job restarted as a group across nodes: berth up starts one agents step per generation.
+  const generation = agentGeneration(env);
+  const file: NodeFile = { node, pid: process.pid, state: 'starting', updated: new Date().toISOString(), services: {}, ...(generation !== undefined ? { generation } : {}) };
   const publish = (patch: Partial<NodeFile> = {}) => {
     Object.assign(file, patch, { updated: new Date().toISOString() });
     writeNodeFile(o.runDir, file);
@@ -68,7 +71,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const replicas = (): NodeReplica[] =>
     (handle?.endpoints().replicas ?? []).map((r) => {
       const code = codes.get(`${r.service}/${r.replica}`);
-      return { service: r.service, replica: r.replica, state: r.state, host: r.host, port: r.port, pid: r.pid, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}), ...(code !== undefined ? { code } : {}) };
+      return { service: r.service, replica: r.replica, state: r.state, host: r.host, port: r.port, pid: r.pid, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}), ...(code !== undefined ? { code } : {}), ...(r.generation !== undefined ? { generation: r.generation } : {}) };
     });
   const publishSoon = () => {
     if (ended) return;
@@ -101,7 +104,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
     // makes srun abort the whole step and kill the other agents before they stop and write
     // their final node file (agents-step.ts). So every agent exits only after EOF.
   };
-  const shared = new SharedWait(spec, services, slurm.nodeList, index, o.runDir);
+  const shared = new SharedWait(spec, services, slurm.nodeList, index, o.runDir, generation ?? 0);
   const hostOf = new Map(services.map((s) => [s.name, s.host]));
   // Services that name themselves start once every node's replicas are known (peer-wait.ts).
   const peerServices = services.filter(namesItself);
@@ -124,6 +127,8 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
         stderr: err,
         follow: o.follow === true,
         topology: { node, nodeIndex: index, nodes: slurm.nodeList },
+        // Always given: an agent's ranks never restart on their own (berth up decides, for every node).
+        generation: generation ?? 0,
         ...(sharedPorts ? { shared: sharedPorts } : {}),
         ...(peerServices.length > 0 ? { peerServices: peerServices.map((s) => s.name) } : {}),
         onReserved: (doc) => {

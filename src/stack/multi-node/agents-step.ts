@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { agentStepArgv } from '../../slurm/agents.js';
@@ -50,6 +50,15 @@ export class AgentsStep {
     private readonly keepLines = false,
   ) {
     this.log = join(runDir, 'agents.log');
+  }
+
+  /** A later step (a job's next generation): the log's earlier lines are an earlier step's, not read again. */
+  skipLogSoFar(): void {
+    try {
+      this.offset = statSync(this.log).size;
+    } catch {
+      this.offset = 0;
+    }
   }
 
   start(): void {

@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { nodeRunDir, readNodeFile, writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
+import { writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { requireSlurmProgram } from '../../slurm/programs.js';
@@ -15,9 +14,12 @@ import type { StackSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
+import { firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
+import { AGENT_GENERATION_ENV, archiveGeneration, freshSharedPorts, holdOldPorts, nextGenerationOf, readNodeFiles } from './node-generation.js';
+import type { Reservation } from '../../allocate/types.js';
 import { makeCoordinatorRunDir, type MultiNodeOptions } from './coordinator-options.js';
 import { NodeMirror } from './node-mirror.js';
-import { endpointOnNode, externalEndpoints, graphNodes, onNode, serviceNodes, type NodePlan } from './plan.js';
+import { endpointOnNode, externalEndpoints, graphNodes, onNode, type NodePlan } from './plan.js';
 
 /*
  * berth up of a multi-node stack, on the allocation's first node (see index.ts):
@@ -35,12 +37,6 @@ const POLL_MS = 100;
 const AGENT_START_TIMEOUT_MS = 120_000;
 /** A line of an agent's status display ("[n2] 12:00:01.234 engine/0 ready …"): mirrored already, not followed. */
 const STATUS_LINE = /^\[[^\]]*\] \d\d:\d\d:\d\d\.\d{3} /;
-
-/** The node that failed first: the earliest failing job rank, else the node file that said failed first. */
-function firstFailure(files: ReadonlyMap<string, NodeFile>): NodeFile | undefined {
-  const at = (f: NodeFile) => f.rankFailure?.t ?? f.updated;
-  return [...files.values()].filter((f) => f.rankFailure || f.state === 'failed').sort((a, b) => at(a).localeCompare(at(b)))[0];
-}
 
 export function runMultiNodeStack(spec: StackSpec, plan: NodePlan, o: MultiNodeOptions): StackHandle {
   return new MultiNodeStack(spec, plan, o).handle;
@@ -62,7 +58,7 @@ class MultiNodeStack {
   private stopping: { signal?: NodeJS.Signals; force: boolean } | undefined;
   private agentsStopAsked = false;
   /** `gone`: its agent ended unasked (srun said so): its replicas are recorded as failed. */
-  private nodeFailure: { node: string; file: NodeFile | undefined; why: string; gone?: boolean } | undefined;
+  private nodeFailure: NodeFailure | undefined;
   private wake: (() => void) | undefined;
   private localReady = false;
   private localDone: StackResult | undefined;
@@ -75,6 +71,12 @@ class MultiNodeStack {
   private readonly t0 = performance.now();
   /** Nodes that run a rank of a `nodes:` job: once every one is done, so is the stack. */
   private readonly jobNodes: string[];
+  /** The generation of a `nodes:` job restarted as a group (node-generation.ts). */
+  private generation = 0;
+  /** The last generation's fresh shared ports, leased here until the next generation has its own. */
+  private oldShared: Reservation[] = [];
+  private agentArgv: string[] = [];
+  private agentsStartedAt = performance.now();
 
   constructor(
     readonly spec: StackSpec,
@@ -189,11 +191,7 @@ class MultiNodeStack {
 
   /** Node files now; records the first failed node (or agents that ended unasked) in nodeFailure. */
   private readNodes(): Map<string, NodeFile> {
-    const files = new Map<string, NodeFile>();
-    for (const node of this.plan.agentNodes) {
-      const f = readNodeFile(this.runDir, node);
-      if (f) files.set(node, f);
-    }
+    const files = this.readNodesQuiet();
     if (!this.nodeFailure) {
       const failed = firstFailure(files);
       if (failed) this.nodeFailure = { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
@@ -223,34 +221,7 @@ class MultiNodeStack {
   }
 
   private nodeFailureResult(): StackResult {
-    const nf = this.nodeFailure!;
-    const f = nf.file?.failure;
-    const rf = nf.file?.rankFailure;
-    if (rf) {
-      // A job's rank: its status is the stack's, named with its global rank and its node.
-      const spec = this.plan.nodeServices.find((s) => s.name === rf.service);
-      const world = spec && typeof spec.replicas === 'number' ? spec.replicas * serviceNodes(spec.nodes!, this.plan.nodes).length : undefined;
-      const logs = join(nodeRunDir(this.runDir, nf.node), 'logs', `${rf.service}-${rf.replica}`);
-      const same = f && f.service === rf.service && f.replica === rf.replica;
-      return this.failedResult({
-        service: rf.service,
-        replica: rf.replica,
-        exitCode: rf.status,
-        reason: `on node ${nf.node}: rank ${rf.rank}${world !== undefined ? ` of ${world}` : ''} exited with status ${rf.status}; every other rank, on every node, was stopped`,
-        logs: { out: `${logs}.out`, err: `${logs}.err` },
-        ...(same && f.diagnostics ? { diagnostics: f.diagnostics } : {}),
-      });
-    }
-    const failure: StackFailure = {
-      service: f?.service ?? '(agent)',
-      replica: f?.replica ?? 0,
-      // A failed node is never a success: an agent that stopped on srun's end says 0.
-      exitCode: f?.exitCode || nf.file?.exitCode || EXIT.SOFTWARE,
-      reason: `on node ${nf.node}: ${nf.why}`,
-      logs: f?.logs ?? { out: join(this.runDir, 'agents.log'), err: join(this.runDir, 'agents.log') },
-      ...(f?.diagnostics ? { diagnostics: f.diagnostics } : {}),
-    };
-    return this.failedResult(failure);
+    return nodeFailureResult(this.plan, this.runDir, this.nodeFailure!);
   }
 
   /** The stack is ready once every node is and the services here are. */
@@ -273,9 +244,8 @@ class MultiNodeStack {
     this.mirrorer = new NodeMirror(this.plan.agentNodes, this.addresses, (u) => this.record(u), (service, shared) => this.recordShared(service, shared));
     writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
     const { stackFile, berth: b, onMessage: _m, pollMs: _p, ...ro } = this.o;
-    const agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];
-    this.step = new AgentsStep(this.runDir, this.plan.agentNodes, agentArgv, this.o.env ?? process.env, () => this.wake?.(), this.o.follow === true);
-    this.step.start();
+    this.agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];
+    this.startAgents();
     if (this.plan.local.services.length > 0) {
       this.local = runStack(this.plan.local, {
         ...ro,
@@ -323,9 +293,10 @@ class MultiNodeStack {
           this.msg(`berth: node ${node} ready: ${list.join(', ') || 'no ports'}`);
         }
       }
-      if (!this.nodeFailure && performance.now() - this.t0 > AGENT_START_TIMEOUT_MS) {
+      if (this.oldShared.length > 0 && this.allNodesReady) await this.giveBackOldShared();
+      if (!this.nodeFailure && performance.now() - this.agentsStartedAt > AGENT_START_TIMEOUT_MS) {
         const missing = this.plan.agentNodes.find((n) => !files.has(n));
-        if (missing) this.nodeFailure = { node: missing, file: undefined, why: `its agent did not start within ${AGENT_START_TIMEOUT_MS / 1000}s (see ${this.step.log}; squeue -s shows the step)` };
+        if (missing) this.nodeFailure = { node: missing, file: undefined, why: `its agent did not start within ${AGENT_START_TIMEOUT_MS / 1000}s (see ${this.step?.log}; squeue -s shows the step)` };
       }
       if (!this.allNodesReady && !this.nodeFailure && this.plan.agentNodes.every((n) => ['ready', 'done'].includes(files.get(n)?.state ?? ''))) {
         this.allNodesReady = true;
@@ -335,12 +306,14 @@ class MultiNodeStack {
         for (const s of this.plan.nodeServices) this.local?.setExternal(s.name, external.get(s.name) ?? []);
       }
       if (this.allDone(files)) jobDone = true;
+      if (this.nodeFailure && !this.localDone && !this.stopping && (await this.nextGeneration(files))) continue;
       if (this.nodeFailure || this.localDone || jobDone || (this.stopping && !this.local)) break;
       await this.sleep((this.o.pollMs ?? POLL_MS) * (this.allNodesReady ? 2 : 1));
     }
     if (this.local && !this.localDone) void this.local.stop();
     const localResult = await this.local?.done;
     await this.stopAgents();
+    await this.giveBackOldShared();
     this.follow();
     if (this.nodeFailure?.file?.rankFailure) {
       // Ranks on several nodes may have failed at about the same time: the first of all is the one.
@@ -354,6 +327,49 @@ class MultiNodeStack {
     }
     if (localResult) return localResult;
     return this.stoppedResult();
+  }
+
+  /** One agents step: this generation of the job (BERTH_AGENT_GENERATION), the log read from where it stands. */
+  private startAgents(): void {
+    const env = { ...(this.o.env ?? process.env), ...(this.generation > 0 ? { [AGENT_GENERATION_ENV]: String(this.generation) } : {}) };
+    this.step = new AgentsStep(this.runDir, this.plan.agentNodes, this.agentArgv, env, () => this.wake?.(), this.o.follow === true);
+    if (this.generation > 0) this.step.skipLogSoFar();
+    this.agentsStartedAt = performance.now();
+    this.agentsStopAsked = false;
+    this.step.start();
+  }
+
+  /** A `nodes:` job's rank failed: every node's next generation (node-generation.ts), or false: the stack ends. */
+  private async nextGeneration(files: ReadonlyMap<string, NodeFile>): Promise<boolean> {
+    const nf = this.nodeFailure!;
+    const rf = nf.file?.rankFailure;
+    const job = nextGenerationOf(this.plan.nodeServices, rf, this.generation);
+    if (!job || !rf || nf.gone) return false;
+    const g = this.generation;
+    this.msg(`berth: ${job.name}: generation ${g} ends: rank ${rf.rank} on node ${nf.node} exited with status ${rf.status}; stopping every rank on every node, then generation ${g + 1} of ${job.restart.limit + 1}`);
+    const fresh = freshSharedPorts(job, files, this.plan.nodes[0]!);
+    await this.stopAgents();
+    if (this.stopping) return false;
+    // The old generation's agents are gone, and their leases with them: its shared ports are held here.
+    this.oldShared = await holdOldPorts(fresh, `${this.spec.file}:${job.name}/generation ${g}`);
+    this.mirrorer?.update(this.readNodesQuiet());
+    archiveGeneration(this.runDir, this.plan.agentNodes, g);
+    this.generation = g + 1;
+    this.nodeFailure = undefined;
+    this.allNodesReady = false;
+    this.announced.clear();
+    this.startAgents();
+    return true;
+  }
+
+  private readNodesQuiet(): Map<string, NodeFile> {
+    return readNodeFiles(this.runDir, this.plan.agentNodes);
+  }
+
+  private async giveBackOldShared(): Promise<void> {
+    const held = this.oldShared;
+    this.oldShared = [];
+    await Promise.all(held.map((r) => r.release()));
   }
 
   private stoppedResult(): StackResult {

@@ -42,7 +42,7 @@ export class NodeMirror {
       }
       for (const r of f?.replicas ?? []) {
         const key = `${node}\0${r.service}\0${r.replica}`;
-        const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}`;
+        const sig = `${r.state}\0${r.pid}\0${r.port}\0${r.host}\0${r.generation ?? ''}`;
         if (this.seen.get(key) === sig) continue;
         this.seen.set(key, sig);
         let mine = this.states.get(node);
@@ -57,6 +57,7 @@ export class NodeMirror {
           ...(r.port !== null ? { port: r.port } : {}),
           ...(r.pid !== null ? { pid: r.pid } : {}),
           ...(r.ports ? { ports: r.ports } : {}),
+          ...(r.generation !== undefined ? { generation: r.generation } : {}),
           ...(r.code !== undefined && (r.state === 'exited' || r.state === 'failed') ? { code: r.code } : {}),
         });
       }
@@ -80,8 +81,10 @@ export class NodeMirror {
   private shared(files: ReadonlyMap<string, NodeFile>): void {
     for (const [node, f] of files) {
       for (const [service, s] of Object.entries(f.shared ?? {})) {
-        if (this.sharedSeen.has(service)) continue;
-        this.sharedSeen.add(service);
+        // Each generation of a job has shared ports of its own.
+        const key = `${service}\0${f.generation ?? 0}`;
+        if (this.sharedSeen.has(key)) continue;
+        this.sharedSeen.add(key);
         this.recordShared(service, { host: reachAt(s.host, node, this.addresses), ports: s.ports });
       }
     }

@@ -22,6 +22,8 @@ export class SharedWait {
     nodes: readonly string[],
     index: number,
     private readonly runDir: string,
+    /** Only a node file of this generation counts: an earlier generation's names its old ports. */
+    private readonly generation = 0,
   ) {
     void spec;
     for (const s of services) {
@@ -42,7 +44,8 @@ export class SharedWait {
       const coord = readCoordinatorFile(this.runDir);
       for (const [service, node] of this.elsewhere) {
         if (out.has(service) || !coord) continue;
-        const got = readNodeFile(this.runDir, node)?.shared?.[service];
+        const file = readNodeFile(this.runDir, node);
+        const got = (file?.generation ?? 0) === this.generation ? file?.shared?.[service] : undefined;
         if (got) out.set(service, { host: reachAt(got.host, node, new Map(Object.entries(coord.addresses))), ports: got.ports });
       }
       if (out.size === this.elsewhere.size) return out;

@@ -64,6 +64,8 @@ export interface RunDirOptions {
   stack: string;
   cwd?: string;
   now?: Date;
+  /** The directory holds this stack's earlier generation (an agent's, across nodes): go on in it. */
+  continues?: boolean;
 }
 
 /*
@@ -363,7 +365,7 @@ export function makeRunDir(opts: Omit<RunDirOptions, 'stack'>, previous: readonl
     mkdirPrivate(path, true);
     checkRunDir(path);
     const old = readdirSync(path).filter((n) => previous.includes(n));
-    if (old.length > 0) {
+    if (old.length > 0 && opts.continues !== true) {
       // 64, not 74: nothing failed to be written; the directory given is the wrong one.
       throw new BerthError(EXIT.USAGE, `run directory ${path} already holds a run (${old.join(', ')}); give a new --run-dir, or remove the old one`, { path });
     }

@@ -23,6 +23,8 @@ import type { StackRun } from './stack-run.js';
 
 /** Whether the job may have another generation (1 + restart_limit of them at most). */
 export function generationLeft(st: StackRun, svc: Service): boolean {
+  // An agent's stack is one generation: berth up on the first node decides on the next.
+  if (st.o.generation !== undefined) return false;
   return !st.ending && !svc.generationEnding && svc.generation < svc.spec.restart.limit;
 }
 

@@ -133,12 +133,13 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
 }
 
 /**
- * A job of many ranks on this host (replicas) with restart: on-failure: its
- * ranks restart together, as the next generation (generation.ts), never one alone.
+ * A job of many ranks (replicas on this host, or ranks on several nodes) with restart:
+ * on-failure: its ranks restart together, as the next generation (generation.ts; across
+ * nodes the coordinator's), never one alone.
  */
 export function restartsAsGroup(svc: Service): boolean {
   const s = svc.spec;
-  return s.job && s.restart.policy === 'on-failure' && svc.replicas.length > 1;
+  return s.job && s.restart.policy === 'on-failure' && (svc.replicas.length > 1 || s.nodes !== undefined);
 }
 
 /** The generation a replica's logs, diagnostics and records carry: only a rank of such a job has one. */

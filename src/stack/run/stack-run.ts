@@ -71,7 +71,7 @@ export class StackRun {
     }
     this.procRoot = o.procRoot ?? '/proc';
     this.topology = o.topology ?? localTopology(this.env);
-    this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) });
+    this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}), ...((o.generation ?? 0) > 0 ? { continues: true } : {}) });
     // Unix sockets under {dir} must fit sun_path in this run directory: refused before anything starts.
     const deep = socketPathProblems(spec, this.run.path);
     if (deep.length > 0) throw new BerthError(EXIT.USAGE, deep.join('\n'), { path: this.run.path });
@@ -92,7 +92,10 @@ export class StackRun {
     for (const [name, eps] of o.external ?? []) this.external.set(name, { endpoints: eps, statuses: eps.map(() => ({ state: 'ready' })) });
     this.services = spec.services.map((s) => makeService(s, this.console, o.follow === true, gpuPlans.get(s.name)));
     this.byName = new Map(this.services.map((s) => [s.spec.name, s]));
-    if (this.services.some(restartsAsGroup)) this.run.generation = 0;
+    if (this.services.some(restartsAsGroup)) {
+      this.run.generation = o.generation ?? 0;
+      for (const svc of this.services) if (restartsAsGroup(svc)) svc.generation = this.run.generation;
+    }
     // Callers that only await `done` must not crash on an unhandled rejection.
     this.whenReady.promise.catch(() => {});
   }

@@ -13,6 +13,13 @@ export type { SharedPorts, StackFailure, StackResult } from '../record/result.js
 export interface RunStackOptions {
   /** --run-dir; default ./berth-runs/<UTC timestamp> under `cwd`. */
   runDir?: string;
+  /**
+   * This stack is one generation of a job restarted as a group across nodes (an agent's):
+   * its ranks start as this generation and never restart on their own: berth up on the first
+   * node decides (coordinator.ts). Above 0 the run directory is the earlier generations',
+   * continued (logs and diagnostics per generation, side by side; events.jsonl appended).
+   */
+  generation?: number;
   /** Base of the default run directory (default process.cwd()). */
   cwd?: string;
   /** Stream every service's output, prefixed "service/replica | ", on stderr (`--follow`). */

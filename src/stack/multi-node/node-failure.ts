@@ -1,0 +1,59 @@
+import { join } from 'node:path';
+import { EXIT } from '../../errors.js';
+import { nodeRunDir, type NodeFile } from '../../slurm/agents.js';
+import type { StackFailure, StackResult } from '../run/orchestrate.js';
+import { serviceNodes, type NodePlan } from './plan.js';
+
+/*
+ * How a multi-node stack ends when a node failed: the first failing rank of all nodes, or
+ * the node whose agent failed or went away, as the stack's failure. Pure.
+ */
+
+/** A node that failed: its last node file and why. `gone`: its agent ended unasked (srun said so). */
+export interface NodeFailure {
+  node: string;
+  file: NodeFile | undefined;
+  why: string;
+  gone?: boolean;
+}
+
+/** The node that failed first: the earliest failing job rank, else the node file that said failed first. */
+export function firstFailure(files: ReadonlyMap<string, NodeFile>): NodeFile | undefined {
+  const at = (f: NodeFile) => f.rankFailure?.t ?? f.updated;
+  return [...files.values()].filter((f) => f.rankFailure || f.state === 'failed').sort((a, b) => at(a).localeCompare(at(b)))[0];
+}
+
+function failedResult(runDir: string, failure: StackFailure): StackResult {
+  return { exitCode: failure.exitCode, reason: 'failed', failure, runDir };
+}
+
+export function nodeFailureResult(plan: NodePlan, runDir: string, nf: NodeFailure): StackResult {
+  const f = nf.file?.failure;
+  const rf = nf.file?.rankFailure;
+  if (rf) {
+    // A job's rank: its status is the stack's, named with its global rank and its node.
+    const spec = plan.nodeServices.find((s) => s.name === rf.service);
+    const world = spec && typeof spec.replicas === 'number' ? spec.replicas * serviceNodes(spec.nodes!, plan.nodes).length : undefined;
+    const logs = join(nodeRunDir(runDir, nf.node), 'logs', `${rf.service}-${rf.replica}`);
+    const same = f && f.service === rf.service && f.replica === rf.replica;
+    return failedResult(runDir, {
+      service: rf.service,
+      replica: rf.replica,
+      exitCode: rf.status,
+      reason: `on node ${nf.node}: rank ${rf.rank}${world !== undefined ? ` of ${world}` : ''} exited with status ${rf.status}; every other rank, on every node, was stopped`,
+      logs: { out: `${logs}.out`, err: `${logs}.err` },
+      ...(same && f.diagnostics ? { diagnostics: f.diagnostics } : {}),
+    });
+  }
+  const failure: StackFailure = {
+    service: f?.service ?? '(agent)',
+    replica: f?.replica ?? 0,
+    // A failed node is never a success: an agent that stopped on srun's end says 0.
+    exitCode: f?.exitCode || nf.file?.exitCode || EXIT.SOFTWARE,
+    reason: `on node ${nf.node}: ${nf.why}`,
+    logs: f?.logs ?? { out: join(runDir, 'agents.log'), err: join(runDir, 'agents.log') },
+    ...(f?.diagnostics ? { diagnostics: f.diagnostics } : {}),
+  };
+  return failedResult(runDir, failure);
+}
+
