@@ -5,12 +5,16 @@
  * events.jsonl, which berth stamps itself: the failing rank's `failed`/`exited` line of
  * generation 0, and the last `starting` line of generation 1. The target is stop_grace + 1 s;
  * the median of RUNS runs is reported. Each run in a fresh network namespace when possible.
+ * Across nodes, on the test Slurm cluster (3 nodes, one rank each, stop_grace 2s): from the
+ * failing rank's exit on n2 (its agent's events.jsonl) to the last generation-1 rank started
+ * on any node; target stop_grace + 2 s.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { netnsArgv, netnsUnavailable } from '../test/helpers/netns.js';
+import { sbatch, startCluster, stopCluster } from '../test/helpers/slurm.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const BERTH = process.env.BERTH_BENCH_BIN ?? join(ROOT, 'dist/berth.js');
@@ -63,4 +67,32 @@ export async function benchGenerations(): Promise<{ medianMs: number; samples: n
   return { medianMs: sorted[sorted.length >> 1]!, samples, stopGraceMs: STOP_GRACE_MS };
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) console.log(JSON.stringify(await benchGenerations()));
+type Ev = { t: string; replica: number; state: string; generation?: number };
+const eventsOf = (file: string): Ev[] => readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Ev);
+
+/** undefined when the test Slurm cluster cannot start here (not root, no Slurm). */
+export async function benchGenerationsNodes(): Promise<{ medianMs: number; samples: number[]; stopGraceMs: number } | { why: string }> {
+  const why = startCluster();
+  if (why !== undefined) return { why };
+  try {
+    const stack = join(ROOT, 'test/fixtures/slurm/rank-job-restart.yaml');
+    const samples: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const state = mkdtempSync(join(tmpdir(), 'berth-bench-gen-state-'));
+      const r = await sbatch(`"${process.execPath}" "${BERTH}" up ${stack} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: state, FAIL_RANK: '1', FAIL_GENERATION: '0' }, timeoutMs: 120_000 });
+      rmSync(state, { recursive: true, force: true });
+      if (r.code !== 0) throw new Error(`generation bench across nodes: exit ${r.code}: ${r.err.slice(-600)}`);
+      const failed = eventsOf(join(r.dir, 'run/nodes/n2/events.jsonl')).find((e) => (e.generation ?? 0) === 0 && (e.state === 'exited' || e.state === 'failed'));
+      const started = ['n1', 'n2', 'n3'].map((n) => eventsOf(join(r.dir, `run/nodes/${n}/events.jsonl`)).find((e) => e.generation === 1 && e.state === 'starting'));
+      if (!failed || started.some((e) => e === undefined)) throw new Error('generation bench across nodes: a generation-1 rank did not start');
+      samples.push(Math.max(...started.map((e) => Date.parse(e!.t))) - Date.parse(failed.t));
+      rmSync(r.dir, { recursive: true, force: true });
+    }
+    const sorted = [...samples].sort((a, b) => a - b);
+    return { medianMs: sorted[sorted.length >> 1]!, samples, stopGraceMs: STOP_GRACE_MS };
+  } finally {
+    stopCluster();
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === resolve(import.meta.filename)) console.log(JSON.stringify({ oneHost: await benchGenerations(), nodes: await benchGenerationsNodes() }));
