@@ -10,7 +10,7 @@ import { substitute } from './spawn-plan.js';
 import { learnDeadlineText } from './learn-phase.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
-import { followDaemon, startAudit } from './supervise.js';
+import { followDaemon, onChildExit, startAudit } from './supervise.js';
 import { readListenSnapshot, treeListeners } from './tree-listeners.js';
 import type { ReadyInfo } from './types.js';
 
@@ -73,12 +73,20 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
     if (left <= 0) return false; // the deadline timer reports it
     const full = s.o.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
     const budget = Math.max(1, Math.min(full, left));
+    s.probing = true;
     const r = await attempt(budget);
+    s.probing = false;
     s.probe.attempts++;
     // An attempt cut short by the deadline says nothing about the service: keep the one before.
     if (r.ok || !r.timedOut || budget === full || s.probe.last === undefined) s.probe.last = { ...r, host };
     if (s.settled) return false;
     if (r.ok) return true;
+    if (s.exitedWhileProbing) {
+      // It exited while berth asked, and did not answer: the exit is the verdict now.
+      s.exitedWhileProbing = false;
+      onChildExit(s);
+      return false;
+    }
     await s.sleep(Math.min(interval, Math.max(1, s.remainingMs())));
     interval = Math.min(interval * 1.5, PROBE_MAX_MS);
   }

@@ -101,6 +101,13 @@ export class LaunchState {
   listening: SocketRow[] = [];
   ownerPids: number[] = [];
   probe = { attempts: 0, last: undefined as (ProbeResult & { host: string }) | undefined };
+  /**
+   * A probe attempt is under way; the child's exit during one waits for its answer: a service
+   * that answered and exited at once was ready (its exit status is then the run's), not
+   * "exited before it was ready" (which order the two events arrive in is the loaded host's).
+   */
+  probing = false;
+  exitedWhileProbing = false;
   readyInfo: ReadyInfo | undefined;
   failure: LaunchError | undefined;
   stopReq: { signal: NodeJS.Signals } | undefined;

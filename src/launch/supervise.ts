@@ -25,6 +25,10 @@ export function onChildExit(s: LaunchState): void {
     if (s.readyInfo) void followDaemon(s);
     return;
   }
+  if (!s.readyInfo && s.probing) {
+    s.exitedWhileProbing = true; // the probe's answer decides (ready.ts)
+    return;
+  }
   if (!s.readyInfo) {
     // A service that died because a stranger took its port was robbed, not broken.
     if (s.handoff === 'release' && reportStolen(s)) return;
