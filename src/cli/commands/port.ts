@@ -76,7 +76,8 @@ Leases are shared by every user and container of this network namespace, whateve
 (berth-lease-holder: coreutils tail/sleep/timeout, about 2 MiB) keeps the lease after berth
 port exits, exactly as long as the owner lives or the ttl lasts.
 When the ports are taken by competitors that are about to let go (another allocator still
-building its set, a hold being closed), berth retries for up to 2.5 s before giving up.
+building its set, a hold being closed, an --owner lease whose owner just ended), berth
+retries for up to 2.5 s before giving up.
 
 A block is leased, never held: its ports are free for your program to bind at once, and
 every berth allocator on the host (stacks, other users, berth port) skips them while the
