@@ -5,6 +5,7 @@ import type { Reservation, ReserveOptions, Strategy } from '../../allocate/types
 import { reserveNamedSet, type NamedReservation } from '../../allocate/reserve-named.js';
 import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
+import { TTL } from '../../util/duration.js';
 import type { HostSysctls } from '../../host/types.js';
 import { jsonText, parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
@@ -37,8 +38,9 @@ Options:
                      --name's value + "/NAME"
   --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script);
                      an exited PID its parent has not reaped yet (a zombie) still counts
-  --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h). Default without
-                     --owner: 10m. With --owner, an optional extra limit.
+  --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h; at most 8784h, 366
+                     days). Default without --owner: 10m. With --owner, an optional extra
+                     limit.
   --name NAME        a label stored in the lease (shown by 'berth leases'; at most 64
                      characters)
   --format F         plain: one port per line (default); env: BERTH_PORT=… lines
@@ -152,7 +154,7 @@ export const portCommand: Command = {
       if (opts.block > MAX_BLOCK) throw usage('port', `--block ${opts.block}: a block has at most ${MAX_BLOCK} ports`);
     }
     if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner, 1, MAX_PID);
-    if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
+    if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl, TTL);
     // Without an owner the lease still must end some time: its holder process sleeps this long.
     if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;
     if (values.name !== undefined) {
