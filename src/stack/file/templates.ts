@@ -1,7 +1,7 @@
 import { basename, join } from 'node:path';
 import Mustache from 'mustache';
 import { BerthError, EXIT } from '../../errors.js';
-import { writeFileAtomic } from '../../util/atomic-write.js';
+import { writeFileAtomic, type FileOwner } from '../../util/atomic-write.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean, readReason } from '../../util/yaml-source.js';
 import { templateBoundProblem } from './template-bounds.js';
@@ -212,7 +212,7 @@ export function renderedName(file: string): string {
  * `outDir` (as `name`, default renderedName(file)). An unreadable template or an unknown tag
  * is a DATAERR (65) naming the file; a write that fails is an IOERR (74) naming the path.
  */
-export function renderTemplateFile(file: string, context: object, outDir: string, opts: RenderOptions & { name?: string } = {}): RenderedTemplate {
+export function renderTemplateFile(file: string, context: object, outDir: string, opts: RenderOptions & { name?: string; owner?: FileOwner } = {}): RenderedTemplate {
   let text: string;
   try {
     text = readInputFile(file);
@@ -222,7 +222,8 @@ export function renderTemplateFile(file: string, context: object, outDir: string
   const rendered = renderTemplateText(text, context, file, opts);
   const path = join(outDir, opts.name ?? renderedName(file));
   try {
-    writeFileAtomic(path, rendered, 0o644);
+    // For a dir_owner: the file is that user's, in that user's directory (atomic-write.ts).
+    writeFileAtomic(path, rendered, 0o644, opts.owner);
   } catch (e) {
     throw new BerthError(EXIT.IOERR, `template ${file}: cannot write ${path}: ${readReason(e)}`, { file, path });
   }

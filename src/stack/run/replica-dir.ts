@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
@@ -6,6 +5,7 @@ import { REPLICA_DIRS, replicaDirPath } from '../file/replica-dir-path.js';
 import { placeholdersOf } from '../file/placeholders.js';
 import type { ServiceSpec } from '../file/spec.js';
 import { checkRunDir } from '../record/run-dir.js';
+import { userIds, type UserIds } from '../../util/user-ids.js';
 
 /*
  * A replica's own directory ({dir}, BERTH_REPLICA_DIR): <run dir>/data/<service>-<replica>,
@@ -17,34 +17,13 @@ import { checkRunDir } from '../record/run-dir.js';
  * pass too, or the start is refused naming the folder that does not.
  */
 
-interface Owner {
-  uid: number;
-  gid: number;
-  name: string;
-}
+type Owner = UserIds;
 
-const owners = new Map<string, Owner>();
-
-/** USER[:GROUP] → ids, as the host's name service knows them (id(1), getent: LDAP users too). */
-function lookUp(spec: ServiceSpec, owner: string): Owner {
-  const hit = owners.get(owner);
-  if (hit) return hit;
-  const [user, group] = owner.split(':') as [string, string | undefined];
-  const ask = (cmd: string, args: string[]): string | undefined => {
-    try {
-      return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    } catch {
-      return undefined;
-    }
-  };
-  const numeric = (t: string) => /^[0-9]+$/.test(t);
-  const uidText = numeric(user) ? user : ask('id', ['-u', user]);
-  if (uidText === undefined) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: there is no user "${user}" on this host; create it, or name an existing one`);
-  const gidText = group === undefined ? (ask('id', ['-g', user]) ?? uidText) : numeric(group) ? group : ask('getent', ['group', group])?.split(':')[2];
-  if (gidText === undefined) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: there is no group "${group}" on this host; create it, or name an existing one`);
-  const o = { uid: Number(uidText), gid: Number(gidText), name: user };
-  owners.set(owner, o);
-  return o;
+/** The dir_owner's ids; the stack's load checked them already (load.ts), so a problem here is a user removed since. */
+export function lookUp(spec: ServiceSpec, owner: string): Owner {
+  const ids = userIds(owner);
+  if ('problem' in ids) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: ${ids.problem}`);
+  return ids;
 }
 
 /** The first folder from `dir` up that `o` may not pass through (search permission), if any. */
