@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases,foreign] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases,foreign,templates] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -32,6 +32,7 @@ import { benchSetAlloc } from './set-alloc.js';
 import { benchBusyHost } from './busy-host.js';
 import { benchLeaseDomain } from './lease-domain.js';
 import { benchForeignAudit } from './foreign-audit.js';
+import { benchTemplateCheck } from './template-check.js';
 
 interface Bench {
   key: string;
@@ -97,6 +98,7 @@ const BENCHES: Bench[] = [
   { key: 'busy', title: '14. A busy host: filtered socket reads and `berth port`', needsNetns: true, run: benchBusyHost },
   { key: 'leases', title: '15. Leases: kernel names vs the file store', needsNetns: true, run: benchLeaseDomain },
   { key: 'foreign', title: '16. The foreign-listener check: its cost', needsNetns: true, run: benchForeignAudit },
+  { key: 'templates', title: '17. Template checking by number of tags', needsNetns: false, run: benchTemplateCheck },
 ];
 
 /** Issue 23's goals, each from the section that measured it in this run. */
