@@ -3,7 +3,7 @@
  * docs/benchmarks.md (atomically). Progress goes to stderr. Numbers are reported, never
  * asserted: the tests check correctness, this file records what a machine measured.
  *
- *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases,foreign,generations] [--out FILE]
+ *   node --import tsx bench/run.ts [--quick] [--only alloc,port,table,dup,ready,stack,binary,vllm,scale,scale-load,scale-alloc,multinode,set-alloc,busy,leases,foreign,templates,generations] [--out FILE]
  *
  * With --only or --quick the report goes to stdout unless --out is given, so a partial or
  * rough run never overwrites the committed numbers.
@@ -32,6 +32,7 @@ import { benchSetAlloc } from './set-alloc.js';
 import { benchBusyHost } from './busy-host.js';
 import { benchLeaseDomain } from './lease-domain.js';
 import { benchForeignAudit } from './foreign-audit.js';
+import { benchTemplateCheck } from './template-check.js';
 import { benchGenerations, benchGenerationsNodes } from './generations.js';
 
 async function benchGenerationsSection(): Promise<Section> {
@@ -50,7 +51,7 @@ async function benchGenerationsSection(): Promise<Section> {
   ].join('\n');
   const summary: Section['summary'] = [{ what: 'rank failure → next generation started (one host)', measured: `${fmt(r.medianMs, 0)} ms`, target: `≤ ${target} ms`, verdict: r.medianMs <= target ? 'met' : 'missed' }];
   if (!('why' in n)) summary.push({ what: 'rank failure → next generation started (3 nodes)', measured: `${fmt(n.medianMs, 0)} ms`, target: `≤ ${nodeTarget} ms`, verdict: n.medianMs <= nodeTarget ? 'met' : 'missed' });
-  return { title: '17. A job restarted as a group: failure to next generation', body, summary };
+  return { title: '18. A job restarted as a group: failure to next generation', body, summary };
 }
 
 interface Bench {
@@ -122,7 +123,8 @@ const BENCHES: Bench[] = [
   { key: 'busy', title: '14. A busy host: filtered socket reads and `berth port`', needsNetns: true, run: benchBusyHost },
   { key: 'leases', title: '15. Leases: kernel names vs the file store', needsNetns: true, run: benchLeaseDomain },
   { key: 'foreign', title: '16. The foreign-listener check: its cost', needsNetns: true, run: benchForeignAudit },
-  { key: 'generations', title: '17. A job restarted as a group: failure to next generation', needsNetns: true, run: benchGenerationsSection },
+  { key: 'templates', title: '17. Template checking by number of tags', needsNetns: false, run: benchTemplateCheck },
+  { key: 'generations', title: '18. A job restarted as a group: failure to next generation', needsNetns: true, run: benchGenerationsSection },
 ];
 
 /** Issue 23's goals, each from the section that measured it in this run. */

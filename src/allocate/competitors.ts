@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
@@ -22,6 +22,10 @@ export interface KnownLease {
   /** A set still being allocated: the allocator, when its name says. */
   pending?: { pid?: number };
   createdBy?: number;
+  /** The owner the record names (`--owner`), not the allocator standing in for one. */
+  owner?: number;
+  /** Inode of the port's name (its holder holds it). */
+  inode?: number;
 }
 
 /** The leases of `table` on ports that `wanted` accepts, by port. */
@@ -36,7 +40,7 @@ export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean
     if (r !== undefined) {
       // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
       const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
-      const k: KnownLease = { createdBy: r.pid, uid: r.uid, ...(owner !== undefined ? { pid: owner } : {}) };
+      const k: KnownLease = { createdBy: r.pid, uid: r.uid, ...(owner !== undefined ? { pid: owner } : {}), ...(r.owner !== undefined ? { owner: r.owner } : {}), inode: table.ports.get(port)![0]! };
       if (r.name !== undefined) k.name = r.name;
       out.set(port, k);
       continue;
@@ -126,6 +130,37 @@ export function nameCompetitors(f: Failure, procRoot: string): void {
       const c = commandOf(procRoot, l.pid);
       if (c !== undefined) l.command = c;
     }
+  }
+  markGoneOwners(f, procRoot);
+}
+
+/**
+ * Mark the leases whose recorded owner no longer exists: their holder (`tail --pid`, which
+ * looks every 0.2 s) is about to end them. A pid means something only in the PID namespace
+ * it was given in: when the lease's holder is visible and lives in another one than ours,
+ * its owner's number says nothing here and the lease is left as taken.
+ */
+function markGoneOwners(f: Failure, procRoot: string): void {
+  const gone = f.plan.report.excluded.leased.filter((l) => {
+    const k = f.attempt.leases.get(l.port);
+    return k?.owner !== undefined && k.pending === undefined && !existsSync(join(procRoot, String(k.owner)));
+  });
+  if (gone.length === 0) return;
+  const inodes = new Set(gone.map((l) => f.attempt.leases.get(l.port)!.inode!));
+  const holders = findSocketOwners(procRoot, inodes);
+  const ours = pidNamespace(procRoot, 'self');
+  for (const l of gone) {
+    const list = holders.get(f.attempt.leases.get(l.port)!.inode!) ?? [];
+    if (list.some((h) => pidNamespace(procRoot, String(h.pid)) !== ours)) continue;
+    l.ownerGone = true;
+  }
+}
+
+function pidNamespace(procRoot: string, pid: string): string | undefined {
+  try {
+    return readlinkSync(join(procRoot, pid, 'ns', 'pid'));
+  } catch {
+    return undefined;
   }
 }
 

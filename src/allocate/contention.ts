@@ -3,16 +3,20 @@ import type { AllocationReport } from './types.js';
 /*
  * Contention is not exhaustion. When an allocation fails because of competitors that are
  * about to go away (another allocator still building its set, a hold about to be closed, a
- * socket closed since the table was read, a race lost a moment ago), the allocation is
- * retried from scratch, after giving everything back, for a bounded time. A port taken by
- * a committed lease (its holder lives: leases cannot be stale), a stranger's listener or
- * TIME_WAIT (a minute) are not transient: they fail at once. Pure.
+ * socket closed since the table was read, a race lost a moment ago, a committed lease
+ * whose owner is gone: its holder's `tail --pid` sees that within 0.2 s and ends it), the
+ * allocation is retried from scratch, after giving everything back, for a bounded time. A
+ * committed lease whose owner lives (or that has none: its holder lives, leases cannot be
+ * stale), a stranger's listener or TIME_WAIT (a minute) are not transient: they fail at
+ * once. Pure.
  */
 
 /** Why retrying may help, or undefined when every competitor is there to stay. */
 export function transientCompetitor(report: AllocationReport): string | undefined {
   const x = report.excluded;
   const pending = x.leased.find((l) => l.kind === 'pending');
+  const gone = x.leased.find((l) => l.ownerGone);
+  if (gone) return `port ${gone.port}'s owner pid ${gone.pid ?? '?'} is gone (its holder is ending the lease)`;
   if (pending) return `port ${pending.port} is being allocated by pid ${pending.pid ?? '?'}`;
   const hold = x.inUse.find((u) => u.heldByBerth);
   if (hold) return `port ${hold.port} is held by berth pid ${hold.pid ?? '?'}`;

@@ -66,7 +66,7 @@ export function describeLeased(l: Leased): string {
   const name = l.name !== undefined ? ` "${cleanText(truncate(l.name, 60))}"` : '';
   const user = l.uid === undefined ? '' : l.user !== undefined ? `${l.user}, uid ${l.uid}` : `uid ${l.uid}`;
   if (l.kind === 'pending') return `${l.port} being allocated by berth${l.pid !== undefined ? ` pid ${l.pid}` : ''}${user === '' ? '' : ` of ${user}`}${command(l.command)} (a set in progress)`;
-  const owner = l.pid !== undefined ? `pid ${l.pid}` : 'no owner pid (expiry only)';
+  const owner = l.pid === undefined ? 'no owner pid (expiry only)' : l.ownerGone ? `pid ${l.pid} (owner gone from this PID namespace, yet the lease is still held)` : `pid ${l.pid}`;
   return `${l.port} leased to ${owner}${user === '' ? '' : ` of ${user}`}${name}${command(l.command)}`;
 }
 

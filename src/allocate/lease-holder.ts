@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { descriptorError } from './lease-domain.js';
 
@@ -17,6 +19,12 @@ import { descriptorError } from './lease-domain.js';
  * argv[0] is HOLDER_ARGV0, by which `berth release` knows a holder it may end (besides the
  * socket inodes it must hold). The names are the holder's from the moment it exists:
  * fork() copies every descriptor at once, so it has the whole set or nothing.
+ *
+ * The programs are the system's coreutils by absolute path (timeout's tail too), never the
+ * first of that name on the caller's PATH: a `sleep` there that rejects "600.000" would exit
+ * at once and take the lease with it while berth printed the port. And the holder is seen
+ * waiting (sleeping in the kernel, its tail too under timeout) before the lease is
+ * reported: one that exits at once is an error, and nothing stays leased.
  */
 
 export const HOLDER_ARGV0 = 'berth-lease-holder';
@@ -33,12 +41,29 @@ function seconds(ms: number): string {
   return (Math.max(ms, 1) / 1000).toFixed(3);
 }
 
-/** The holder's program and arguments. */
-export function holderCommand(h: HolderSpec): [string, string[]] {
+/** Where the system's coreutils are, in order (the last for NixOS). */
+const SYSTEM_DIRS = ['/usr/bin', '/bin', '/run/current-system/sw/bin'];
+
+/** Absolute path of the system's `name`, or the bare name (left to PATH) when none is found. */
+export function systemTool(name: string): string {
+  for (const dir of SYSTEM_DIRS) {
+    const path = join(dir, name);
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // not there
+    }
+  }
+  return name;
+}
+
+/** The holder's program and arguments; `tool` names a program's path. Pure with a pure `tool`. */
+export function holderCommand(h: HolderSpec, tool: (name: string) => string = systemTool): [string, string[]] {
   const tail = ['--pid=' + String(h.ownerPid), '-s', OWNER_POLL_S, '-f', '/dev/null'];
-  if (h.ownerPid !== undefined && h.ttlMs !== undefined) return ['timeout', [seconds(h.ttlMs), 'tail', ...tail]];
-  if (h.ownerPid !== undefined) return ['tail', tail];
-  if (h.ttlMs !== undefined) return ['sleep', [seconds(h.ttlMs)]];
+  if (h.ownerPid !== undefined && h.ttlMs !== undefined) return [tool('timeout'), [seconds(h.ttlMs), tool('tail'), ...tail]];
+  if (h.ownerPid !== undefined) return [tool('tail'), tail];
+  if (h.ttlMs !== undefined) return [tool('sleep'), [seconds(h.ttlMs)]];
   throw new BerthError(EXIT.SOFTWARE, 'a lease holder needs an owner or a ttl');
 }
 
@@ -57,6 +82,7 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
       // The system's directories after the caller's: a venv or a PATH trimmed to berth alone
       // (the Python wheel's) must still find coreutils.
       const env = { PATH: [process.env.PATH, '/usr/bin', '/bin'].filter(Boolean).join(':'), LC_ALL: 'C' };
+      // (PATH matters only where no system coreutils were found: every program is a path.)
       child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/', env });
     } catch (e) {
       reject(failure(e, cmd));
@@ -65,8 +91,60 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
     child.once('error', (e) => reject(failure(e, cmd)));
     child.once('spawn', () => {
       child.unref();
-      resolve(child);
+      waiting(child, h).then(
+        () => resolve(child),
+        (e: unknown) => reject(e),
+      );
     });
+  });
+}
+
+/** How long a holder may take to be seen waiting; one still alive then is taken as running (a loaded host). */
+const CONFIRM_MS = 2000;
+
+/** State letter of /proc/PID/stat (after the command name, which may hold ')'), or undefined when gone. */
+function stateOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat[stat.lastIndexOf(')') + 2];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The only child of timeout (its tail), when /proc lists it. */
+function childOf(pid: number): number | undefined {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ')[0];
+    return first ? Number(first) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Resolves once the holder waits in the kernel (state S: tail's and sleep's nanosleep,
+ * timeout's sigsuspend with its tail in nanosleep); rejects when it has exited instead.
+ */
+function waiting(child: ChildProcess, h: HolderSpec): Promise<void> {
+  const pid = child.pid!;
+  const withChild = h.ownerPid !== undefined && h.ttlMs !== undefined;
+  const start = Date.now();
+  return new Promise((resolve, reject) => {
+    const look = () => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        const how = child.exitCode !== null ? `status ${child.exitCode}` : child.signalCode;
+        // tail --pid ends at once when its owner has: that is the likely cause, and not berth's fault.
+        const owner = h.ownerPid !== undefined && stateOf(h.ownerPid) === undefined ? `: owner pid ${h.ownerPid} ended before its lease was made` : ', so it could not hold the lease';
+        reject(new BerthError(EXIT.UNAVAILABLE, `the lease holder (${child.spawnfile}) exited at once (${how})${owner}; nothing was leased`));
+        return;
+      }
+      const inner = withChild ? childOf(pid) : undefined;
+      const asleep = stateOf(pid) === 'S' && (!withChild || (inner !== undefined && stateOf(inner) === 'S'));
+      if (asleep || Date.now() - start > CONFIRM_MS) resolve();
+      else setTimeout(look, 1);
+    };
+    look();
   });
 }
 

@@ -120,7 +120,18 @@ export function parsePorts(text: string): number[] | undefined {
   return out.length > 0 ? out : undefined;
 }
 
+/**
+ * The largest number a record field may hold (15 digits: every such number is exact in a
+ * double). Readers refuse a record with a larger one, so writers never write one: an
+ * expiry is bounded at parse time (util/duration.ts MAX_TTL_MS) far below it.
+ */
+export const MAX_STAMP_MS = 999_999_999_999_999;
+
+/** The record's payload; throws (a bug, not a user error: ttls are bounded where they are parsed) for a field readers would refuse. */
 export function formatPayload(r: RecordInfo): string {
+  for (const v of [r.uid, r.pid, r.owner, r.expiresAt, r.createdAt]) {
+    if (v !== undefined && !(Number.isFinite(v) && v >= 0 && Math.round(v) <= MAX_STAMP_MS)) throw new RangeError(`lease record field ${v} is outside 0…${MAX_STAMP_MS}: readers would refuse the record`);
+  }
   const f: string[] = [`uid=${r.uid}`, `pid=${r.pid}`];
   if (r.owner !== undefined) f.push(`owner=${r.owner}`);
   if (r.expiresAt !== undefined) f.push(`exp=${Math.round(r.expiresAt)}`);
@@ -133,6 +144,7 @@ export function formatPayload(r: RecordInfo): string {
   return f.join('/');
 }
 
+/** 0 … MAX_STAMP_MS. */
 const UINT = /^(?:0|[1-9]\d{0,14})$/;
 
 /** The record of a payload, or undefined when any field is malformed or a needed one is missing. */

@@ -1,5 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 import { processStartTime } from '../host/proc-stat.js';
+import { timerProblem, TTL } from '../util/duration.js';
 import { USER_NAME_CHARS } from './lease-names.js';
 import { MAX_BLOCK } from './port-set.js';
 import { resolveReserveOptions } from './reserve-options.js';
@@ -35,7 +36,6 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
   if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
   checkSource(opts.source);
   if (opts.block !== undefined && count > 1 && opts.source.kind === 'port') throw usage(`block ${count} from port ${opts.source.port}: a block needs a range or a band to lie in; give range ${opts.source.port}-${opts.source.port + count - 1} for exactly those ports`);
-  if (opts.ttlMs !== undefined && !(Number.isFinite(opts.ttlMs) && opts.ttlMs > 0)) throw usage(`ttl ${opts.ttlMs}ms: expected a positive duration`);
   checkLeaseName(opts.name);
   const set = setOptions(opts);
   const [r] = await reserveSet(
@@ -85,7 +85,11 @@ export function setOptions(opts: Pick<ReserveOptions, 'ownerPid' | 'ttlMs' | 'ho
     if (start === undefined) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would end at once`);
     set.owner = { pid: opts.ownerPid, start };
   }
-  if (opts.ttlMs !== undefined) set.ttlMs = opts.ttlMs;
+  if (opts.ttlMs !== undefined) {
+    const problem = timerProblem(opts.ttlMs, TTL);
+    if (problem !== undefined) throw usage(`ttl ${opts.ttlMs}ms ${problem}`);
+    set.ttlMs = opts.ttlMs;
+  }
   if (opts.hold !== undefined) set.hold = opts.hold;
   if (opts.procRoot !== undefined) set.procRoot = opts.procRoot;
   if (opts.contentionMs !== undefined) set.contentionMs = opts.contentionMs;

@@ -144,6 +144,11 @@ export interface AllocationReport {
       user?: string;
       /** 'pending': an allocator (pid, when its name says) is still building its set. */
       kind?: 'pending';
+      /**
+       * The record's owner (`--owner`) no longer exists in this PID namespace: its holder
+       * ends the lease within its next look (0.2 s), so the port is contended, not taken.
+       */
+      ownerGone?: boolean;
     }[];
     /** Ports whose bind failed although the table showed them free (a race lost). */
     bindFailed: { port: number; code: string }[];

@@ -24,8 +24,12 @@ export function usage(command: string, msg: string): BerthError {
   return new BerthError(EXIT.USAGE, `${command}: ${msg}\nRun 'berth ${command} --help' for usage.`);
 }
 
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (v instanceof Map ? Object.fromEntries(v) : v), 2) + '\n';
+}
+
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, (_k, v) => (v instanceof Map ? Object.fromEntries(v) : v), 2) + '\n');
+  process.stdout.write(jsonText(value));
 }
 
 export function out(line = ''): void {

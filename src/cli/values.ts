@@ -39,3 +39,9 @@ export function parseDurationArg(command: string, flag: string, text: string, ti
   if (problem !== undefined) throw usage(command, `${flag} ${text} ${problem}`);
   return ms;
 }
+
+/** A path flag's value: an empty one would mean the current directory (or nothing) by accident. */
+export function parsePathArg(command: string, flag: string, text: string): string {
+  if (text === '') throw usage(command, `${flag} is empty: give a path`);
+  return text;
+}

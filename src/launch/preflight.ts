@@ -50,10 +50,25 @@ export function execBytes(argv: readonly string[], env: NodeJS.ProcessEnv): { to
 
 const kib = (n: number) => `${Math.ceil(n / 1024)} KiB`;
 
-function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv): void {
-  const { total, longest } = execBytes(o.command, env);
+/**
+ * The command at its largest once berth fills in its placeholders: {name} and {host} are
+ * known, a port is at most 5 digits, and `{ports.…}` at most a range "65535-65535". A long
+ * --name repeated in {name} can grow an argument tenfold, past what exec takes.
+ */
+export function filledAtMost(text: string, known: { name: string; host: string }): string {
+  return text
+    .split('{port}').join('65535')
+    .split('{name}').join(known.name)
+    .split('{host}').join(known.host)
+    .replace(/\{ports\.[^{}]*\}/g, '65535-65535');
+}
+
+function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv, fill?: (text: string) => string): void {
+  const command = fill ? o.command.map(fill) : o.command;
+  const grown = command.some((a, i) => a !== o.command[i]) ? ' once berth fills in its placeholders' : '';
+  const { total, longest } = execBytes(command, env);
   if (longest.bytes > MAX_ARG_STRLEN) {
-    throw no(`cannot start ${o.command[0]}: its ${longest.what} is ${kib(longest.bytes)}; Linux allows at most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`);
+    throw no(`cannot start ${o.command[0]}: its ${longest.what} is ${kib(longest.bytes)}${longest.what.startsWith('argument') ? grown : ''}; Linux allows at most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`);
   }
   let limits: string | undefined;
   try {
@@ -63,7 +78,7 @@ function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv): void {
   }
   const max = argMax(limits);
   if (total + BERTH_ADDS > max) {
-    throw no(`cannot start ${o.command[0]}: its arguments and environment take ${kib(total)}; Linux allows ${kib(max)} in all (a quarter of the stack limit, ulimit -s) (pass large data in a file instead)`);
+    throw no(`cannot start ${o.command[0]}: its arguments and environment take ${kib(total)}${grown}; Linux allows ${kib(max)} in all (a quarter of the stack limit, ulimit -s) (pass large data in a file instead)`);
   }
 }
 
@@ -121,8 +136,14 @@ function checkProgram(cmd: string, cwd: string): void {
   if (why !== undefined) throw no(`not an executable: ${cmd} ${why}`);
 }
 
-/** Throws BerthError(64) for the first thing that would keep the command from starting. */
-export function preflight(o: LaunchOptions): void {
+/**
+ * Throws BerthError(64) for the first thing that would keep the command from starting.
+ * `fill`: the command's placeholders filled in at their largest (filledAtMost), when berth fills them.
+ */
+export function preflight(o: LaunchOptions, fill?: (text: string) => string): void {
+  for (const [what, path] of [['readyFile', o.readyFile], ['diagDir', o.diagDir]] as const) {
+    if (path === '') throw no(`${optionName(o, `--${what === 'readyFile' ? 'ready-file' : 'diag-dir'}`)} is empty: give a path`);
+  }
   if (o.bind !== undefined) {
     const problem = listenAddressProblem(o.bind);
     if (problem !== undefined) throw no(`${optionName(o, '--bind')} ${JSON.stringify(o.bind)} ${problem}`);
@@ -138,5 +159,5 @@ export function preflight(o: LaunchOptions): void {
   const cwd = o.cwd ?? process.cwd();
   if (o.cwd !== undefined) checkCwd(o.cwd);
   if (o.command[0] !== undefined) checkProgram(o.command[0], cwd);
-  checkSize(o, o.env ?? process.env);
+  checkSize(o, o.env ?? process.env, fill);
 }

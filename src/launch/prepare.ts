@@ -7,7 +7,7 @@ import { removeReplaceable } from '../util/atomic-write.js';
 import { nulProblems } from '../util/nul-bytes.js';
 import { OutputTee } from './output.js';
 import { portPlaceholderProblem } from './port-vars.js';
-import { preflight } from './preflight.js';
+import { filledAtMost, preflight } from './preflight.js';
 import { learnEntriesProblem } from './learn.js';
 import { learnLineWatcher } from './learn-phase.js';
 import { onDeadline } from './ready.js';
@@ -28,7 +28,8 @@ export function prepare(s: LaunchState): void {
   if (s.portless) checkPortless(s);
   else checkPortSet(s);
   checkLearn(s);
-  preflight(o); // cwd, program, argv size, bind, timers: before anything is leased
+  // cwd, program, argv size (its placeholders filled in), bind, timers: before anything is leased
+  preflight(o, s.subst ? (t) => filledAtMost(t, { name: s.name, host: o.bind ?? '127.0.0.1' }) : undefined);
   if (!s.portless) checkLeaseName(o.name);
   const base = o.env ?? process.env;
   if (findExecutable(o.command[0]!, base.PATH, o.cwd) === undefined) {

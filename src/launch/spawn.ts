@@ -81,6 +81,12 @@ export async function spawn(s: LaunchState): Promise<boolean> {
       detached: true,
       stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe', ...fds],
     });
+  } catch (e) {
+    // Node throws (instead of emitting 'error') for E2BIG and the like: preflight should have
+    // caught it; if not, a message, not a stack trace.
+    const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    const why = code === 'E2BIG' ? 'its arguments and environment are too long for Linux (pass large data in a file instead)' : code;
+    throw new BerthError(code === 'E2BIG' ? EXIT.USAGE : EXIT.SOFTWARE, `${s.name}: cannot start ${plan.command[0]}: ${why}`);
   } finally {
     // fd handoff: berth's copies close in the same tick, so berth never accepts a connection
     // meant for the service (the child's dups keep the sockets and their backlogs alive).

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fchownSync, fsyncSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileKind, UnsafeFileError } from './safe-file.js';
@@ -12,12 +12,32 @@ const myUid = (): number => process.getuid?.() ?? 0;
  * regular file, and a FIFO or a socket someone listens on would vanish. Only a regular file
  * of the caller's (or nothing) may be replaced; anything else is refused before a byte is
  * written. A symlink is refused too: which file it means is not berth's to guess.
+ *
+ * A file for another user (`owner`: a rendered template in a dir_owner's directory) goes
+ * into a directory that user owns: it may change what is inside, so only the folders above
+ * are judged, the directory itself must be a real one of that user's (or ours), and the
+ * file may replace a regular file of theirs. The temporary file is created anew (O_EXCL: a
+ * planted link is not followed) and given to them before a byte is written.
  */
 
-/** Throws UnsafeFileError unless `path` is missing or a regular file owned by the caller. */
-export function checkReplaceable(path: string): void {
+/** Who a file is written for (chown), when not the caller. */
+export interface FileOwner {
+  uid: number;
+  gid: number;
+}
+
+/** Throws UnsafeFileError unless `path` is missing or a regular file owned by the caller (or by `owner`, see above). */
+export function checkReplaceable(path: string, owner?: FileOwner): void {
   try {
-    checkPathSafely(path); // issue 22 §5: no other user's link or directory on the way
+    // issue 22 §5: no other user's link or directory on the way
+    if (owner === undefined) checkPathSafely(path);
+    else {
+      checkPathSafely(dirname(path)); // judges every folder above the owner's directory
+      const d = lstatSync(dirname(path));
+      if (d.isSymbolicLink() || !d.isDirectory() || (d.uid !== owner.uid && d.uid !== myUid())) {
+        throw new UnsafeFileError(path, `cannot be written safely: ${dirname(path)} is ${d.isSymbolicLink() ? 'a symbolic link' : !d.isDirectory() ? fileKind(d) : `a directory of uid ${d.uid}`}, not a directory of uid ${owner.uid} or yours`);
+      }
+    }
   } catch (e) {
     if (e instanceof UnsafePathError) throw new UnsafeFileError(path, `cannot be written safely: ${e.message}; use a path whose every directory and link is yours or root's`);
     throw e;
@@ -30,7 +50,7 @@ export function checkReplaceable(path: string): void {
     throw e;
   }
   if (!st.isFile()) throw new UnsafeFileError(path, `is ${fileKind(st)}, not a regular file; berth replaces only a regular file of yours (choose another path)`);
-  if (st.uid !== myUid()) throw new UnsafeFileError(path, `is a file of uid ${st.uid}, not yours (uid ${myUid()}); berth replaces only a regular file of yours (choose another path)`);
+  if (st.uid !== myUid() && st.uid !== owner?.uid) throw new UnsafeFileError(path, `is a file of uid ${st.uid}, not yours (uid ${myUid()}); berth replaces only a regular file of yours (choose another path)`);
 }
 
 /** Removes `path` if it is a regular file of the caller's (missing is fine); refuses anything else. */
@@ -47,11 +67,12 @@ export function removeReplaceable(path: string): void {
  * Write a file under a temporary name in the same directory, then rename: readers never see
  * it half-written. What is at `path` must be nothing or a regular file of the caller's.
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): void {
-  checkReplaceable(path);
+export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600, owner?: FileOwner): void {
+  checkReplaceable(path, owner);
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'wx', mode);
   try {
+    if (owner !== undefined) fchownSync(fd, owner.uid, owner.gid);
     writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
     fsyncSync(fd);
   } catch (e) {
@@ -61,7 +82,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
   }
   closeSync(fd);
   try {
-    checkReplaceable(path); // narrows the window for something planted while we wrote
+    checkReplaceable(path, owner); // narrows the window for something planted while we wrote
     renameSync(tmp, path);
   } catch (e) {
     try { unlinkSync(tmp); } catch { /* already gone */ }

@@ -27,6 +27,8 @@ export const MAX_TIMER_TEXT = `${Math.floor(MAX_TIMER_MS / UNITS.h!)}h`;
 export interface TimerRule {
   /** Whether 0 is allowed (a stop grace of 0 kills at once; a ready timeout of 0 could never be met). */
   zero: boolean;
+  /** A bound of its own instead of Node's timer limit (a lease's ttl is timed by its holder, not by berth). */
+  max?: { ms: number; text: string; why: string };
 }
 
 /**
@@ -34,7 +36,9 @@ export interface TimerRule {
  * stack file and the library: at most MAX_TIMER_MS, and more than 0 unless `zero`.
  */
 export function timerProblem(ms: number, rule: TimerRule): string | undefined {
-  if (!Number.isFinite(ms) || ms > MAX_TIMER_MS) return `is longer than berth can time: at most ${MAX_TIMER_TEXT} (about 24.8 days, Node's timer limit)`;
+  if (rule.max !== undefined) {
+    if (!Number.isFinite(ms) || ms > rule.max.ms) return `is too long: at most ${rule.max.text} (${rule.max.why})`;
+  } else if (!Number.isFinite(ms) || ms > MAX_TIMER_MS) return `is longer than berth can time: at most ${MAX_TIMER_TEXT} (about 24.8 days, Node's timer limit)`;
   if (ms < 0 || (ms === 0 && !rule.zero)) return 'must be more than 0';
   return undefined;
 }
@@ -43,3 +47,13 @@ export function timerProblem(ms: number, rule: TimerRule): string | undefined {
 export const DEADLINE: TimerRule = { zero: false };
 /** Graces: a stop grace may be 0 (SIGKILL right after SIGTERM) … MAX_TIMER_MS. */
 export const GRACE: TimerRule = { zero: true };
+
+/**
+ * The longest lease ttl: 366 days. Its holder (`sleep`) could wait longer, but a lease that
+ * outlives a year is a forgotten one, and the bound keeps every expiry a record can state
+ * (now + ttl, in ms) well inside what readers accept (lease-names.ts MAX_STAMP_MS).
+ */
+export const MAX_TTL_MS = 8784 * UNITS.h!;
+
+/** Lease ttls: 1ms … MAX_TTL_MS. */
+export const TTL: TimerRule = { zero: false, max: { ms: MAX_TTL_MS, text: '8784h', why: '366 days: a lease that outlives a year is a forgotten one' } };

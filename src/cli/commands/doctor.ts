@@ -8,7 +8,7 @@ import { parseCommandArgs, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { readLeasesForReport } from '../leases-view.js';
 import { emitReport } from '../report-output.js';
-import { parseRange } from '../values.js';
+import { parsePathArg, parseRange } from '../values.js';
 
 const help = `Usage: berth doctor [--layout FILE] [--range LO-HI]… [--html FILE] [--json]
 
@@ -68,7 +68,7 @@ export const doctorCommand: Command = {
     });
     // The job rides along in --json (and the HTML's embedded data) as an extra "slurm" key.
     if (job.summary) Object.assign(report, { slurm: job.summary });
-    emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
+    emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: parsePathArg('doctor', '--html', values.html) } : {}) });
     if (job.summary && values.json !== true) process.stdout.write('\n' + renderJobSummary(job.summary));
     return report.summary.errors > 0 ? 1 : 0;
   },

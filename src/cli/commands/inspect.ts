@@ -5,7 +5,7 @@ import { parseCommandArgs, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { readLeasesForReport } from '../leases-view.js';
 import { emitReport } from '../report-output.js';
-import { parsePort, parseRange } from '../values.js';
+import { parsePathArg, parsePort, parseRange } from '../values.js';
 
 const help = `Usage: berth inspect [--port P]… [--range LO-HI]… [--html FILE] [--json]
 
@@ -47,7 +47,7 @@ export const inspectCommand: Command = {
     const root = procRoot();
     const host = readHostMap({ procRoot: root });
     const report = collectReport({ kind: 'inspect', procRoot: root, host, ranges, listeners: true, leases: readLeasesForReport() });
-    emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: values.html } : {}) });
+    emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: parsePathArg('inspect', '--html', values.html) } : {}) });
     return 0;
   },
 };

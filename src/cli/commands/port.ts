@@ -1,4 +1,3 @@
-import { writeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { checkLeaseName, DEFAULT_TTL_MS, reserve } from '../../allocate/reserve.js';
 import { BerthError } from '../../errors.js';
@@ -6,10 +5,12 @@ import type { Reservation, ReserveOptions, Strategy } from '../../allocate/types
 import { reserveNamedSet, type NamedReservation } from '../../allocate/reserve-named.js';
 import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
+import { TTL } from '../../util/duration.js';
 import type { HostSysctls } from '../../host/types.js';
-import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
+import { jsonText, parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';
+import { stdoutClosed, unwritable, writeAllStdout } from '../stdout.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { MAX_PID, MAX_PORTS, parseCount, parseDurationArg } from '../values.js';
 
@@ -37,8 +38,9 @@ Options:
                      --name's value + "/NAME"
   --owner PID        the lease lives while process PID lives (e.g. --owner $$ in a job script);
                      an exited PID its parent has not reaped yet (a zombie) still counts
-  --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h). Default without
-                     --owner: 10m. With --owner, an optional extra limit.
+  --ttl DUR          the lease expires after DUR (500ms, 10s, 5m, 2h; at most 8784h, 366
+                     days). Default without --owner: 10m. With --owner, an optional extra
+                     limit.
   --name NAME        a label stored in the lease (shown by 'berth leases'; at most 64
                      characters)
   --format F         plain: one port per line (default); env: BERTH_PORT=… lines
@@ -76,7 +78,8 @@ Leases are shared by every user and container of this network namespace, whateve
 (berth-lease-holder: coreutils tail/sleep/timeout, about 2 MiB) keeps the lease after berth
 port exits, exactly as long as the owner lives or the ttl lasts.
 When the ports are taken by competitors that are about to let go (another allocator still
-building its set, a hold being closed), berth retries for up to 2.5 s before giving up.
+building its set, a hold being closed, an --owner lease whose owner just ended), berth
+retries for up to 2.5 s before giving up.
 
 A block is leased, never held: its ports are free for your program to bind at once, and
 every berth allocator on the host (stacks, other users, berth port) skips them while the
@@ -87,23 +90,9 @@ Exit codes: 0 leased; 64 usage (e.g. --block with --count, --block 0, a bad --po
 65 bad layout; 69 no usable port (the message says why: in the ephemeral range, in use
 and by whom, or leased; for a block, the longest free run); 74 cannot write leases; 128+N
 interrupted by signal N before the ports were printed (nothing stays leased).
-74 also when out of file descriptors (the message says which limit to raise).`;
-
-/**
- * A few bytes to stdout with write(2). process.stdout is a stream object (a net.Socket for
- * a pipe, as in PORT=$(berth port)), and making one costs `berth port` about 1 ms of its
- * startup. Anything unusual (non-blocking pipe full, closed reader) goes through
- * process.stdout as before, from the first byte not yet written.
- */
-function writeStdout(text: string): void {
-  const bytes = Buffer.from(text);
-  let done = 0;
-  try {
-    while (done < bytes.length) done += writeSync(1, bytes, done);
-  } catch {
-    process.stdout.write(bytes.subarray(done));
-  }
-}
+74 also when out of file descriptors (the message says which limit to raise), and when
+the ports cannot be written to stdout (closed, /dev/full, a disk full): the lease is
+given back, so no port stays leased that nobody was told of.`;
 
 /**
  * The sysctls, read on first use: only the default band needs them to resolve SOURCE, and
@@ -165,7 +154,7 @@ export const portCommand: Command = {
       if (opts.block > MAX_BLOCK) throw usage('port', `--block ${opts.block}: a block has at most ${MAX_BLOCK} ports`);
     }
     if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner, 1, MAX_PID);
-    if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl);
+    if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl, TTL);
     // Without an owner the lease still must end some time: its holder process sleeps this long.
     if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;
     if (values.name !== undefined) {
@@ -182,22 +171,32 @@ export const portCommand: Command = {
     opts.signal = stop.signal;
     const onSignal = (sig: NodeJS.Signals) => stop.abort(new BerthError(128 + constants.signals[sig], `interrupted by ${sig}; nothing was leased`));
     // Handlers stay until the ports are printed: a signal after that changes nothing.
+    // The ports printed are the caller's only record of the lease: with nowhere to print them, lease nothing.
+    if (stdoutClosed()) throw unwritable('closed', 'the ports would never be seen; nothing was leased (discard them with >/dev/null)');
     await withSignals(onSignal, async () => {
+      let lease: { release(): Promise<void> };
+      let text: string;
       if (entries !== undefined) {
         const set = await reserveNamedSet(entries, opts).catch(asUsage);
-        if (stop.signal.aborted) {
-          await set.release();
-          throw stop.signal.reason;
-        }
-        printSet(set, format, source);
+        lease = set;
+        text = setText(set, format, source);
       } else if (opts.block !== undefined) {
         const r = await reserve(opts).catch(asUsage);
-        if (stop.signal.aborted) {
-          await r.release();
-          throw stop.signal.reason;
-        }
-        printBlock(r, format, source);
-      } else await printPorts(await reserve(opts), format, source, stop.signal);
+        lease = r;
+        text = blockText(r, format, source);
+      } else {
+        const r = await reserve(opts);
+        lease = r;
+        text = portsText(r, format, source);
+      }
+      if (stop.signal.aborted) {
+        await lease.release();
+        throw stop.signal.reason;
+      }
+      await writeAllStdout(text).catch(async (e: NodeJS.ErrnoException) => {
+        await lease.release();
+        throw unwritable(e.code ?? 'EIO', 'the ports were not printed, so their lease was given back');
+      });
       // Printed means leased: a signal from here to exit must not turn that into 143 (Node's
       // default action once withSignals lets go), so it is taken and ignored.
       for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, () => {});
@@ -227,28 +226,25 @@ function portsObject(set: readonly AssignedPorts[]): Record<string, number | { f
   return o;
 }
 
-function printSet(set: NamedReservation, format: string, source: unknown): void {
-  if (format === 'json') printJson({ ports: portsObject(set.assigned), set: set.assigned, leases: set.reservations.flatMap((r) => r.leases), source });
-  else if (format === 'env') writeStdout(Object.entries(portSetEnv(set.assigned)).map(([k, v]) => `${k}=${v}\n`).join(''));
-  else writeStdout(set.assigned.map((a) => `${a.name} ${describeAssigned(a)}\n`).join(''));
+function setText(set: NamedReservation, format: string, source: unknown): string {
+  if (format === 'json') return jsonText({ ports: portsObject(set.assigned), set: set.assigned, leases: set.reservations.flatMap((r) => r.leases), source });
+  if (format === 'env') return Object.entries(portSetEnv(set.assigned)).map(([k, v]) => `${k}=${v}\n`).join('');
+  return set.assigned.map((a) => `${a.name} ${describeAssigned(a)}\n`).join('');
 }
 
-function printBlock(r: Reservation, format: string, source: unknown): void {
+function blockText(r: Reservation, format: string, source: unknown): string {
   const first = r.ports[0]!;
   const last = r.ports[r.ports.length - 1]!;
-  if (format === 'json') printJson({ ports: r.ports, first, last, count: r.ports.length, leases: r.leases, source });
-  else if (format === 'env') writeStdout(`BERTH_PORT=${first}\nBERTH_PORT_FIRST=${first}\nBERTH_PORT_LAST=${last}\nBERTH_PORT_COUNT=${r.ports.length}\n`);
-  else writeStdout(`${first}-${last}\n`);
+  if (format === 'json') return jsonText({ ports: r.ports, first, last, count: r.ports.length, leases: r.leases, source });
+  if (format === 'env') return `BERTH_PORT=${first}\nBERTH_PORT_FIRST=${first}\nBERTH_PORT_LAST=${last}\nBERTH_PORT_COUNT=${r.ports.length}\n`;
+  return `${first}-${last}\n`;
 }
 
-async function printPorts(r: Reservation, format: string, source: unknown, signal: AbortSignal): Promise<void> {
-      if (signal.aborted) {
-        await r.release();
-        throw signal.reason;
-      }
-      if (format === 'json') printJson({ ports: r.ports, leases: r.leases, source });
-      else if (format === 'env') {
-        const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
-        writeStdout(lines.join('\n') + '\n');
-      } else writeStdout(r.ports.join('\n') + '\n');
+function portsText(r: Reservation, format: string, source: unknown): string {
+  if (format === 'json') return jsonText({ ports: r.ports, leases: r.leases, source });
+  if (format === 'env') {
+    const lines = r.ports.length === 1 ? [`BERTH_PORT=${r.ports[0]}`] : [`BERTH_PORTS=${r.ports.join(',')}`, ...r.ports.map((p, i) => `BERTH_PORT_${i}=${p}`)];
+    return lines.join('\n') + '\n';
+  }
+  return r.ports.join('\n') + '\n';
 }

@@ -11,7 +11,7 @@ import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { DEADLINE, GRACE } from '../../util/duration.js';
-import { parseDurationArg } from '../values.js';
+import { parseDurationArg, parsePathArg } from '../values.js';
 
 const help = `Usage: berth run [SOURCE | --port learn [--learn REGEX]] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
                  [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
@@ -225,8 +225,8 @@ export const runCommand: Command = {
     if (values.ports !== undefined) opts.ports = parsePortsFlag(values.ports);
     if (values['ready-timeout'] !== undefined) opts.readyTimeoutMs = parseDurationArg('run', '--ready-timeout', values['ready-timeout'], DEADLINE);
     if (values['stop-grace'] !== undefined) opts.stopGraceMs = parseDurationArg('run', '--stop-grace', values['stop-grace'], GRACE);
-    if (values['ready-file'] !== undefined) opts.readyFile = values['ready-file'];
-    if (values['diag-dir'] !== undefined) opts.diagDir = values['diag-dir'];
+    if (values['ready-file'] !== undefined) opts.readyFile = parsePathArg('run', '--ready-file', values['ready-file']);
+    if (values['diag-dir'] !== undefined) opts.diagDir = parsePathArg('run', '--diag-dir', values['diag-dir']);
     const json = values.json === true;
     const say = (text: string, obj: Record<string, unknown>) => process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
     const learnedEphemeral = new Set<number>();

@@ -8,6 +8,7 @@ import { watchdogMain } from '../../stack/record/watchdog-main.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';
+import { parsePathArg } from '../values.js';
 
 const help = `Usage: berth up STACK [--run-dir DIR] [--follow] [--json]
 
@@ -105,6 +106,7 @@ export const upCommand: Command = {
     );
     // The watchdog of a berth process (src/launch/watchdog.ts starts it this way in the single executable).
     if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog));
+    const runDir = values['run-dir'] === undefined ? undefined : parsePathArg('up', '--run-dir', values['run-dir']);
     if (positionals.length === 0) throw usage('up', 'no stack file given, e.g. berth up examples/demo/stack.yaml');
     if (positionals.length > 1) throw usage('up', `one stack file at a time (got ${positionals.length}: ${positionals.join(' ')})`);
     const spec = loadStack(positionals[0]!);
@@ -116,7 +118,7 @@ export const upCommand: Command = {
     const started = performance.now();
     const plan = planNodes(spec);
     const opts: RunStackOptions = {
-      ...(values['run-dir'] !== undefined ? { runDir: values['run-dir'] } : {}),
+      ...(runDir !== undefined ? { runDir } : {}),
       follow: values.follow === true,
       status: 'auto',
       procRoot: procRoot(),

@@ -4,6 +4,7 @@ import { isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../../errors.js';
 import type { Layout } from '../../layout/types.js';
+import { userIds } from '../../util/user-ids.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean, isNullish, kindOf, readReason, YamlSource } from '../../util/yaml-source.js';
 import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
@@ -189,7 +190,19 @@ export function loadStack(file: string): StackSpec {
   }
   const spec = parseStack(text, file, resolve(file, '..'));
   checkCwds(spec);
+  checkDirOwners(spec);
   return spec;
+}
+
+/** Each `dir_owner:` must name a user (and group) the host knows: 65 at its line, before anything is leased. */
+function checkDirOwners(spec: StackSpec): void {
+  const errors: string[] = [];
+  for (const s of spec.services) {
+    if (s.dirOwner === undefined) continue;
+    const ids = userIds(s.dirOwner);
+    if ('problem' in ids) errors.push(`${spec.file}:${s.dirOwnerLine ?? s.line}: service ${JSON.stringify(s.name)}: dir_owner ${s.dirOwner}: ${ids.problem}`);
+  }
+  if (errors.length > 0) throw new BerthError(EXIT.DATAERR, errors.join('\n'), { file: spec.file, errors });
 }
 
 /**

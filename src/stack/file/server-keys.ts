@@ -1,7 +1,8 @@
 /*
  * Two keys for real servers: `scheme:` (what their URLs start with) and `dir_owner:` (who
  * owns their replica directories, {dir}). Pure checks of the values as written; the owner
- * is looked up on the host when the directory is made (run/replica-dir.ts).
+ * is looked up on the host when the stack is loaded (load.ts) and when the directory is made
+ * (run/replica-dir.ts).
  */
 
 import type { ServiceSpec } from './spec.js';

@@ -271,6 +271,7 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
       case 'scheme':
       case 'dir_owner':
         readServerKey(key, text, spec, fail);
+        if (key === 'dir_owner') spec.dirOwnerLine = vLine;
         break;
     }
   }

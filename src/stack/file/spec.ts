@@ -117,6 +117,8 @@ export interface ServiceSpec {
   oneShot: boolean;
   /** `dir_owner: USER[:GROUP]`: its replica directories ({dir}) are given to this user (berth as root). */
   dirOwner?: string;
+  /** 1-based line of `dir_owner:` (an unknown user is reported there). */
+  dirOwnerLine?: number;
 }
 
 export interface StackSpec {

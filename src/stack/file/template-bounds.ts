@@ -9,6 +9,8 @@
  * replica counts, so such a template is refused (65, naming its line) before anything starts.
  */
 
+import { lineIndex } from '../../util/line-index.js';
+
 /** Sections inside sections, at most; real configs use two or three. */
 export const MAX_SECTION_DEPTH = 16;
 /** Largest rendered config file, in characters (16 Mi). */
@@ -23,11 +25,8 @@ export interface ViewRules {
   sectionView(value: unknown): unknown;
 }
 
-function lineAt(text: string, offset: number): number {
-  let line = 1;
-  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
-  return line;
-}
+// One look-up per message (each ends the check), so the index is built for it alone.
+const lineAt = (text: string, offset: number): number => lineIndex(text)(offset);
 
 /** The first section that opens deeper than MAX_SECTION_DEPTH (walked without recursion). */
 function tooDeep(spans: readonly Span[]): Span | undefined {

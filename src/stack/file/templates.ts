@@ -1,7 +1,8 @@
 import { basename, join } from 'node:path';
 import Mustache from 'mustache';
 import { BerthError, EXIT } from '../../errors.js';
-import { writeFileAtomic } from '../../util/atomic-write.js';
+import { writeFileAtomic, type FileOwner } from '../../util/atomic-write.js';
+import { lineIndex } from '../../util/line-index.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean, readReason } from '../../util/yaml-source.js';
 import { templateBoundProblem } from './template-bounds.js';
@@ -42,11 +43,8 @@ interface Problem {
 
 type Span = [string, string, number, number, Span[]?, number?];
 
-function lineAt(text: string, offset: number): number {
-  let line = 1;
-  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
-  return line;
-}
+/** Offset → line of the template being checked (util/line-index.ts: linear in all, not per tag). */
+type LineOf = (offset: number) => number;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
 
@@ -93,9 +91,9 @@ interface Entry {
   section: string;
 }
 
-function checkSpans(spans: readonly Span[], stack: unknown[], text: string, problems: Problem[], outer: ReadonlySet<string>, entry?: Entry): void {
+function checkSpans(spans: readonly Span[], stack: unknown[], lineOf: LineOf, problems: Problem[], outer: ReadonlySet<string>, entry?: Entry): void {
   for (const [type, name, start, , children] of spans) {
-    const line = lineAt(text, start);
+    const line = lineOf(start);
     if (type === '>') {
       problems.push({ line, text: `{{> ${name}}}: partials are not supported; write the text into this file` });
       continue;
@@ -119,7 +117,7 @@ function checkSpans(spans: readonly Span[], stack: unknown[], text: string, prob
     if ((type === '#' || type === '^') && children) {
       const inner = type === '#' && found.hit ? [...stack, sectionView(found.value)] : stack;
       const isList = type === '#' && Array.isArray(found.value);
-      checkSpans(children as Span[], inner, text, problems, outer, isList ? { at: inner.length - 1, section: name } : entry);
+      checkSpans(children as Span[], inner, lineOf, problems, outer, isList ? { at: inner.length - 1, section: name } : entry);
     }
   }
 }
@@ -131,21 +129,22 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * end of the file; the line that opened it is the useful one (its last opener).
  */
 function syntaxProblem(err: Error, text: string, tags: [string, string]): Problem {
+  const lineOf = lineIndex(text);
   const m = / at (\d+)$/.exec(err.message);
-  const line = m ? lineAt(text, Number(m[1])) : 1;
+  const line = m ? lineOf(Number(m[1])) : 1;
   const message = err.message.replace(/ at \d+$/, '');
   const unclosed = /^Unclosed section "(.*)"$/.exec(message);
   if (unclosed) {
     const opener = new RegExp(`${escapeRe(tags[0])}\\s*[#^]\\s*${escapeRe(unclosed[1]!)}\\s*${escapeRe(tags[1])}`, 'g');
     let last: RegExpExecArray | null = null;
     for (let o = opener.exec(text); o; o = opener.exec(text)) last = o;
-    if (last) return { line: lineAt(text, last.index), text: `template syntax error: section "${unclosed[1]}" opened here is never closed` };
+    if (last) return { line: lineOf(last.index), text: `template syntax error: section "${unclosed[1]}" opened here is never closed` };
   }
   if (message === 'Unclosed tag') {
     // The first opener after the last closer is the one never closed.
     const close = text.lastIndexOf(tags[1]);
     const open = text.indexOf(tags[0], close < 0 ? 0 : close + tags[1].length);
-    if (open >= 0) return { line: lineAt(text, open), text: `template syntax error: the tag opened here with ${tags[0]} is never closed with ${tags[1]}` };
+    if (open >= 0) return { line: lineOf(open), text: `template syntax error: the tag opened here with ${tags[0]} is never closed with ${tags[1]}` };
   }
   return { line, text: `template syntax error: ${message}` };
 }
@@ -165,7 +164,7 @@ export function templateProblems(text: string, context: object, file: string, op
   const bound = templateBoundProblem(spans, text, context, file, { lookup, sectionView }); // issue 22 §7
   if (bound !== undefined) return [bound];
   const problems: Problem[] = [];
-  checkSpans(spans, [context], text, problems, new Set(opts.outerNames ?? []));
+  checkSpans(spans, [context], lineIndex(text), problems, new Set(opts.outerNames ?? []));
   return problems.sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.text}`);
 }
 
@@ -183,9 +182,10 @@ export function templateTagNames(text: string, opts: RenderOptions = {}): { name
     return [];
   }
   const out: { name: string; line: number; full: string }[] = [];
+  const lineOf = lineIndex(text);
   const walk = (list: readonly Span[]) => {
     for (const [type, name, start, , children] of list) {
-      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineAt(text, start), full: `${type === 'name' ? '' : type}${name}` });
+      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}` });
       if ((type === '#' || type === '^') && Array.isArray(children)) walk(children);
     }
   };
@@ -212,7 +212,7 @@ export function renderedName(file: string): string {
  * `outDir` (as `name`, default renderedName(file)). An unreadable template or an unknown tag
  * is a DATAERR (65) naming the file; a write that fails is an IOERR (74) naming the path.
  */
-export function renderTemplateFile(file: string, context: object, outDir: string, opts: RenderOptions & { name?: string } = {}): RenderedTemplate {
+export function renderTemplateFile(file: string, context: object, outDir: string, opts: RenderOptions & { name?: string; owner?: FileOwner } = {}): RenderedTemplate {
   let text: string;
   try {
     text = readInputFile(file);
@@ -222,7 +222,8 @@ export function renderTemplateFile(file: string, context: object, outDir: string
   const rendered = renderTemplateText(text, context, file, opts);
   const path = join(outDir, opts.name ?? renderedName(file));
   try {
-    writeFileAtomic(path, rendered, 0o644);
+    // For a dir_owner: the file is that user's, in that user's directory (atomic-write.ts).
+    writeFileAtomic(path, rendered, 0o644, opts.owner);
   } catch (e) {
     throw new BerthError(EXIT.IOERR, `template ${file}: cannot write ${path}: ${readReason(e)}`, { file, path });
   }

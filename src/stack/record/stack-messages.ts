@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { endpointHostPort } from '../file/placeholders.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import { shownPath } from '../file/shown-path.js';
+import { cleanText } from '../../util/clean-text.js';
 import type { StackResult } from './result.js';
 import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
 
@@ -111,7 +112,8 @@ export function formatFailure(result: StackResult, opts: { cwd?: string; tail?: 
     if (existsSync(dir)) lines.push(`  directory:   ${shownPath(dir, opts.cwd)}/`);
     for (const { stream, tail } of streamTails(f.logs, opts.tail ?? 5)) {
       lines.push(`  last lines of ${who}'s ${stream}:`);
-      for (const l of tail) lines.push(`    ${cut(l)}`);
+      // The service's own bytes, bound for a terminal: controls (ESC, BEL, CSI, bidi overrides) shown escaped.
+      for (const l of tail) lines.push(`    ${cleanText(cut(l))}`);
     }
   }
   lines.push(`  the stack was stopped; run directory: ${shownPath(result.runDir, opts.cwd)} (events.jsonl, endpoints.json, logs/)`);

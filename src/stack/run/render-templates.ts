@@ -6,6 +6,7 @@ import type { Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
 import { serviceNames, templateContext } from '../file/template-context.js';
 import { renderTemplateFile, type RenderedTemplate } from '../file/templates.js';
+import { lookUp } from './replica-dir.js';
 
 /*
  * A replica's config files, rendered before each of its starts into its own directory,
@@ -39,5 +40,10 @@ export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveC
   } catch (e) {
     throw new BerthError(EXIT.IOERR, `cannot create ${dir} for the rendered templates of ${s.name}/${rep.index}: ${(e as Error).message}`, { path: dir });
   }
-  return s.templates.map((t) => renderTemplateFile(t.file, context, dir, { outerNames: serviceNames(context) }));
+  // A dir_owner's directory is that user's: so is each file rendered into it (root gives it
+  // away; the user reads it, and finds it its own again after a restart's new rendering).
+  const me = process.getuid?.() ?? 0;
+  const ids = s.dirOwner !== undefined && me === 0 ? lookUp(s, s.dirOwner) : undefined;
+  const owner = ids !== undefined && ids.uid !== me ? { uid: ids.uid, gid: ids.gid } : undefined;
+  return s.templates.map((t) => renderTemplateFile(t.file, context, dir, { outerNames: serviceNames(context), ...(owner ? { owner } : {}) }));
 }

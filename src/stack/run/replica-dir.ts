@@ -1,10 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { REPLICA_DIRS, replicaDirPath } from '../file/replica-dir-path.js';
 import { placeholdersOf } from '../file/placeholders.js';
 import type { ServiceSpec } from '../file/spec.js';
+import { checkRunDir } from '../record/run-dir.js';
+import { userIds, type UserIds } from '../../util/user-ids.js';
 
 /*
  * A replica's own directory ({dir}, BERTH_REPLICA_DIR): <run dir>/data/<service>-<replica>,
@@ -16,34 +17,13 @@ import type { ServiceSpec } from '../file/spec.js';
  * pass too, or the start is refused naming the folder that does not.
  */
 
-interface Owner {
-  uid: number;
-  gid: number;
-  name: string;
-}
+type Owner = UserIds;
 
-const owners = new Map<string, Owner>();
-
-/** USER[:GROUP] → ids, as the host's name service knows them (id(1), getent: LDAP users too). */
-function lookUp(spec: ServiceSpec, owner: string): Owner {
-  const hit = owners.get(owner);
-  if (hit) return hit;
-  const [user, group] = owner.split(':') as [string, string | undefined];
-  const ask = (cmd: string, args: string[]): string | undefined => {
-    try {
-      return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    } catch {
-      return undefined;
-    }
-  };
-  const numeric = (t: string) => /^[0-9]+$/.test(t);
-  const uidText = numeric(user) ? user : ask('id', ['-u', user]);
-  if (uidText === undefined) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: there is no user "${user}" on this host; create it, or name an existing one`);
-  const gidText = group === undefined ? (ask('id', ['-g', user]) ?? uidText) : numeric(group) ? group : ask('getent', ['group', group])?.split(':')[2];
-  if (gidText === undefined) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: there is no group "${group}" on this host; create it, or name an existing one`);
-  const o = { uid: Number(uidText), gid: Number(gidText), name: user };
-  owners.set(owner, o);
-  return o;
+/** The dir_owner's ids; the stack's load checked them already (load.ts), so a problem here is a user removed since. */
+export function lookUp(spec: ServiceSpec, owner: string): Owner {
+  const ids = userIds(owner);
+  if ('problem' in ids) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: ${ids.problem}`);
+  return ids;
 }
 
 /** The first folder from `dir` up that `o` may not pass through (search permission), if any. */
@@ -64,15 +44,47 @@ export function dirsNamed(spec: ServiceSpec): Set<string> {
   return out;
 }
 
+/**
+ * The replica's directory as found (a restart, or made beforehand): a real directory of
+ * ours, or of its dir_owner, never a link planted to send its files elsewhere. Throws 74.
+ */
+function checkFound(dir: string, spec: ServiceSpec, replica: number): void {
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch (e) {
+    throw new BerthError(EXIT.IOERR, `cannot examine ${dir}, the directory of ${spec.name}/${replica}: ${(e as Error).message}`, { path: dir });
+  }
+  const me = process.getuid?.() ?? 0;
+  const owner = spec.dirOwner === undefined ? undefined : lookUp(spec, spec.dirOwner).uid;
+  const why = st.isSymbolicLink()
+    ? 'is a symbolic link (the replica\'s files could be redirected)'
+    : !st.isDirectory()
+      ? 'exists but is not a directory'
+      : st.uid !== me && st.uid !== owner
+        ? `is owned by uid ${st.uid}, not by you (uid ${me})${spec.dirOwner === undefined ? '' : ` or ${spec.dirOwner}`}`
+        : undefined;
+  if (why !== undefined) throw new BerthError(EXIT.IOERR, `replica directory ${dir} ${why}, so it is not used for ${spec.name}/${replica}; remove it, or give a new --run-dir`, { path: dir });
+}
+
 /** Makes (or finds, on a restart) the replica's directory; returns its path. Throws BerthError. */
 export function makeReplicaDir(runDir: string, spec: ServiceSpec, replica: number): string {
   const dir = replicaDirPath(runDir, spec.name, replica);
   const parent = join(runDir, REPLICA_DIRS);
   try {
-    mkdirSync(parent, { mode: 0o700, recursive: true });
+    // Not recursive: the run directory exists (and was checked), and mkdir -p would follow a data/ link.
+    try {
+      mkdirSync(parent, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    // data/ as found must be the run's own, like logs/ (a link there would take every replica's files).
+    checkRunDir(parent);
     mkdirSync(dir, { mode: 0o700 });
   } catch (e) {
+    if (e instanceof BerthError) throw e;
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new BerthError(EXIT.IOERR, `cannot create ${dir}, the directory of ${spec.name}/${replica}: ${(e as Error).message}`, { path: dir });
+    checkFound(dir, spec, replica);
     return dir; // a restart: the directory and what the replica left in it stay
   }
   if (spec.dirOwner === undefined) return dir;
