@@ -73,7 +73,13 @@ export function capName(name: string, max = STORED_NAME_CHARS): string {
   return cps.length <= max ? name : `${cps.slice(0, max - 1).join('')}…`;
 }
 
-/** What a lease record says. Everything in it is a claim of whoever bound it. */
+/** Ascending, disjoint runs of ports, lo <= hi: how records keep them (a claim of 1-65535 is one run, not 65535 ports). */
+export interface PortRun {
+  lo: number;
+  hi: number;
+}
+
+/** What a lease record says (as written: its ports listed). Everything in it is a claim of whoever bound it. */
 export interface RecordInfo {
   uid: number;
   /** The allocator's pid (in its own pid namespace). */
@@ -106,18 +112,29 @@ export function formatPorts(ports: readonly number[]): string {
 const PORT_TEXT = /^[1-9]\d{0,4}$/;
 const isPort = (p: number) => p >= 1 && p <= 65535;
 
-/** Ports of "20000-20015,20020", ascending and distinct, or undefined when malformed. */
-export function parsePorts(text: string): number[] | undefined {
-  const out: number[] = [];
+/**
+ * Runs of "20000-20015,20020", ascending and disjoint, or undefined when malformed. Kept as
+ * runs: anyone can bind a record claiming 1-65535, and thousands of them must cost what their
+ * text costs, not 65535 numbers each.
+ */
+export function parsePorts(text: string): PortRun[] | undefined {
+  const out: PortRun[] = [];
   for (const run of text.split(',')) {
     const [a, b, extra] = run.split('-');
     if (a === undefined || extra !== undefined || !PORT_TEXT.test(a) || (b !== undefined && !PORT_TEXT.test(b))) return undefined;
     const lo = Number(a);
     const hi = b === undefined ? lo : Number(b);
-    if (!isPort(lo) || !isPort(hi) || hi < lo || (out.length > 0 && lo <= out[out.length - 1]!)) return undefined;
-    for (let p = lo; p <= hi; p++) out.push(p);
+    if (!isPort(lo) || !isPort(hi) || hi < lo || (out.length > 0 && lo <= out[out.length - 1]!.hi)) return undefined;
+    out.push({ lo, hi });
   }
   return out.length > 0 ? out : undefined;
+}
+
+/** How many ports some runs hold. */
+export function runsSize(runs: readonly PortRun[]): number {
+  let n = 0;
+  for (const r of runs) n += r.hi - r.lo + 1;
+  return n;
 }
 
 export function formatPayload(r: RecordInfo): string {
@@ -135,8 +152,11 @@ export function formatPayload(r: RecordInfo): string {
 
 const UINT = /^(?:0|[1-9]\d{0,14})$/;
 
+/** A record as read: its ports as runs. */
+export type ParsedRecord = Omit<RecordInfo, 'ports'> & { ports: PortRun[] };
+
 /** The record of a payload, or undefined when any field is malformed or a needed one is missing. */
-export function parsePayload(text: string): RecordInfo | undefined {
+export function parsePayload(text: string): ParsedRecord | undefined {
   const fields = new Map<string, string>();
   for (const item of text.split('/')) {
     const eq = item.indexOf('=');
@@ -160,7 +180,7 @@ export function parsePayload(text: string): RecordInfo | undefined {
   if (kind !== 'single' && kind !== 'block') return undefined;
   const ports = parsePorts(fields.get('ports') ?? '');
   if (ports === undefined) return undefined;
-  const r: RecordInfo = { uid, pid, kind, ports };
+  const r: ParsedRecord = { uid, pid, kind, ports };
   if (owner !== undefined) r.owner = owner;
   if (exp !== undefined) r.expiresAt = exp;
   if (at !== undefined) r.createdAt = at;
@@ -208,10 +228,10 @@ export interface AllocatorClaim {
   inode: number;
 }
 
-export interface ListedRecord extends RecordInfo {
+export type ListedRecord = ParsedRecord & {
   id: string;
   inodes: number[];
-}
+};
 
 /** Every berth name of a namespace, sorted out. */
 export interface LeaseTable {

@@ -5,7 +5,8 @@ import { readNetns } from '../host/read-host.js';
 import type { SocketOwner } from '../host/types.js';
 import { readLeaseTable } from './lease-domain.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
-import type { LeaseTable, RecordInfo } from './lease-names.js';
+import { allocatorsByPort, recordsByPort } from './lease-cover.js';
+import type { LeaseTable, ParsedRecord } from './lease-names.js';
 import type { Lease } from './types.js';
 
 /*
@@ -47,7 +48,7 @@ export interface LeaseListOptions {
   leaseDir?: string;
 }
 
-function toLease(port: number, r: RecordInfo, netns: string): Lease {
+function toLease(port: number, r: ParsedRecord, netns: string): Lease {
   // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
   const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
   return {
@@ -66,8 +67,8 @@ function toLease(port: number, r: RecordInfo, netns: string): Lease {
 
 /** The leases of a table, by port. Pure but for the namespace id. */
 export function leasesOf(table: LeaseTable, netns: string): ListedLease[] {
-  const byPort = new Map<number, LeaseTable['records'][number]>();
-  for (const r of table.records) for (const p of r.ports) if (table.ports.has(p) && !byPort.has(p)) byPort.set(p, r);
+  const byPort = recordsByPort(table);
+  const pending = allocatorsByPort(table, [...table.ports.keys()].filter((p) => !byPort.has(p)));
   const out: ListedLease[] = [];
   for (const [port, inodes] of table.ports) {
     const inode = inodes[0]!;
@@ -76,7 +77,7 @@ export function leasesOf(table: LeaseTable, netns: string): ListedLease[] {
       out.push({ ...toLease(port, r, netns), uid: r.uid, state: 'live', live: true, inode, record: r.id, ...(r.set !== undefined ? { set: r.set } : {}) });
       continue;
     }
-    const a = table.allocators.find((c) => c.lo <= port && port <= c.hi);
+    const a = pending.get(port);
     out.push({ port, kind: 'single', createdBy: a?.pid ?? 0, netns, ...(a ? { uid: a.uid } : {}), state: 'pending', live: true, inode });
   }
   return out.sort((a, b) => a.port - b.port);
