@@ -321,3 +321,21 @@ export function leaseTable(names: readonly ListedName[]): LeaseTable {
   }
   return table;
 }
+
+/**
+ * Port -> inode of its port name, only where the kernel's listing proves it, for acts
+ * (berth release) rather than for skipping ports. A line forged by a newline inside another
+ * name lies within that name's 107 bytes, so its own name can never be padded to 107: only
+ * padded port names count (a forged line repeating a real socket's inode under another port
+ * proves nothing, and takes nothing from the real line).
+ */
+export function provenPortInodes(names: readonly ListedName[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const l of names) {
+    const p = PORT_NAME.exec(l.name);
+    if (!p || !l.padded) continue;
+    const port = Number(p[1]);
+    if (isPort(port)) out.set(port, l.inode);
+  }
+  return out;
+}

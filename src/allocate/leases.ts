@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { findSocketOwners } from '../host/owners.js';
 import { readNetns } from '../host/read-host.js';
 import type { SocketOwner } from '../host/types.js';
 import { readLeaseTable } from './lease-domain.js';
@@ -13,9 +11,7 @@ import type { Lease } from './types.js';
  * The leases of this network namespace as people see them (berth leases, release, doctor):
  * every port name of the lease domain with what its record says, and the processes that
  * hold it where /proc shows them (one's own; root: every process of this pid namespace).
- * Ending a lease is ending its holder: `berth release` signals only lease-holder processes
- * (lease-holder.ts) that hold the lease's socket right then, never a process a forged name
- * points at, and never berth run/up (their leases end with them: stop them).
+ * What a record says is a label; ending leases (lease-release.ts) acts on kernel facts only.
  */
 
 export type LeaseState = 'live' | 'pending';
@@ -103,107 +99,4 @@ export function currentLeases(opts: LeaseListOptions = {}): ListedLease[] {
 /** @deprecated The file store's scan: the leases, nothing else to report. */
 export function scanLeases(opts: LeaseListOptions = {}): { leases: ListedLease[] } {
   return { leases: currentLeases(opts) };
-}
-
-export interface ReleaseFilter {
-  ports?: readonly number[];
-  ownerPid?: number;
-  jobId?: string;
-  all?: boolean;
-}
-
-export interface ReleaseResult {
-  /** Targeted leases ended (their holder is gone). */
-  released: ListedLease[];
-  /** Nothing to clean any more: always 0 (kept for callers). */
-  cleaned: number;
-  /** Targeted leases we may not end: another user's (not root), or held where we cannot see. */
-  notOurs: { port: number; uid?: number; targeted: boolean; state: LeaseState | 'garbage'; why: 'other-user' | 'not-visible' }[];
-  /** Targeted leases held by a process that is not a lease holder (berth run/up, a library caller): stop it to end them. */
-  heldBy: { port: number; pid: number; command: string }[];
-}
-
-function targeted(l: ListedLease, f: ReleaseFilter, me: number): boolean {
-  // "All" means all of one's own: root cleaning up must not end every user's live leases by accident.
-  if (f.all) return l.uid === me;
-  if (f.ports?.includes(l.port)) return true;
-  if (f.ownerPid !== undefined && l.pid === f.ownerPid) return true;
-  if (f.jobId !== undefined && l.slurmJobId === f.jobId) return true;
-  return false;
-}
-
-function cmdline(procRoot: string, pid: number): string[] {
-  try {
-    return parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'utf8'));
-  } catch {
-    return [];
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/**
- * End the leases the caller targets ({ports}, {ownerPid}, {jobId} or {all}) by ending their
- * holder processes; a holder holds the whole set of one `berth port`, so the set's other
- * ports end too (they are listed in `released`). Only a lease-holder process that holds the lease's socket at that
- * moment is signalled (a pid that was reused holds no such socket), and only one's own
- * (root: anyone's). Waits up to a second for the names to go.
- */
-export async function releaseLeases(opts: ReleaseFilter & LeaseListOptions = {}): Promise<ReleaseResult> {
-  const procRoot = opts.procRoot ?? '/proc';
-  const me = process.getuid?.() ?? 0;
-  const root = process.geteuid?.() === 0;
-  const result: ReleaseResult = { released: [], cleaned: 0, notOurs: [], heldBy: [] };
-  const ending: ListedLease[] = [];
-  const signalled = new Set<number>();
-  const all = currentLeases({ procRoot });
-  for (const l of all) {
-    if (!targeted(l, opts, me)) continue;
-    if (!root && l.uid !== me) {
-      result.notOurs.push({ port: l.port, ...(l.uid !== undefined ? { uid: l.uid } : {}), targeted: true, state: l.state, why: 'other-user' });
-      continue;
-    }
-    const holders = l.holders ?? [];
-    const others = holders.filter((h) => !h.holder);
-    if (holders.length === 0) {
-      result.notOurs.push({ port: l.port, ...(l.uid !== undefined ? { uid: l.uid } : {}), targeted: true, state: l.state, why: 'not-visible' });
-      continue;
-    }
-    if (others.length > 0) {
-      result.heldBy.push({ port: l.port, pid: others[0]!.pid, command: others[0]!.command });
-      continue;
-    }
-    for (const h of holders) {
-      if (signalled.has(h.pid)) continue;
-      // Still a holder of this very socket: the pid was not reused since the listing.
-      if (cmdline(procRoot, h.pid)[0] !== HOLDER_ARGV0 || socketsHeldBy(procRoot, h.pid, new Set([l.inode])).size === 0) continue;
-      try {
-        process.kill(h.pid, 'SIGTERM');
-        signalled.add(h.pid);
-      } catch {
-        // gone meanwhile, or not ours to signal
-      }
-    }
-    ending.push(l);
-  }
-  // A holder holds its whole set (one berth port call): every lease it held ends with it.
-  for (const l of all) if (!ending.includes(l) && (l.holders ?? []).some((h) => signalled.has(h.pid))) ending.push(l);
-  const deadline = Date.now() + 1000;
-  let left = ending;
-  while (left.length > 0) {
-    const bound = new Set(currentLeases({ procRoot, holders: false }).map((l) => `${l.port}/${l.inode}`));
-    const still = left.filter((l) => bound.has(`${l.port}/${l.inode}`));
-    for (const l of left) if (!still.includes(l)) result.released.push(l);
-    left = still;
-    if (left.length === 0 || Date.now() >= deadline) break;
-    await sleep(20);
-  }
-  for (const l of left) result.notOurs.push({ port: l.port, ...(l.uid !== undefined ? { uid: l.uid } : {}), targeted: true, state: l.state, why: 'not-visible' });
-  result.released.sort((a, b) => a.port - b.port);
-  return result;
-}
-
-/** End every lease recorded for a Slurm job (e.g. from an epilog). */
-export function releaseJob(jobId: string, opts: LeaseListOptions = {}): Promise<ReleaseResult> {
-  return releaseLeases({ ...opts, jobId });
 }
