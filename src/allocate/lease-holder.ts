@@ -26,6 +26,8 @@ const OWNER_POLL_S = '0.2';
 
 export interface HolderSpec {
   ownerPid?: number;
+  /** The owner's start time when it was checked (a live process then): it must still be that process once the holder runs. */
+  ownerStart?: number;
   ttlMs?: number;
 }
 

@@ -12,7 +12,7 @@
  *   berth/v1/r/<id>/<i>/<n>/<chunk>          part i of n of a lease record
  *
  * A record's payload (its chunks joined in order) is "key=value" fields joined by "/":
- * uid, pid (allocator), owner, exp (ms since epoch), at (ms), job, step, kind (single or
+ * uid, pid (allocator), owner, pidns, exp (ms since epoch), at (ms), job, step, kind (single or
  * block), ports ("20000-20015,20020"), name, set. Values are percent-encoded UTF-8 over
  * [A-Za-z0-9._~:+,-] ("@" never appears unescaped: it is how NUL padding prints).
  *
@@ -85,6 +85,8 @@ export interface RecordInfo {
   /** The allocator's pid (in its own pid namespace). */
   pid: number;
   owner?: number;
+  /** Inode of the PID namespace the owner pid (and the allocator's pid) belong to. */
+  pidns?: number;
   expiresAt?: number;
   createdAt?: number;
   job?: string;
@@ -140,6 +142,7 @@ export function runsSize(runs: readonly PortRun[]): number {
 export function formatPayload(r: RecordInfo): string {
   const f: string[] = [`uid=${r.uid}`, `pid=${r.pid}`];
   if (r.owner !== undefined) f.push(`owner=${r.owner}`);
+  if (r.pidns !== undefined) f.push(`pidns=${r.pidns}`);
   if (r.expiresAt !== undefined) f.push(`exp=${Math.round(r.expiresAt)}`);
   if (r.createdAt !== undefined) f.push(`at=${Math.round(r.createdAt)}`);
   if (r.job !== undefined) f.push(`job=${escapeValue(r.job)}`);
@@ -175,13 +178,15 @@ export function parsePayload(text: string): ParsedRecord | undefined {
   const owner = num('owner');
   const exp = num('exp');
   const at = num('at');
-  if (uid == null || pid == null || owner === null || exp === null || at === null) return undefined;
+  const pidns = num('pidns');
+  if (uid == null || pid == null || owner === null || exp === null || at === null || pidns === null) return undefined;
   const kind = fields.get('kind');
   if (kind !== 'single' && kind !== 'block') return undefined;
   const ports = parsePorts(fields.get('ports') ?? '');
   if (ports === undefined) return undefined;
   const r: ParsedRecord = { uid, pid, kind, ports };
   if (owner !== undefined) r.owner = owner;
+  if (pidns !== undefined) r.pidns = pidns;
   if (exp !== undefined) r.expiresAt = exp;
   if (at !== undefined) r.createdAt = at;
   for (const k of ['job', 'step', 'name', 'set'] as const) {

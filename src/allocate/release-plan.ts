@@ -77,7 +77,11 @@ export function isTargeted(c: ReleaseCandidate, ask: ReleaseAsk, me: Caller): bo
   if (c.inode === undefined) return false;
   // "All" is all of one's own (root too: only root's): by the holders' real uid.
   if (ask.all && c.procs.some((p) => p.uid === me.uid)) return true;
-  if (ask.ownerPid !== undefined && c.procs.some((p) => p.pid === ask.ownerPid || watchedPid(p.argv) === ask.ownerPid)) return true;
+  // A pid means something only in its PID namespace: a holder's `--pid=N` is N of the holder's
+  // namespace, so it answers --owner N only when the caller is in that same namespace (a
+  // container's inner owner 5 is not the host's pid 5). The process holding the socket
+  // itself is named by its pid in the caller's /proc.
+  if (ask.ownerPid !== undefined && c.procs.some((p) => p.pid === ask.ownerPid || (watchedPid(p.argv) === ask.ownerPid && p.pidns !== undefined && p.pidns === me.pidns))) return true;
   if (ask.jobId !== undefined && c.procs.some((p) => p.job === ask.jobId)) return true;
   return false;
 }

@@ -86,3 +86,25 @@ export function readEnvValue(procRoot: string, pid: number, key: string): string
   for (const entry of raw.split('\0')) if (entry.startsWith(want)) return entry.slice(want.length);
   return undefined;
 }
+
+/**
+ * Whether `pid` can own a lease given by the caller: a live process (a thread-group
+ * leader: /proc/TID of one of its threads exists too, but is no process) of the PID
+ * namespace /proc shows, and /proc the caller's own (after `unshare --pid --fork` without
+ * --mount-proc it is the parent namespace's, where the same number is another process).
+ * Its start time when it may; otherwise why not.
+ */
+export function ownerCheck(procRoot: string, pid: number, self = process.pid): { start: number } | { why: string } {
+  let me: string | undefined;
+  try {
+    me = readlinkSync(join(procRoot, 'self'));
+  } catch {
+    me = undefined;
+  }
+  if (me !== String(self)) return { why: `${procRoot} does not show this process's PID namespace (/proc/self is ${me ?? 'unreadable'}, this process is ${self}): mount a /proc of this namespace (unshare --pid --fork --mount-proc), or give no --owner` };
+  const f = readProcFacts(procRoot, pid);
+  if (f === undefined || f.dead || f.startTime === undefined) return { why: `owner pid ${pid} is not a running process of this PID namespace; the lease would end at once` };
+  if (f.tgid !== pid) return { why: `owner pid ${pid} is a thread of process ${f.tgid ?? '?'}, not a process: give the process's pid (e.g. $$ of a shell)` };
+  if (pid === self) return { why: `owner pid ${pid} is this berth process itself, which exits at once: give the pid of the process the lease is for (e.g. $$)` };
+  return { start: f.startTime };
+}
