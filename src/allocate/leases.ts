@@ -2,7 +2,8 @@ import { findSocketOwners } from '../host/owners.js';
 import { readNetns } from '../host/read-host.js';
 import type { SocketOwner } from '../host/types.js';
 import { readLeaseTable } from './lease-domain.js';
-import { HOLDER_ARGV0 } from './lease-holder.js';
+import { readProcFacts } from '../host/proc-facts.js';
+import { splitHolders, type HoldingProc } from './release-plan.js';
 import { allocatorsByPort, recordsByPort } from './lease-cover.js';
 import type { LeaseTable, ParsedRecord } from './lease-names.js';
 import type { Lease } from './types.js';
@@ -89,9 +90,18 @@ export function currentLeases(opts: LeaseListOptions = {}): ListedLease[] {
   const leases = leasesOf(readLeaseTable(), readNetns(procRoot));
   if (opts.holders === false || leases.length === 0) return leases;
   const owners = findSocketOwners(procRoot, new Set(leases.map((l) => l.inode)));
+  const facts = new Map<number, HoldingProc>();
+  const factsOf = (o: SocketOwner): HoldingProc => {
+    let f = facts.get(o.pid);
+    if (f === undefined) facts.set(o.pid, (f = readProcFacts(procRoot, o.pid) ?? { pid: o.pid, argv: o.cmdline }));
+    return f;
+  };
   for (const l of leases) {
     const list = owners.get(l.inode);
-    if (list) l.holders = list.map((o) => ({ pid: o.pid, command: holderText(o), holder: o.cmdline[0] === HOLDER_ARGV0 }));
+    if (!list) continue;
+    // The tail a `timeout` holder runs (--owner with --ttl) is part of that holder, not a stranger.
+    const { others } = splitHolders(list.map(factsOf));
+    l.holders = list.map((o) => ({ pid: o.pid, command: holderText(o), holder: !others.some((x) => x.pid === o.pid) }));
   }
   return leases;
 }

@@ -1,6 +1,5 @@
 import type { ProcFacts } from '../host/proc-facts.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
-import type { LeaseState } from './leases.js';
 
 /*
  * What `berth release` may end, decided from what the kernel proves and nothing a name
@@ -19,7 +18,7 @@ export interface HoldingProc extends ProcFacts {
 
 export interface ReleaseCandidate {
   port: number;
-  state: LeaseState;
+  state: 'live' | 'pending';
   /** The uid the record claims (a label, for messages only). */
   claimedUid?: number;
   /** The port name's inode, when the kernel's listing proves it (padded, listed once). */
