@@ -49,6 +49,7 @@ test('release --owner N from outside a PID namespace leaves the lease whose inne
     O=$(cat "$D/owner"); echo "INNER_OWNER=$O"
     echo "OUTER=$("$NODE" "$BERTH" release --owner $O 2>&1)"
     echo "LIVE=$(grep -c '@berth/v1/p/22100@' /proc/net/unix)"
+    echo "LISTED=$("$NODE" "$BERTH" leases | grep 22100)"
     echo go > "$D/go"; wait $C
     cat "$D/inner.out"
     echo "END=$(grep -c '@berth/v1/p/22100@' /proc/net/unix)"
@@ -57,6 +58,7 @@ test('release --owner N from outside a PID namespace leaves the lease whose inne
   assert.match(r.stdout, /^INNER_OWNER=\d+$/m, r.stdout);
   assert.doesNotMatch(/^OUTER=(.*)$/m.exec(r.stdout)?.[1] ?? '', /released/, r.stdout);
   assert.match(r.stdout, /^LIVE=1$/m, 'the container’s lease outlives the outside release --owner');
+  assert.match(r.stdout, /^LISTED=.*owner pid \d+ of another PID namespace/m, 'berth leases outside says the owner pid is not this namespace’s');
   assert.match(r.stdout, /^INNER=released 22100$/m, r.stdout);
   assert.match(r.stdout, /^END=0$/m);
 });

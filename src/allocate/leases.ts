@@ -30,6 +30,8 @@ export interface ListedLease extends Lease {
   set?: string;
   /** The record's id, shared by the ports of one request (a block, a --count run). */
   record?: string;
+  /** The PID namespace (inode) the record says its owner pid is numbered in: a label. */
+  pidns?: number;
   /** Processes holding the port's name, where visible. */
   holders?: { pid: number; command: string; holder: boolean }[];
 }
@@ -71,7 +73,7 @@ export function leasesOf(table: LeaseTable, netns: string): ListedLease[] {
     const inode = inodes[0]!;
     const r = byPort.get(port);
     if (r !== undefined) {
-      out.push({ ...toLease(port, r, netns), uid: r.uid, state: 'live', live: true, inode, record: r.id, ...(r.set !== undefined ? { set: r.set } : {}) });
+      out.push({ ...toLease(port, r, netns), uid: r.uid, state: 'live', live: true, inode, record: r.id, ...(r.set !== undefined ? { set: r.set } : {}), ...(r.pidns !== undefined ? { pidns: r.pidns } : {}) });
       continue;
     }
     const a = pending.get(port);
