@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { leasesOf } from '../src/allocate/leases.js';
 import { escapeValue, formatPorts, leaseTable, listNames, NAME_BYTES, parsePayload, parsePorts, portName, recordNames, unescapeValue, type ListedName, type RecordInfo } from '../src/allocate/lease-names.js';
 import { knownLeases } from '../src/allocate/competitors.js';
+import { firstCover } from '../src/allocate/lease-cover.js';
 import { seeded } from './helpers/seeded.js';
 
 /** A /proc/net/unix line for an abstract name as Node binds it (padded with NULs, shown as "@"). */
@@ -34,7 +35,7 @@ describe('lease names', () => {
     const { id, inodes, ...back } = t.records[0]!;
     assert.equal(id, 'abcdefghij');
     assert.equal(inodes.length, names.length);
-    assert.deepEqual(back, info);
+    assert.deepEqual(back, { ...info, ports: [{ lo: 20000, hi: 20002 }, { lo: 20005, hi: 20005 }] });
     assert.equal(formatPorts(info.ports), '20000-20002,20005');
   });
 
@@ -44,8 +45,8 @@ describe('lease names', () => {
   });
 
   test('ports and values: canonical forms only', () => {
-    assert.deepEqual(parsePorts('20000-20002,20005'), [20000, 20001, 20002, 20005]);
-    for (const bad of ['', '0', '65536', '020000', '20002-20000', '20000,20000', '20005,20000', '1-2-3', 'x']) assert.equal(parsePorts(bad), undefined, bad);
+    assert.deepEqual(parsePorts('20000-20002,20005'), [{ lo: 20000, hi: 20002 }, { lo: 20005, hi: 20005 }]);
+    for (const bad of ['', '0', '65536', '020000', '20002-20000', '20000,20000', '20005,20000', '20000-20005,20003', '1-2-3', 'x']) assert.equal(parsePorts(bad), undefined, bad);
     assert.equal(escapeValue('a/b c@%'), 'a%2Fb%20c%40%25');
     assert.equal(unescapeValue('a%2Fb%20c%40%25'), 'a/b c@%');
     assert.equal(unescapeValue('a/b'), undefined);
@@ -91,6 +92,44 @@ describe('lease names', () => {
     const ls = leasesOf(t, 'n');
     assert.equal(ls.find((l) => l.port === 20001)!.state, 'live');
     assert.equal(ls.find((l) => l.port === 20003)!.state, 'pending');
+  });
+
+  test('8,000 forged records each claiming 1-65535 are kept as runs: the table costs what the names cost (issue 32 item 4)', () => {
+    const forged = Array.from({ length: 8000 }, (_, k) => line(1000 + k, `berth/v1/r/f${k.toString(36)}/0/1/uid=0/pid=1/kind=block/ports=1-65535`));
+    const mine = recordNames(rec({ ports: [20001], name: 'mine' }), 'goodrecord');
+    const t = table([line(1, portName(20001)), line(2, portName(20002)), ...forged, ...mine.map((n, i) => line(10 + i, n)), line(3, 'berth/v1/a/0/1/1-65535/aaaaaa')]);
+    assert.equal(t.records.length, 8001);
+    assert.deepEqual(t.records[0]!.ports, [{ lo: 1, hi: 65535 }], 'a claim of every port is one run, not 65535 numbers');
+    const t0 = process.hrtime.bigint();
+    const ls = leasesOf(t, 'n');
+    const known = knownLeases(t, () => true);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    // The first record naming a port labels it (the forged ones came first), as before.
+    assert.deepEqual(ls.map((l) => [l.port, l.state, l.uid]), [[20001, 'live', 0], [20002, 'live', 0]]);
+    assert.equal(known.get(20001)!.uid, 0);
+    assert.ok(ms < 2000, `joining 8,000 whole-range records with 2 port names took ${ms} ms`);
+  });
+
+  test('firstCover: the first claim in order covering a port wins, every port once', () => {
+    const rng = seeded(32);
+    for (let k = 0; k < 200; k++) {
+      const ports = Array.from({ length: 1 + Math.floor(rng() * 30) }, () => 1 + Math.floor(rng() * 200));
+      const claims = Array.from({ length: Math.floor(rng() * 8) }, () => {
+        const runs: { lo: number; hi: number }[] = [];
+        let at = 1 + Math.floor(rng() * 50);
+        while (at <= 200 && runs.length < 4) {
+          const hi = Math.min(200, at + Math.floor(rng() * 40));
+          runs.push({ lo: at, hi });
+          at = hi + 2 + Math.floor(rng() * 30);
+        }
+        return runs;
+      });
+      const got = firstCover(new Set(ports), claims, (c) => c);
+      for (const p of new Set(ports)) {
+        const want = claims.find((c) => c.some((r) => r.lo <= p && p <= r.hi));
+        assert.equal(got.get(p), want, `port ${p}`);
+      }
+    }
   });
 
   test('property: any bytes in /proc/net/unix never crash the reader and never free a port whose name is listed', () => {

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange } from '../host/types.js';
-import type { LeaseTable, RecordInfo } from './lease-names.js';
+import { allocatorsByPort, recordsByPort } from './lease-cover.js';
+import type { LeaseTable } from './lease-names.js';
 import { busyPorts, type Plan } from './plan.js';
 import type { BlockPlan } from './plan-block.js';
 
@@ -32,8 +33,12 @@ export interface KnownLease {
 export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean, self?: { uid: number; pid: number }): Map<number, KnownLease> {
   const out = new Map<number, KnownLease>();
   if (table.ports.size === 0) return out;
-  const byPort = new Map<number, RecordInfo>();
-  for (const r of table.records) for (const p of r.ports) if (wanted(p) && table.ports.has(p) && !byPort.has(p)) byPort.set(p, r);
+  const byPort = recordsByPort(table, wanted);
+  const pending = allocatorsByPort(
+    table,
+    [...table.ports.keys()].filter((p) => wanted(p) && !byPort.has(p)),
+    self && ((c) => c.pid === self.pid && c.uid === self.uid),
+  );
   for (const port of table.ports.keys()) {
     if (!wanted(port)) continue;
     const r = byPort.get(port);
@@ -45,7 +50,7 @@ export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean
       out.set(port, k);
       continue;
     }
-    const a = table.allocators.find((c) => c.lo <= port && port <= c.hi && !(self && c.pid === self.pid && c.uid === self.uid));
+    const a = pending.get(port);
     out.set(port, a === undefined ? { pending: {} } : { pending: { pid: a.pid }, uid: a.uid });
   }
   return out;

@@ -9,7 +9,8 @@ export { busyPorts, emptyReport, planCandidates, sourceRanges, type Plan, type P
 export { describeInUse, describeLeased, describeSource, explainUnavailable, type ExplainInput } from './explain.js';
 export { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
 export { leaseHandles } from './held.js';
-export { currentLeases, leasesOf, releaseJob, releaseLeases, scanLeases, type LeaseListOptions, type LeaseState, type ListedLease, type ReleaseFilter, type ReleaseResult } from './leases.js';
+export { currentLeases, leasesOf, scanLeases, type LeaseListOptions, type LeaseState, type ListedLease } from './leases.js';
+export { releaseJob, releaseLeases, type ReleaseFilter, type ReleaseResult } from './lease-release.js';
 export { readLeaseTable } from './lease-domain.js';
 export { leaseTable, listNames, portName, USER_NAME_CHARS, type LeaseTable, type ListedName, type RecordInfo } from './lease-names.js';
 export { HOLDER_ARGV0 } from './lease-holder.js';

@@ -34,6 +34,8 @@ const OWNER_POLL_S = '0.2';
 
 export interface HolderSpec {
   ownerPid?: number;
+  /** The owner's start time when it was checked (a live process then): it must still be that process once the holder runs. */
+  ownerStart?: number;
   ttlMs?: number;
 }
 
@@ -76,13 +78,16 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
     try {
-      // Only PATH of the caller's environment: the holder may outlive berth by hours, and
+      // Only PATH (and the Slurm job's ids) of the caller's environment: the holder may outlive berth by hours, and
       // nothing else is its business (a token would stay readable in /proc/PID/environ for
       // the lease's life, and a run's processes found by an environment mark would count it).
       // The system's directories after the caller's: a venv or a PATH trimmed to berth alone
       // (the Python wheel's) must still find coreutils.
-      const env = { PATH: [process.env.PATH, '/usr/bin', '/bin'].filter(Boolean).join(':'), LC_ALL: 'C' };
+      // SLURM_JOB_ID/SLURM_STEP_ID stay: `berth release --job` ends only holders whose environment,
+      // as the kernel shows it, names the job (a record's job= is anyone's claim).
       // (PATH matters only where no system coreutils were found: every program is a path.)
+      const env: NodeJS.ProcessEnv = { PATH: [process.env.PATH, '/usr/bin', '/bin'].filter(Boolean).join(':'), LC_ALL: 'C' };
+      for (const k of ['SLURM_JOB_ID', 'SLURM_STEP_ID']) if (process.env[k]) env[k] = process.env[k];
       child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/', env });
     } catch (e) {
       reject(failure(e, cmd));

@@ -12,7 +12,7 @@
  *   berth/v1/r/<id>/<i>/<n>/<chunk>          part i of n of a lease record
  *
  * A record's payload (its chunks joined in order) is "key=value" fields joined by "/":
- * uid, pid (allocator), owner, exp (ms since epoch), at (ms), job, step, kind (single or
+ * uid, pid (allocator), owner, pidns, exp (ms since epoch), at (ms), job, step, kind (single or
  * block), ports ("20000-20015,20020"), name, set. Values are percent-encoded UTF-8 over
  * [A-Za-z0-9._~:+,-] ("@" never appears unescaped: it is how NUL padding prints).
  *
@@ -73,12 +73,20 @@ export function capName(name: string, max = STORED_NAME_CHARS): string {
   return cps.length <= max ? name : `${cps.slice(0, max - 1).join('')}…`;
 }
 
-/** What a lease record says. Everything in it is a claim of whoever bound it. */
+/** Ascending, disjoint runs of ports, lo <= hi: how records keep them (a claim of 1-65535 is one run, not 65535 ports). */
+export interface PortRun {
+  lo: number;
+  hi: number;
+}
+
+/** What a lease record says (as written: its ports listed). Everything in it is a claim of whoever bound it. */
 export interface RecordInfo {
   uid: number;
   /** The allocator's pid (in its own pid namespace). */
   pid: number;
   owner?: number;
+  /** Inode of the PID namespace the owner pid (and the allocator's pid) belong to. */
+  pidns?: number;
   expiresAt?: number;
   createdAt?: number;
   job?: string;
@@ -106,18 +114,29 @@ export function formatPorts(ports: readonly number[]): string {
 const PORT_TEXT = /^[1-9]\d{0,4}$/;
 const isPort = (p: number) => p >= 1 && p <= 65535;
 
-/** Ports of "20000-20015,20020", ascending and distinct, or undefined when malformed. */
-export function parsePorts(text: string): number[] | undefined {
-  const out: number[] = [];
+/**
+ * Runs of "20000-20015,20020", ascending and disjoint, or undefined when malformed. Kept as
+ * runs: anyone can bind a record claiming 1-65535, and thousands of them must cost what their
+ * text costs, not 65535 numbers each.
+ */
+export function parsePorts(text: string): PortRun[] | undefined {
+  const out: PortRun[] = [];
   for (const run of text.split(',')) {
     const [a, b, extra] = run.split('-');
     if (a === undefined || extra !== undefined || !PORT_TEXT.test(a) || (b !== undefined && !PORT_TEXT.test(b))) return undefined;
     const lo = Number(a);
     const hi = b === undefined ? lo : Number(b);
-    if (!isPort(lo) || !isPort(hi) || hi < lo || (out.length > 0 && lo <= out[out.length - 1]!)) return undefined;
-    for (let p = lo; p <= hi; p++) out.push(p);
+    if (!isPort(lo) || !isPort(hi) || hi < lo || (out.length > 0 && lo <= out[out.length - 1]!.hi)) return undefined;
+    out.push({ lo, hi });
   }
   return out.length > 0 ? out : undefined;
+}
+
+/** How many ports some runs hold. */
+export function runsSize(runs: readonly PortRun[]): number {
+  let n = 0;
+  for (const r of runs) n += r.hi - r.lo + 1;
+  return n;
 }
 
 /**
@@ -134,6 +153,7 @@ export function formatPayload(r: RecordInfo): string {
   }
   const f: string[] = [`uid=${r.uid}`, `pid=${r.pid}`];
   if (r.owner !== undefined) f.push(`owner=${r.owner}`);
+  if (r.pidns !== undefined) f.push(`pidns=${r.pidns}`);
   if (r.expiresAt !== undefined) f.push(`exp=${Math.round(r.expiresAt)}`);
   if (r.createdAt !== undefined) f.push(`at=${Math.round(r.createdAt)}`);
   if (r.job !== undefined) f.push(`job=${escapeValue(r.job)}`);
@@ -147,8 +167,11 @@ export function formatPayload(r: RecordInfo): string {
 /** 0 … MAX_STAMP_MS. */
 const UINT = /^(?:0|[1-9]\d{0,14})$/;
 
+/** A record as read: its ports as runs. */
+export type ParsedRecord = Omit<RecordInfo, 'ports'> & { ports: PortRun[] };
+
 /** The record of a payload, or undefined when any field is malformed or a needed one is missing. */
-export function parsePayload(text: string): RecordInfo | undefined {
+export function parsePayload(text: string): ParsedRecord | undefined {
   const fields = new Map<string, string>();
   for (const item of text.split('/')) {
     const eq = item.indexOf('=');
@@ -167,13 +190,15 @@ export function parsePayload(text: string): RecordInfo | undefined {
   const owner = num('owner');
   const exp = num('exp');
   const at = num('at');
-  if (uid == null || pid == null || owner === null || exp === null || at === null) return undefined;
+  const pidns = num('pidns');
+  if (uid == null || pid == null || owner === null || exp === null || at === null || pidns === null) return undefined;
   const kind = fields.get('kind');
   if (kind !== 'single' && kind !== 'block') return undefined;
   const ports = parsePorts(fields.get('ports') ?? '');
   if (ports === undefined) return undefined;
-  const r: RecordInfo = { uid, pid, kind, ports };
+  const r: ParsedRecord = { uid, pid, kind, ports };
   if (owner !== undefined) r.owner = owner;
+  if (pidns !== undefined) r.pidns = pidns;
   if (exp !== undefined) r.expiresAt = exp;
   if (at !== undefined) r.createdAt = at;
   for (const k of ['job', 'step', 'name', 'set'] as const) {
@@ -220,10 +245,10 @@ export interface AllocatorClaim {
   inode: number;
 }
 
-export interface ListedRecord extends RecordInfo {
+export type ListedRecord = ParsedRecord & {
   id: string;
   inodes: number[];
-}
+};
 
 /** Every berth name of a namespace, sorted out. */
 export interface LeaseTable {
@@ -312,4 +337,22 @@ export function leaseTable(names: readonly ListedName[]): LeaseTable {
     if (info) table.records.push({ ...info, id, inodes: rec.inodes });
   }
   return table;
+}
+
+/**
+ * Port -> inode of its port name, only where the kernel's listing proves it, for acts
+ * (berth release) rather than for skipping ports. A line forged by a newline inside another
+ * name lies within that name's 107 bytes, so its own name can never be padded to 107: only
+ * padded port names count (a forged line repeating a real socket's inode under another port
+ * proves nothing, and takes nothing from the real line).
+ */
+export function provenPortInodes(names: readonly ListedName[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const l of names) {
+    const p = PORT_NAME.exec(l.name);
+    if (!p || !l.padded) continue;
+    const port = Number(p[1]);
+    if (isPort(port)) out.set(port, l.inode);
+  }
+  return out;
 }

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { BerthError, EXIT } from '../errors.js';
 import { bindName, closeName, type NameHold } from './lease-domain.js';
-import { spawnHolder, type HolderSpec } from './lease-holder.js';
+import { endHolder, spawnHolder, type HolderSpec } from './lease-holder.js';
+import { processStartTime } from '../host/proc-stat.js';
 import { allocatorName, randomId, recordNames, type RecordInfo } from './lease-names.js';
 import { HeldReservation, type HoldShape, type Taken } from './held.js';
 import type { AllocationReport } from './types.js';
@@ -83,6 +84,13 @@ export async function commitSet(requests: readonly CommitRequest[], holder: Hold
       await Promise.all(records.flat().map(closeName));
       throw e;
     }
+  }
+  // The owner must still be the process that was checked now that the holder watches it: one that
+  // ended meanwhile (or whose pid was taken by another) would end the lease at once, or never.
+  if (child && holder?.ownerPid !== undefined && holder.ownerStart !== undefined && processStartTime(holder.ownerPid) !== holder.ownerStart) {
+    await endHolder(child);
+    await Promise.all(records.flat().map(closeName));
+    throw new BerthError(EXIT.USAGE, `owner pid ${holder.ownerPid} ended before its lease was made; nothing was leased`);
   }
   const out = requests.map((r, i) => new HeldReservation(r.taken, r.report, r.shape, { records: records[i]!, ...(child ? { holder: child } : {}) }));
   if (child) await Promise.all(out.map((r) => r.dropNames()));

@@ -15,6 +15,7 @@ import { capName, portName, type RecordInfo } from './lease-names.js';
 import { planCandidates, sourceRanges, type Plan } from './plan.js';
 import { blockPorts, planBlockStarts, type BlockPlan } from './plan-block.js';
 import { bindAllocator, commitSet, type CommitRequest } from './reserve-commit.js';
+import { readPidns } from '../host/proc-facts.js';
 import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './types.js';
 
 /*
@@ -266,16 +267,21 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
 function holderOf(o: SetOptions): HolderSpec | undefined {
   const other = o.owner !== undefined && o.owner.pid !== process.pid;
   if (!other && o.ttlMs === undefined) return undefined;
-  return { ...(o.owner !== undefined ? { ownerPid: o.owner.pid } : {}), ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}) };
+  return {
+    ...(o.owner !== undefined ? { ownerPid: o.owner.pid, ...(o.owner.start ? { ownerStart: o.owner.start } : {}) } : {}),
+    ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
+  };
 }
 
 function recordOf(got: readonly Taken[], block: boolean, uid: number, o: SetOptions, expiresAt: number | undefined, name: string | undefined): RecordInfo {
   const env = process.env;
+  // An owner pid means something only in its PID namespace: the record says which (a label; release reads the holder's own).
+  const pidns = o.owner && o.owner.pid !== process.pid ? readPidns('/proc', 'self') : undefined;
   return {
     uid,
     pid: process.pid,
     // run/up own their leases themselves: an owner only when it is another process (fewer bytes: one name per record, mostly).
-    ...(o.owner && o.owner.pid !== process.pid ? { owner: o.owner.pid } : {}),
+    ...(o.owner && o.owner.pid !== process.pid ? { owner: o.owner.pid, ...(pidns !== undefined ? { pidns } : {}) } : {}),
     ...(expiresAt !== undefined ? { expiresAt } : {}),
     ...(env.SLURM_JOB_ID ? { job: env.SLURM_JOB_ID } : {}),
     ...(env.SLURM_STEP_ID ? { step: env.SLURM_STEP_ID } : {}),

@@ -1,4 +1,5 @@
 import { BerthError, EXIT } from '../errors.js';
+import { ownerCheck } from '../host/proc-facts.js';
 import { processStartTime } from '../host/proc-stat.js';
 import { timerProblem, TTL } from '../util/duration.js';
 import { USER_NAME_CHARS } from './lease-names.js';
@@ -81,9 +82,14 @@ export function blockCount(o: Pick<ReserveOptions, 'block' | 'count'>): number |
 export function setOptions(opts: Pick<ReserveOptions, 'ownerPid' | 'ttlMs' | 'hold' | 'procRoot' | 'contentionMs' | 'signal'>): SetOptions {
   const set: SetOptions = {};
   if (opts.ownerPid !== undefined) {
-    const start = Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 && opts.ownerPid <= MAX_PID ? processStartTime(opts.ownerPid) : undefined;
-    if (start === undefined) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would end at once`);
-    set.owner = { pid: opts.ownerPid, start };
+    if (!(Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 && opts.ownerPid <= MAX_PID)) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would end at once`);
+    // The library's own pid is a lease it holds itself (no holder): only another process is checked as an owner.
+    if (opts.ownerPid === process.pid) set.owner = { pid: opts.ownerPid, start: processStartTime(opts.ownerPid) ?? 0 };
+    else {
+      const c = ownerCheck('/proc', opts.ownerPid);
+      if ('why' in c) throw usage(c.why);
+      set.owner = { pid: opts.ownerPid, start: c.start };
+    }
   }
   if (opts.ttlMs !== undefined) {
     const problem = timerProblem(opts.ttlMs, TTL);

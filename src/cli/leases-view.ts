@@ -1,6 +1,7 @@
 import { currentLeases, type ListedLease } from '../allocate/leases.js';
 import { cleanText } from '../util/clean-text.js';
 import { procRoot } from './env.js';
+import { readPidns } from '../host/proc-facts.js';
 
 /** Leases for doctor/inspect; a report must not fail because the lease table is unreadable. */
 export function readLeasesForReport(): ListedLease[] {
@@ -12,10 +13,17 @@ export function readLeasesForReport(): ListedLease[] {
   }
 }
 
+let ownNs: number | undefined | null = null;
+function ownPidns(): number | undefined {
+  if (ownNs === null) ownNs = readPidns(procRoot(), 'self');
+  return ownNs;
+}
+
 export function leaseOwnerText(l: ListedLease): string {
   const parts: string[] = [];
   if (l.state === 'pending') parts.push(l.createdBy > 0 ? `being allocated by berth pid ${l.createdBy}` : 'being allocated (allocator not named)');
-  if (l.pid !== undefined) parts.push(`owner pid ${l.pid}`);
+  // A pid of another PID namespace (a container's) is not the process of that number here.
+  if (l.pid !== undefined) parts.push(l.pidns !== undefined && l.pidns !== ownPidns() ? `owner pid ${l.pid} of another PID namespace` : `owner pid ${l.pid}`);
   if (l.expiresAt !== undefined) {
     const left = Math.round((l.expiresAt - Date.now()) / 1000);
     parts.push(left >= 0 ? `expires in ${left}s` : `expiring (${-left}s past)`);

@@ -9,3 +9,4 @@ export { listPids } from './pids.js';
 export { describeOwner, readHostMap, readNetns, socketsOnPort, type ReadHostOptions } from './read-host.js';
 export { readSockets, readSocketsAsync, SS_MIN_ROWS, ssUnusable, tableSize, type ReaderChoice, type ReadSocketsOptions, type SocketRead } from './socket-reader.js';
 export { parseSsOutput, ssArgs } from './ss-output.js';
+export { nsInode, ownerCheck, readEnvValue, readPidns, readProcFacts, type ProcFacts } from './proc-facts.js';

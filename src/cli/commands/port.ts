@@ -86,7 +86,8 @@ every berth allocator on the host (stacks, other users, berth port) skips them w
 lease lasts (a program that binds without berth is not stopped). Lease it with --owner or a
 --ttl long enough for the program's life.
 
-Exit codes: 0 leased; 64 usage (e.g. --block with --count, --block 0, a bad --ports);
+Exit codes: 0 leased; 64 usage (e.g. --block with --count, --block 0, a bad --ports; an
+--owner that is not a live process of this PID namespace: a thread, berth itself, gone);
 65 bad layout; 69 no usable port (the message says why: in the ephemeral range, in use
 and by whom, or leased; for a block, the longest free run); 74 cannot write leases; 128+N
 interrupted by signal N before the ports were printed (nothing stays leased).
@@ -154,6 +155,8 @@ export const portCommand: Command = {
       if (opts.block > MAX_BLOCK) throw usage('port', `--block ${opts.block}: a block has at most ${MAX_BLOCK} ports`);
     }
     if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner, 1, MAX_PID);
+    // berth port exits at once: as its own owner the lease would end with it (the library's own pid means "I hold it").
+    if (opts.ownerPid === process.pid) throw usage('port', `--owner ${opts.ownerPid} is this berth process itself, which exits at once: give the pid of the process the lease is for (e.g. $$)`);
     if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl, TTL);
     // Without an owner the lease still must end some time: its holder process sleeps this long.
     if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;

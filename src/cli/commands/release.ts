@@ -1,4 +1,4 @@
-import { releaseLeases } from '../../allocate/leases.js';
+import { releaseLeases } from '../../allocate/lease-release.js';
 import { parseCommandArgs, printJson, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { MAX_PID, parseCount, parsePort } from '../values.js';
@@ -12,11 +12,16 @@ that 'berth port --owner/--ttl' leaves (berth-lease-holder). Each user can end o
 own (root: anyone's). A lease held by berth run/up (or a library caller) ends with that
 process: stop it (release names it). Leases cannot go stale: there is nothing to clean.
 
+What a lease's record says (uid, job, owner, name) is a label anyone can forge: release
+decides from what the kernel shows of the process holding the lease's socket: its real
+uid (--all), the owner its 'tail --pid' watches (--owner), the SLURM_JOB_ID it started
+with (--job).
+
 Options:
   --port P      release the lease of port P (repeatable)
   --owner PID   release every lease owned by process PID
   --job ID      release every lease made inside Slurm job ID (for an epilog)
-  --all         release every lease of yours in this namespace (root too: only root's)
+  --all         release every lease held by your processes (root too: only root's)
   --json        machine-readable output
 
 Examples:
@@ -69,7 +74,9 @@ export const releaseCommand: Command = {
         process.stderr.write(
           n.why === 'other-user'
             ? `berth: port ${n.port}: the lease is ${who}'s; only that user or root can release it\n`
-            : `berth: port ${n.port}: its holder is not visible from here (another container's or pid namespace's process); release it from there\n`,
+            : n.why === 'not-proven'
+              ? `berth: port ${n.port}: its name is not listed as berth binds it (padded to 107 bytes): a forged or foreign name; nothing was signalled\n`
+              : `berth: port ${n.port}: its holder is not visible from here (another container's or pid namespace's process); release it from there\n`,
         );
       }
       for (const h of result.heldBy) process.stderr.write(`berth: port ${h.port}: held by pid ${h.pid} (${cleanText(h.command.slice(0, 80))}), not a lease holder; the lease ends when that process does: stop it\n`);
