@@ -47,9 +47,12 @@ export type Verdict =
 
 const PID_ARG = /^--pid=([1-9]\d{0,9})$/;
 
+/** `tail`, by name or by the system path the holder runs it from (lease-holder.ts). */
+const isTail = (arg: string | undefined): boolean => arg === 'tail' || (arg !== undefined && /^\/(?:usr\/)?bin\/tail$|^\/run\/current-system\/sw\/bin\/tail$/.test(arg));
+
 /** The owner a holder's argv (as the kernel shows it) watches: `tail --pid=N …` or `timeout D tail --pid=N …`. */
 export function watchedPid(argv: readonly string[]): number | undefined {
-  const at = argv[0] === HOLDER_ARGV0 ? (argv[1]?.startsWith('--pid=') ? 1 : argv[2] === 'tail' ? 3 : -1) : argv[0] === 'tail' ? 1 : -1;
+  const at = argv[0] === HOLDER_ARGV0 ? (argv[1]?.startsWith('--pid=') ? 1 : isTail(argv[2]) ? 3 : -1) : isTail(argv[0]) ? 1 : -1;
   const m = at < 0 ? null : PID_ARG.exec(argv[at] ?? '');
   return m ? Number(m[1]) : undefined;
 }
@@ -64,7 +67,7 @@ export function splitHolders(procs: readonly HoldingProc[]): { holders: HoldingP
   const others = procs.filter((p) => {
     if (p.argv[0] === HOLDER_ARGV0) return false;
     const parent = holders.find((h) => h.pid === p.ppid);
-    const part = parent !== undefined && parent.argv[2] === 'tail' && p.uid === parent.uid && p.argv[0] === 'tail' && watchedPid(p.argv) === watchedPid(parent.argv);
+    const part = parent !== undefined && isTail(parent.argv[2]) && p.uid === parent.uid && isTail(p.argv[0]) && watchedPid(p.argv) === watchedPid(parent.argv);
     return !part;
   });
   return { holders, others };
