@@ -58,7 +58,8 @@ export function describeInUse(u: InUse, isRoot = false): string {
             ? `uid ${u.uid}, held by no process of this PID namespace`
             : `uid ${u.uid}, process not visible`
           : 'owner unknown';
-  return `${u.port} ${u.state} by ${who}`;
+  // A UDP socket has no LISTEN: its state (UNCONN/ESTAB) says less than its protocol.
+  return u.protocol === 'udp' ? `${u.port} UDP socket by ${who}` : `${u.port} ${u.state} by ${who}`;
 }
 
 export function describeLeased(l: Leased): string {

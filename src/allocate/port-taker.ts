@@ -26,7 +26,7 @@ export function portTaker(port: number, procRoot = '/proc'): string | undefined 
   if (rows.length === 0) return undefined;
   const row = [...rows].sort((a, b) => rank(a) - rank(b))[0]!;
   const owner = row.inode !== 0 ? findSocketOwners(procRoot, new Set([row.inode])).get(row.inode)?.[0] : undefined;
-  const u: Parameters<typeof describeInUse>[0] = { port, state: row.state, uid: row.uid };
+  const u: Parameters<typeof describeInUse>[0] = { port, state: row.state, uid: row.uid, ...(row.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
   if (owner) {
     u.pid = owner.pid;
     u.command = owner.cmdline.length > 0 ? owner.cmdline.join(' ') : owner.comm;

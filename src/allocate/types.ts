@@ -121,6 +121,8 @@ export interface AllocationReport {
     inUse: {
       port: number;
       state: string;
+      /** A UDP socket (any state holds the port against a UDP bind); absent for TCP. */
+      protocol?: 'udp';
       pid?: number;
       command?: string;
       uid?: number;

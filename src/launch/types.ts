@@ -180,6 +180,8 @@ export interface ReadyInfo {
 /** A LISTEN socket of the service's process tree on a port outside its set (the listener audit). */
 export interface AuditFinding {
   port: number;
+  /** A UDP socket (bound, unconnected) rather than a TCP listener. */
+  protocol?: 'udp';
   /** Local address it listens on ("0.0.0.0", "::", "127.0.0.1"). */
   address: string;
   /** The tree member holding it, and its command line. */
