@@ -15,11 +15,14 @@ function rank(r: SocketRow): number {
   return 2;
 }
 
-/** "20101 LISTEN by pid 4242 (python3 -m http.server 20101)", or undefined when no socket is listed. */
-export function portTaker(port: number, procRoot = '/proc'): string | undefined {
+/**
+ * "20101 LISTEN by pid 4242 (python3 -m http.server 20101)", or undefined when no socket is
+ * listed; `udp`: only the port's UDP sockets ("20101 UDP socket by pid …").
+ */
+export function portTaker(port: number, procRoot = '/proc', udp = false): string | undefined {
   let rows: SocketRow[];
   try {
-    rows = readHostMap({ procRoot, localPorts: [{ lo: port, hi: port }] }).sockets.filter((r) => r.localPort === port);
+    rows = readHostMap({ procRoot, localPorts: [{ lo: port, hi: port }] }).sockets.filter((r) => r.localPort === port && (!udp || r.protocol === 'udp'));
   } catch {
     return undefined;
   }

@@ -105,6 +105,13 @@ export interface LaunchOptions extends SourceOptions {
   stdoutLog?: string;
   stderrLog?: string;
   allowEphemeral?: boolean;
+  /**
+   * The service uses its (primary) port's UDP side too (`berth run --udp`): a port whose UDP
+   * side is taken is not handed out (no port with a UDP socket ever is), and berth holds the
+   * UDP side as well as the TCP side until the handoff. With fd handoff only the TCP socket is
+   * handed over; the UDP hold is closed right before the service starts.
+   */
+  udp?: boolean;
   /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
   stopGraceMs?: number;
   /** `--stop-grace DUR` (same as stopGraceMs). */

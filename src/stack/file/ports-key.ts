@@ -12,6 +12,7 @@ import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js
  *     master: shared           # one port for all replicas (ranks), bound by replica 0
  *     dist: { block: 8, shared: true }   # a block for all replicas
  *     store: { shared: true, generations: keep }   # kept across a job's generations
+ *     turn: { udp: true }      # one port whose UDP side the service uses too (held as well)
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
  * against the service's source (window sizes, bands) are in cross-check.ts.
  */
@@ -68,6 +69,21 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
     if (text?.trim() === 'shared') return { name, kind: 'shared', count: 1 };
     y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), { block: N } or { block: window }, found ${kindOf(v)}`);
     return undefined;
+  }
+  // { udp: true }: one port of the replica's own, used on UDP too (coturn's 3478).
+  const udpKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'udp') : undefined;
+  if (udpKey) {
+    const uv = y.deref(udpKey.value as Node | null, at, label);
+    if (!uv || !isScalar(uv) || typeof uv.value !== 'boolean') {
+      y.add(y.lineOf(uv, at), `${what}: udp must be true or false, found ${kindOf(uv)}`);
+      return undefined;
+    }
+    const rest = (v as { items: Pair<unknown, unknown>[] }).items.filter((p) => p !== udpKey);
+    if (rest.length > 0) {
+      y.add(y.lineOf(uv, at), `${what}: udp is for one port of the replica's own ({ udp: true }), not with ${rest.map((p) => y.keyName(p) ?? '?').join(', ')}`);
+      return undefined;
+    }
+    return uv.value ? { name, kind: 'single', udp: true } : { name, kind: 'single' };
   }
   // { block: N, shared: true }: a block for every replica, like `shared` is one port.
   const sharedKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'shared') : undefined;
