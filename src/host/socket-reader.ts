@@ -19,8 +19,12 @@ import type { PortRange, SocketRow } from './types.js';
  * (/proc/net/sockstat{,6}: a few counters, read in microseconds) and uses `ss` only from
  * SS_MIN_ROWS sockets on (bench/busy-host.ts measures both sides). /proc is also the
  * fallback: where `ss` is missing, too old for -O/-H, or sock_diag is refused (its exit
- * status is then not 0), berth reads /proc and does not try `ss` again in this process. Both
- * give the same rows (test/host-socket-reader.test.ts compares them on live namespaces).
+ * status is then not 0), where it does not answer within SS_DEADLINE_MS (a hung `ss` first on
+ * PATH, a sock_diag stuck in the kernel: its whole process group is killed), or where any line
+ * it printed does not parse (a look-alike that prints something else: rows it left out would
+ * read as free ports, so its answer is a failed read, never "no sockets"), berth reads /proc
+ * and does not try `ss` again in this process. Both give the same rows
+ * (test/host-socket-reader.test.ts compares them on live namespaces).
  *
  * `ss` reads the namespace of the calling process, which is /proc's (/proc/net is
  * /proc/self/net): only a read of the real /proc may use it, never a fixture tree.
@@ -146,11 +150,32 @@ function cp(): typeof ChildProcess {
   return childProcess;
 }
 
-const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30 } as const;
+/**
+ * How long one `ss` may take before it is given up for /proc. It answers in 20-40 ms at
+ * 50,000 sockets on the benchmark host and in a few hundred ms on a badly loaded one; /proc
+ * costs ~150 ms at that size, so waiting longer than this never pays.
+ */
+export const SS_DEADLINE_MS = 2_000;
+
+// detached: `ss` (or what runs as it) leads a process group of its own, which is killed
+// whole at the deadline: a wrapper's children would otherwise hold its pipes and live on.
+const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30, detached: true } as const;
+
+/** SIGKILL a process group that ran past its deadline (it may be gone already). */
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined || pid <= 0) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
 
 /** What `ss` left, from spawnSync or execFile. */
 interface SsExit {
   error?: Error | undefined;
+  /** It ran past SS_DEADLINE_MS and was killed. */
+  timedOut?: boolean;
   status: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
@@ -171,32 +196,69 @@ function listening(r: SocketRow): boolean {
 
 /** The rows from `ss`, or undefined (and ss given up) when it could not answer. */
 function fromSs(r: SsExit, q: Query, ssPath: string): SocketRead | undefined {
-  if (r.error !== undefined || r.status !== 0) {
+  if (r.timedOut === true || r.error !== undefined || r.status !== 0) {
     const why =
-      r.signal !== null ? `killed by ${r.signal}` : r.status !== 0 && r.status !== null ? `exit ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}` : (r.error?.message ?? 'failed');
+      r.timedOut === true
+        ? `no answer within ${SS_DEADLINE_MS} ms (killed)`
+        : r.signal !== null
+          ? `killed by ${r.signal}`
+          : r.status !== 0 && r.status !== null
+            ? `exit ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}`
+            : (r.error?.message ?? 'failed');
     ssBroken = `${ssPath}: ${why}`;
     return undefined;
   }
   // With UDP a listen-only read names two states, so ss prints the state column.
   const parsed = parseSsOutput(r.stdout, q.listenOnly && !q.udp ? { onlyState: 'LISTEN' } : {});
+  // Each line is one socket, written whole by ss (not a table read mid-change): a line that
+  // does not parse is not iproute2's ss, or not one berth understands.
+  if (parsed.skipped > 0) {
+    const bad = r.stdout.split('\n').find((l) => l.trim() !== '' && parseSsOutput(l, q.listenOnly && !q.udp ? { onlyState: 'LISTEN' } : {}).skipped > 0) ?? '';
+    ssBroken = `${ssPath}: ${parsed.skipped} line(s) of its output did not parse (first: ${JSON.stringify(bad.slice(0, 80))})`;
+    return undefined;
+  }
   const rows = q.listenOnly && q.udp ? parsed.rows.filter(listening) : parsed.rows;
   return { rows, skipped: parsed.skipped, via: 'ss', ipv6: existsSync('/proc/net/tcp6') };
 }
 
 function readViaSs(q: Query, ssPath: string): SocketRead | undefined {
-  const r = cp().spawnSync(ssPath, ssArgs(q.ports, q.listenOnly, q.udp), { ...SS_OPTIONS, stdio: ['ignore', 'pipe', 'pipe'] });
-  return fromSs({ error: r.error, status: r.status, signal: r.signal, stdout: String(r.stdout), stderr: String(r.stderr) }, q, ssPath);
+  const r = cp().spawnSync(ssPath, ssArgs(q.ports, q.listenOnly, q.udp), { ...SS_OPTIONS, stdio: ['ignore', 'pipe', 'pipe'], timeout: SS_DEADLINE_MS, killSignal: 'SIGKILL' });
+  const timedOut = (r.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
+  // spawnSync killed `ss` itself; whatever it started is in its group.
+  if (timedOut || r.signal !== null) killGroup(r.pid);
+  return fromSs({ error: r.error, timedOut, status: r.status, signal: r.signal, stdout: String(r.stdout), stderr: String(r.stderr) }, q, ssPath);
 }
 
 function spawnSsAsync(args: string[], q: Query, ssPath: string): Promise<SocketRead | undefined> {
   return new Promise((resolve) => {
-    const child = cp().execFile(ssPath, args, SS_OPTIONS, (error, stdout, stderr) => {
-      // execFile's error carries the exit code as `code` (a number) or the spawn's errno name.
-      const code = (error as { code?: unknown } | null)?.code;
-      const status = error === null ? 0 : typeof code === 'number' ? code : null;
-      resolve(fromSs({ error: error ?? undefined, status, signal: (error as { signal?: NodeJS.Signals } | null)?.signal ?? null, stdout, stderr }, q, ssPath));
+    let stdout = '';
+    let stderr = '';
+    let size = 0;
+    let settled = false;
+    const done = (r: SsExit) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(fromSs(r, q, ssPath));
+    };
+    const child = cp().spawn(ssPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => {
+      killGroup(child.pid);
+      done({ timedOut: true, status: null, signal: 'SIGKILL', stdout: '', stderr: '' });
+    }, SS_DEADLINE_MS);
+    child.stdout!.setEncoding('latin1').on('data', (d: string) => {
+      size += d.length;
+      if (size > SS_OPTIONS.maxBuffer) {
+        killGroup(child.pid);
+        done({ error: new Error('output too large'), status: null, signal: null, stdout: '', stderr: '' });
+      } else stdout += d;
     });
-    child.stdin?.end();
+    child.stderr!.setEncoding('latin1').on('data', (d: string) => {
+      if (stderr.length < 4096) stderr += d; // its first line is all a message shows
+    });
+    child.on('error', (error) => done({ error, status: null, signal: null, stdout, stderr }));
+    // 'close': its output is complete (not only its exit).
+    child.on('close', (status, signal) => done({ status, signal, stdout, stderr }));
   });
 }
 
@@ -213,12 +275,23 @@ async function readViaSsAsync(q: Query, ssPath: string): Promise<SocketRead | un
     }
   }
   if (shell?.usable) {
+    const sh = shell;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SS_DEADLINE_MS)));
     try {
-      const a = await shell.run(ssPath, args);
+      const a = await Promise.race([sh.run(ssPath, args), late]);
+      if (a === 'late') {
+        // The shell and the `ss` it waits for are one process group: both go, and so does ss.
+        sh.kill();
+        shell = null;
+        return fromSs({ timedOut: true, status: null, signal: 'SIGKILL', stdout: '', stderr: '' }, q, ssPath);
+      }
       if (a.status === 0) return fromSs({ status: 0, signal: null, stdout: a.stdout, stderr: '' }, q, ssPath);
       // ss failed: its own spawn below says why, and gives it up.
     } catch {
       shell = null;
+    } finally {
+      clearTimeout(timer);
     }
   }
   return spawnSsAsync(args, q, ssPath);
