@@ -15,7 +15,7 @@ const HEADER4 =
 const r = (
   family: 4 | 6, localAddress: string, localPort: number, remoteAddress: string, remotePort: number,
   state: SocketRow['state'], uid: number, inode: number,
-): SocketRow => ({ family, localAddress, localPort, remoteAddress, remotePort, state, uid, inode });
+): SocketRow => ({ protocol: 'tcp', family, localAddress, localPort, remoteAddress, remotePort, state, uid, inode });
 
 test('tcp fixture: every real row parsed, every damaged line skipped and counted', () => {
   const t = parseTcpTable(fixture('proc-basic/net/tcp'), 4, LE);

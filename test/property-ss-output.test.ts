@@ -113,7 +113,7 @@ const line = fc
       '<->',
     ];
     const text = cols.map((c, k) => c + (g.pads[k % 6] ?? ' ')).join('');
-    const row: SocketRow = { family: l.family, localAddress: l.canon, localPort: g.lport, remoteAddress: r.canon, remotePort: g.rport, state: g.state, uid: g.uid, inode: g.inode };
+    const row: SocketRow = { protocol: 'tcp', family: l.family, localAddress: l.canon, localPort: g.lport, remoteAddress: r.canon, remotePort: g.rport, state: g.state, uid: g.uid, inode: g.inode };
     return { text, row, onlyState: g.noStateColumn ? g.state : undefined };
   });
 

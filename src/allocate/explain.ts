@@ -59,7 +59,8 @@ export function describeInUse(u: InUse, isRoot = false): string {
             : `uid ${u.uid}, process not visible`
           : 'owner unknown';
   const lease = u.leasedAs !== undefined ? `, leased as "${cleanText(truncate(u.leasedAs, 60))}" (a port its service chose, learned by berth)` : '';
-  return `${u.port} ${u.state} by ${who}${lease}`;
+  // A UDP socket has no LISTEN: its state (UNCONN/ESTAB) says less than its protocol.
+  return u.protocol === 'udp' ? `${u.port} UDP socket by ${who}` : `${u.port} ${u.state} by ${who}${lease}`;
 }
 
 export function describeLeased(l: Leased): string {
@@ -106,7 +107,7 @@ export function explainUnavailable(input: ExplainInput): string {
       return `${head}: ${describeLeased(l)}${hint}`;
     }
     const b = x.bindFailed[0];
-    if (b) return `${head}: binding it failed (${b.code})${b.code === 'EADDRINUSE' ? ', although no socket was listed a moment before: another process took it just now' : ''}`;
+    if (b) return `${head}: binding ${b.protocol === 'udp' ? 'its UDP side' : 'it'} failed (${b.code})${b.code === 'EADDRINUSE' ? ', although no socket was listed a moment before: another process took it just now' : ''}`;
     const r = x.raced[0];
     if (r) return `${head}: lost to a concurrent allocator (${r.reason})`;
     return `${head}`;
@@ -137,7 +138,7 @@ export function explainUnavailable(input: ExplainInput): string {
   if (x.inUse.length > 0) lines.push(`  ${x.inUse.length} in use: ${list(x.inUse, (u) => describeInUse(u, input.isRoot))}`);
   if (x.leased.length > 0) lines.push(`  ${x.leased.length} leased: ${list(x.leased, describeLeased)} (see berth leases)`);
   if (x.bindFailed.length > 0) {
-    lines.push(`  ${x.bindFailed.length} could not be bound: ${list(x.bindFailed, (b) => `${b.port} ${b.code}`)}`);
+    lines.push(`  ${x.bindFailed.length} could not be bound: ${list(x.bindFailed, (b) => `${b.port}${b.protocol === 'udp' ? ' UDP' : ''} ${b.code}`)}`);
   }
   if (x.raced.length > 0) {
     lines.push(`  ${x.raced.length} lost to concurrent allocators: ${list(x.raced, (r) => `${r.port} (${r.reason})`)}`);

@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
+import type dgram from 'node:dgram';
 import type net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
-import { closeServer, holdPort, serverFd, type HoldError } from './hold.js';
+import { closeServer, closeUdp, holdPort, holdUdp, serverFd, type HoldError } from './hold.js';
 import { closeName, type NameHold } from './lease-domain.js';
 import { endHolder } from './lease-holder.js';
 import { portTaker } from './port-taker.js';
@@ -14,17 +15,26 @@ export interface Taken {
   name: NameHold | undefined;
   /** The hold; undefined once closed. */
   server: net.Server | undefined;
+  /** The hold of the port's UDP side (`udp: true`), held and let go with `server`. */
+  udp?: dgram.Socket | undefined;
+}
+
+/** Close a port's holds (TCP, and UDP when held), keeping its lease. */
+export async function unholdTaken(t: Taken): Promise<void> {
+  const s = t.server;
+  const u = t.udp;
+  t.server = undefined;
+  t.udp = undefined;
+  await Promise.all([s ? closeServer(s) : undefined, u ? closeUdp(u) : undefined]);
 }
 
 /** Close the holds and the lease names of `taken` (a rollback or a release). */
 export async function giveBack(taken: readonly Taken[]): Promise<void> {
   await Promise.all(
     taken.map(async (t) => {
-      const s = t.server;
       const n = t.name;
-      t.server = undefined;
       t.name = undefined;
-      if (s) await closeServer(s);
+      await unholdTaken(t);
       if (n) await closeName(n);
     }),
   );
@@ -38,6 +48,8 @@ export interface HoldShape {
   /** fd handoff: the service's address, with a server's backlog. */
   holdAddress?: string;
   procRoot?: string;
+  /** The port's UDP side is held too (hold.ts holdUdp). */
+  udp?: boolean;
 }
 
 /** Where a reservation's lease lives besides its ports' names: its record, and a holder process. */
@@ -89,22 +101,29 @@ export class HeldReservation implements Reservation {
   async rehold(): Promise<void> {
     if (this.block || this.releasing !== undefined) return;
     const made: Taken[] = [];
+    let side = 'TCP';
     for (const t of this.taken) {
       if (t.server !== undefined) continue;
       try {
         // Like the first hold (and like a service's listen): SO_REUSEADDR, so the TIME_WAIT
         // a restarted service's last connections leave on its port does not stand in the way.
+        side = 'TCP';
         t.server = await holdPort(t.lease.port, this.shape.ipv6 !== false, this.shape.holdAddress);
         made.push(t);
+        if (this.shape.udp === true && t.udp === undefined) {
+          side = 'UDP';
+          t.udp = await holdUdp(t.lease.port, this.shape.ipv6 !== false, this.shape.holdAddress);
+        }
       } catch (e) {
         await Promise.all(made.map((m) => this.unhold(m.lease.port)));
         const port = t.lease.port;
-        const who = portTaker(port, this.shape.procRoot);
+        const who = portTaker(port, this.shape.procRoot, side === 'UDP');
         const code = (e as HoldError).code ?? 'UNKNOWN';
         const at = this.shape.holdAddress === undefined ? '' : ` on ${this.shape.holdAddress}`;
+        const what = side === 'UDP' ? `the UDP side of port ${port}` : `port ${port}`;
         throw new BerthError(
           EXIT.UNAVAILABLE,
-          `cannot hold port ${port}${at} again (${code}): ${who === undefined ? 'no socket is listed on it now (taken and let go just now)' : `it is in use: ${who}`}; the lease is still yours, the port is not`,
+          `cannot hold ${what}${at} again (${code}): ${who === undefined ? 'no socket is listed on it now (taken and let go just now)' : `it is in use: ${who}`}; the lease is still yours, the port is not`,
           { port, code },
         );
       }
@@ -116,15 +135,21 @@ export class HeldReservation implements Reservation {
     return s === undefined ? undefined : serverFd(s);
   }
 
+  async unholdUdp(): Promise<void> {
+    await Promise.all(
+      this.taken.map(async (t) => {
+        const u = t.udp;
+        t.udp = undefined;
+        if (u) await closeUdp(u);
+      }),
+    );
+  }
+
   async unhold(port?: number): Promise<void> {
     await Promise.all(
       this.taken
         .filter((t) => port === undefined || t.lease.port === port)
-        .map(async (t) => {
-          const s = t.server;
-          t.server = undefined;
-          if (s) await closeServer(s);
-        }),
+        .map(unholdTaken),
     );
   }
 

@@ -1,3 +1,4 @@
+import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
@@ -118,6 +119,52 @@ export function addressFailure(e: unknown, address: string): BerthError | undefi
     return new BerthError(EXIT.USAGE, `cannot listen on ${address}: this host has that address family turned off (${code}); give an address of the other family`, { address, code });
   }
   return undefined;
+}
+
+/**
+ * The UDP side of a port, for a service that uses both (`udp: true`, `--udp`): a datagram
+ * socket bound where the TCP hold is (dual-stack [::] when IPv6 is on, else 0.0.0.0; the
+ * service's address with fd handoff). Bound exclusively and without SO_REUSEADDR, so it fails
+ * with EADDRINUSE while anything holds the port's UDP side, and nothing binds it meanwhile.
+ * Datagrams that reach it before the handoff are dropped with it. Rejects with a HoldError.
+ */
+export function holdUdp(port: number, ipv6: boolean, serveAt?: string): Promise<dgram.Socket> {
+  const address = serveAt !== undefined ? servingAddress(serveAt) : ipv6 ? '::' : '0.0.0.0';
+  const type = address.includes(':') ? 'udp6' : 'udp4';
+  return new Promise((resolve, reject) => {
+    let sock: dgram.Socket;
+    try {
+      sock = dgram.createSocket(type === 'udp6' ? { type, ipv6Only: false } : { type });
+    } catch (e) {
+      reject(holdError(e, port, address));
+      return;
+    }
+    const onError = (e: Error) => {
+      try {
+        sock.close();
+      } catch {
+        // never bound
+      }
+      reject(holdError(e, port, address));
+    };
+    sock.once('error', onError);
+    sock.bind({ port, address, exclusive: true }, () => {
+      sock.off('error', onError);
+      sock.on('error', () => {}); // nothing is read from it; no later error matters
+      sock.on('message', () => {}); // dropped: the service is not there yet
+      resolve(sock);
+    });
+  });
+}
+
+export function closeUdp(sock: dgram.Socket): Promise<void> {
+  return new Promise((resolve) => {
+    try {
+      sock.close(() => resolve());
+    } catch {
+      resolve(); // already closed
+    }
+  });
 }
 
 /** The listening socket's file descriptor (for handoff), undefined once closed. */

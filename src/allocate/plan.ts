@@ -59,7 +59,9 @@ function rank(r: SocketRow): number {
 export function busyPorts(sockets: readonly SocketRow[], ranges: readonly PortRange[]): Map<number, SocketRow> {
   const busy = new Map<number, SocketRow>();
   for (const r of sockets) {
-    // Any state, either family: each blocks a bind of the port (TIME_WAIT included, see design §1).
+    // Any state, either family, either protocol: each blocks a bind of the port (TIME_WAIT
+    // included, see design §1; a UDP socket blocks the UDP side, which berth cannot know the
+    // service will not want, and a service told a port holds it as a whole).
     if (!inRanges(r.localPort, ranges)) continue;
     const prev = busy.get(r.localPort);
     if (prev === undefined || rank(r) < rank(prev)) busy.set(r.localPort, r);
@@ -107,7 +109,7 @@ export function planCandidates(input: PlanInput): Plan {
       }
       const row = busy.get(p);
       if (row !== undefined) {
-        const entry: AllocationReport['excluded']['inUse'][number] = { port: p, state: row.state, uid: row.uid };
+        const entry: AllocationReport['excluded']['inUse'][number] = { port: p, state: row.state, uid: row.uid, ...(row.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
         const owner = row.inode !== 0 ? host.owners?.get(row.inode)?.[0] : undefined;
         if (owner) {
           entry.pid = owner.pid;

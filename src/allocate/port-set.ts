@@ -3,7 +3,8 @@ import { BerthError, EXIT } from '../errors.js';
 /*
  * A port set: the named ports one service (one replica) owns, in declaration order. The
  * first entry is the primary port ({port}, readiness, ownership, URLs refer to it).
- *   single  one port, held by berth until the handoff (fd handoff passes it as an fd)
+ *   single  one port, held by berth until the handoff (fd handoff passes it as an fd); with
+ *           `udp`, its UDP side too (a TURN or DNS server's port is both)
  *   block   N contiguous ports, leased for the replica's life and never held once leased:
  *           the program binds inside it itself (vLLM's VLLM_PORT scan, Ray's worker range)
  *   window  a block of the replica's whole band window (stacks and --instance only)
@@ -14,7 +15,8 @@ import { BerthError, EXIT } from '../errors.js';
  */
 
 export type PortEntry =
-  | { name: string; kind: 'single' }
+  /** `udp`: the service uses the port's UDP side too, which berth then holds as well until the handoff. */
+  | { name: string; kind: 'single'; udp?: true }
   | { name: string; kind: 'block'; count: number }
   | { name: string; kind: 'window' }
   /**

@@ -57,7 +57,8 @@ export function namedReservation(entries: readonly PortEntry[], reservations: Re
 }
 
 /** What every request of a named set shares; the entries add count, block and name. */
-export type NamedRequestBase = Omit<SetRequest, 'count' | 'block' | 'name'> & {
+/** Whether a port's UDP side is held is each entry's own (PortEntry `udp`), never the set's. */
+export type NamedRequestBase = Omit<SetRequest, 'count' | 'block' | 'name' | 'udp'> & {
   /** Lease label of the set (e.g. the replica); each lease is named "<name>/<entry>", or just the entry's name. */
   name?: string;
 };
@@ -91,7 +92,7 @@ export function namedSetRequests(entries: readonly PortEntry[], base: NamedReque
   return entries.map((e): SetRequest => {
     const label = name === undefined ? e.name : `${name}/${e.name}`;
     // With a window every entry stacks up from the window's bottom: a random start would cut it.
-    const r: SetRequest = { ...common, ...(hasWindow ? { strategy: 'lowest' } : {}), count: 1, name: label };
+    const r: SetRequest = { ...common, ...(hasWindow ? { strategy: 'lowest' } : {}), count: 1, name: label, ...(e.kind === 'single' && e.udp === true ? { udp: true } : {}) };
     if (e.kind === 'block') return { ...r, count: e.count, block: true };
     if (e.kind === 'window') {
       const size = base.source.kind === 'port' ? 1 : rangeSize(base.source.range);

@@ -7,8 +7,8 @@ import { userName } from '../util/user-name.js';
 import { hull, knownLeases, nameCompetitors, type Attempt, type Failure } from './competitors.js';
 import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
-import { giveBack, type Taken } from './held.js';
-import { addressFailure, closeServer, holdPort, type HoldError } from './hold.js';
+import { giveBack, unholdTaken, type Taken } from './held.js';
+import { addressFailure, closeServer, holdPort, holdUdp, type HoldError } from './hold.js';
 import { bindName, closeName, descriptorError, readLeaseTable, rememberFdLimit } from './lease-domain.js';
 import type { HolderSpec } from './lease-holder.js';
 import { capName, portName, type RecordInfo } from './lease-names.js';
@@ -53,6 +53,12 @@ export interface SetRequest {
    * are held only while allocating (to prove each bindable), never once reserveSet returns.
    */
   block?: boolean;
+  /**
+   * The service uses the port's UDP side too (`udp: true`, `--udp`): each port is held on UDP
+   * as well, until the handoff, so that both sides are proved free and stay so (hold.ts
+   * holdUdp). Not for blocks. Any port with a UDP socket is passed over whatever this says.
+   */
+  udp?: boolean;
 }
 
 export interface SetOptions {
@@ -196,7 +202,8 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             ...(process.env.SLURM_JOB_ID ? { slurmJobId: capName(process.env.SLURM_JOB_ID, 32) } : {}),
             ...(process.env.SLURM_STEP_ID ? { slurmStepId: capName(process.env.SLURM_STEP_ID, 32) } : {}),
           });
-          const take = (port: number, holdAddress: string | undefined) => takePort(port, plan.report, lease(port), host.ipv6, holdAddress);
+          const udp = req.udp === true && req.block !== true;
+          const take = (port: number, holdAddress: string | undefined) => takePort(port, plan.report, lease(port), host.ipv6, holdAddress, udp);
           if (req.block === true) {
             // One block plan per source and size, with a cursor: the starts before it were tried.
             const bkey = `${planKey}#${req.count}#${req.strategy ?? 'lowest'}`;
@@ -234,7 +241,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             return {
               taken: got,
               report: reports[i]!,
-              shape: { block, ipv6: host.ipv6, procRoot, ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}) },
+              shape: { block, ipv6: host.ipv6, procRoot, ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}), ...(req.udp === true && !block ? { udp: true } : {}) },
               record: recordOf(got, block, uid, o, expiresAt, req.name),
             };
           });
@@ -350,14 +357,8 @@ async function takeBlock(
 /** Ports of a block bound at once: bounded so that a large block does not run out of file descriptors. */
 const BLOCK_CHUNK = 256;
 
-async function unholdTaken(t: Taken): Promise<void> {
-  const s = t.server;
-  t.server = undefined;
-  if (s) await closeServer(s);
-}
-
 /** Lease (its name) and hold one port; undefined, with the reason in `report`, when it cannot be had. */
-async function takePort(port: number, report: AllocationReport, lease: Lease, ipv6: boolean, holdAddress: string | undefined): Promise<Taken | undefined> {
+async function takePort(port: number, report: AllocationReport, lease: Lease, ipv6: boolean, holdAddress: string | undefined, udp = false): Promise<Taken | undefined> {
   const name = await bindName(portName(port));
   if (name === undefined) {
     report.excluded.raced.push({ port, reason: 'leased concurrently' });
@@ -375,5 +376,17 @@ async function takePort(port: number, report: AllocationReport, lease: Lease, ip
     report.excluded.bindFailed.push({ port, code });
     return undefined;
   }
-  return { lease, name, server };
+  if (!udp) return { lease, name, server };
+  try {
+    return { lease, name, server, udp: await holdUdp(port, ipv6, holdAddress) };
+  } catch (e) {
+    await closeServer(server);
+    await closeName(name);
+    const code = (e as HoldError).code ?? 'UNKNOWN';
+    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, `holding the UDP side of port ${port}`);
+    const bad = holdAddress === undefined ? undefined : addressFailure(e, holdAddress);
+    if (bad) throw bad;
+    report.excluded.bindFailed.push({ port, code, protocol: 'udp' });
+    return undefined;
+  }
 }

@@ -50,6 +50,7 @@ export async function reserve(options: ReserveOptions): Promise<Reservation> {
         allowPrivileged: opts.allowPrivileged === true,
         ...(opts.name !== undefined ? { name: opts.name } : {}),
         ...(opts.holdAddress !== undefined ? { holdAddress: opts.holdAddress } : {}),
+        ...(opts.udp === true && opts.block === undefined ? { udp: true } : {}),
       },
     ],
     set,

@@ -95,6 +95,12 @@ export interface ReserveOptions extends SourceOptions {
    * the hold is handed over as the service's listening socket (hold.ts).
    */
   holdAddress?: string;
+  /**
+   * The service uses the port's UDP side too: hold it on UDP as well until the handoff
+   * (`--udp`). With a named set, only entries that say so (PortEntry `udp`). A port with any
+   * UDP socket is never handed out either way.
+   */
+  udp?: boolean;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
   /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
@@ -121,6 +127,8 @@ export interface AllocationReport {
     inUse: {
       port: number;
       state: string;
+      /** A UDP socket (any state holds the port against a UDP bind); absent for TCP. */
+      protocol?: 'udp';
       pid?: number;
       command?: string;
       uid?: number;
@@ -151,7 +159,7 @@ export interface AllocationReport {
       ownerGone?: boolean;
     }[];
     /** Ports whose bind failed although the table showed them free (a race lost). */
-    bindFailed: { port: number; code: string }[];
+    bindFailed: { port: number; code: string; protocol?: 'udp' }[];
     /** Ports lost to a concurrent allocator: leased by someone else between our look at the lease table and our bind. */
     raced: { port: number; reason: string }[];
   };
@@ -170,6 +178,11 @@ export interface Reservation {
   holdFd(port: number): number | undefined;
   /** Close the hold sockets, keep the leases (the service is about to bind). */
   unhold(port?: number): Promise<void>;
+  /**
+   * Close only the UDP holds (`udp`), keeping the TCP ones: fd handoff passes the TCP socket
+   * and lets the service bind its UDP side itself. Absent on reservations that hold no UDP.
+   */
+  unholdUdp?(): Promise<void>;
   /** Close holds and end the leases (closing their names; ending their holder process, if any). Idempotent. */
   release(): Promise<void>;
   /** A block of a port set: contiguous ports, leased but never held once allocated. */

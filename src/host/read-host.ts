@@ -22,8 +22,13 @@ export interface ReadHostOptions {
    * `skippedLines` counts only lines whose local port could not be read or was in range.
    */
   localPorts?: readonly PortRange[];
-  /** Only LISTEN sockets (the kernel then walks only its listening hash: see socket-reader.ts). */
+  /** Only LISTEN sockets, and unconnected UDP ones (the kernel then walks only its listening hash: see socket-reader.ts). */
   listenOnly?: boolean;
+  /**
+   * Read the UDP tables too (default true): a UDP socket holds its port against a UDP bind, so
+   * a port with one is not free for a service that also uses UDP, and inspect/doctor show it.
+   */
+  udp?: boolean;
   /**
    * Which reader: with a filter (localPorts or listenOnly) on a big table, sock_diag through
    * `ss`; else /proc (socket-reader.ts). Default: BERTH_SOCKET_READER, else 'auto'.
@@ -46,13 +51,14 @@ export function readNetns(procRoot = '/proc'): string {
   }
 }
 
-/** The host port map (design §2): sysctls, every TCP socket, and owners when asked. */
+/** The host port map (design §2): sysctls, every TCP and UDP socket, and owners when asked. */
 export function readHostMap(opts: ReadHostOptions = {}): HostMap {
   const procRoot = opts.procRoot ?? '/proc';
   const read = readSockets({
     procRoot,
     ...(opts.localPorts !== undefined ? { localPorts: opts.localPorts } : {}),
     ...(opts.listenOnly === true ? { listenOnly: true } : {}),
+    udp: opts.udp !== false,
     ...(opts.via !== undefined ? { via: opts.via } : {}),
   });
   const sockets = read.rows;
@@ -79,7 +85,7 @@ export function readHostMap(opts: ReadHostOptions = {}): HostMap {
   return map;
 }
 
-/** Rows whose local port is `port`, any family and state (each of them blocks a bind). */
+/** Rows whose local port is `port`, any protocol, family and state (each of them blocks a bind). */
 export function socketsOnPort(map: Pick<HostMap, 'sockets'>, port: number): SocketRow[] {
   return map.sockets.filter((r) => r.localPort === port);
 }
@@ -91,11 +97,18 @@ export function socketsOnPort(map: Pick<HostMap, 'sockets'>, port: number): Sock
 export function describeOwner(map: Pick<HostMap, 'owners'>, row: SocketRow): string {
   // inode 0: no file refers to the socket any more (TIME_WAIT, orphaned FIN_WAIT...).
   if (row.inode === 0) return `${row.state} (no owner: kernel-held)`;
+  const state = row.protocol === 'udp' ? `UDP ${udpStateName(row)}` : row.state;
   const owners = map.owners?.get(row.inode);
   if (owners && owners.length > 0) {
     const who = owners.map((o) => `pid ${o.pid} (${o.comm || '?'})`).join(', ');
-    return `${who} ${row.state}`;
+    return `${who} ${state}`;
   }
-  if (map.owners === undefined) return `uid ${row.uid}, owner not looked up`;
-  return `uid ${row.uid}, owner not visible`;
+  const udp = row.protocol === 'udp' ? `${state}, ` : '';
+  if (map.owners === undefined) return `${udp}uid ${row.uid}, owner not looked up`;
+  return `${udp}uid ${row.uid}, owner not visible`;
+}
+
+/** A UDP row's state as `ss` names it: UNCONN (bound, receiving from anyone) or ESTAB (connected). */
+export function udpStateName(row: Pick<SocketRow, 'state'>): string {
+  return row.state === 'ESTABLISHED' ? 'ESTAB' : 'UNCONN';
 }

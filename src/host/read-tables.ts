@@ -65,7 +65,7 @@ function readTable(path: string): Buffer | undefined {
 }
 
 /**
- * The text of /proc/net/tcp or tcp6 read as readHostMap reads it (one hash-table walk, not
+ * The text of /proc/net/tcp, tcp6, udp or udp6 read as readHostMap reads it (one hash-table walk, not
  * two; see above), for callers that search the text themselves; undefined when missing.
  */
 export function readSocketTableText(path: string): string | undefined {
@@ -80,21 +80,30 @@ export interface ProcTables {
 }
 
 /**
- * Rows of both tables under procRoot (only those on `localPorts` when given: see
- * ParseTcpOptions). Throws when /proc/net/tcp is missing or unreadable.
+ * Rows of both TCP tables under procRoot, and of both UDP tables with `udp` (only those on
+ * `localPorts` when given: see ParseTcpOptions). Throws when /proc/net/tcp is missing or
+ * unreadable; a missing udp table (a kernel without UDP in /proc) reads as empty.
  */
-export function readProcTables(procRoot: string, localPorts?: readonly PortRange[]): ProcTables {
+export function readProcTables(procRoot: string, localPorts?: readonly PortRange[], udp = false): ProcTables {
   const tcpPath = join(procRoot, 'net', 'tcp');
   const tcpBytes = readTable(tcpPath);
   if (tcpBytes === undefined) {
     throw new BerthError(EXIT.IOERR, `cannot read ${tcpPath}: missing (is ${procRoot} a Linux /proc?)`);
   }
-  // Both families into one array; each table is parsed before the next read reuses the buffer.
+  // Every table into one array; each is parsed before the next read reuses the buffer.
   const rows: SocketRow[] = [];
   const parseOpts = localPorts === undefined ? {} : { localPorts };
   let skipped = parseTcpBuffer(tcpBytes, 4, parseOpts, rows).skipped;
   const tcp6Bytes = readTable(join(procRoot, 'net', 'tcp6'));
+  const ipv6 = tcp6Bytes !== undefined;
   if (tcp6Bytes !== undefined) skipped += parseTcpBuffer(tcp6Bytes, 6, parseOpts, rows).skipped;
+  if (udp) {
+    const udpOpts = { ...parseOpts, protocol: 'udp' as const };
+    for (const [file, family] of [['udp', 4], ['udp6', 6]] as const) {
+      const bytes = readTable(join(procRoot, 'net', file));
+      if (bytes !== undefined) skipped += parseTcpBuffer(bytes, family, udpOpts, rows).skipped;
+    }
+  }
   if (scratch.length > KEEP_MAX) scratch = Buffer.allocUnsafe(INITIAL);
-  return { rows, skipped, ipv6: tcp6Bytes !== undefined };
+  return { rows, skipped, ipv6 };
 }

@@ -19,8 +19,12 @@ import type { PortRange, SocketRow } from './types.js';
  * (/proc/net/sockstat{,6}: a few counters, read in microseconds) and uses `ss` only from
  * SS_MIN_ROWS sockets on (bench/busy-host.ts measures both sides). /proc is also the
  * fallback: where `ss` is missing, too old for -O/-H, or sock_diag is refused (its exit
- * status is then not 0), berth reads /proc and does not try `ss` again in this process. Both
- * give the same rows (test/host-socket-reader.test.ts compares them on live namespaces).
+ * status is then not 0), where it does not answer within SS_DEADLINE_MS (a hung `ss` first on
+ * PATH, a sock_diag stuck in the kernel: its whole process group is killed), or where any line
+ * it printed does not parse (a look-alike that prints something else: rows it left out would
+ * read as free ports, so its answer is a failed read, never "no sockets"), berth reads /proc
+ * and does not try `ss` again in this process. Both give the same rows
+ * (test/host-socket-reader.test.ts compares them on live namespaces).
  *
  * `ss` reads the namespace of the calling process, which is /proc's (/proc/net is
  * /proc/self/net): only a read of the real /proc may use it, never a fixture tree.
@@ -41,8 +45,13 @@ export interface ReadSocketsOptions {
   procRoot?: string;
   /** Only sockets whose local port lies in these ranges. */
   localPorts?: readonly PortRange[];
-  /** Only LISTEN sockets. */
+  /**
+   * Only LISTEN sockets (with `udp`, also unconnected UDP sockets: bound to receive from
+   * anyone, UDP's listeners).
+   */
   listenOnly?: boolean;
+  /** Read UDP sockets too (/proc/net/udp{,6}; `ss -u`): each row says its protocol. */
+  udp?: boolean;
   /**
    * 'auto' (default): `ss` from SS_MIN_ROWS sockets on, else /proc; 'ss': `ss` whenever it
    * works (filtered or not); 'proc': /proc only. The environment variable BERTH_SOCKET_READER
@@ -94,9 +103,10 @@ function counter(text: string, line: string, key: string): number {
 
 /**
  * Rows a full /proc read would format, from /proc/net/sockstat{,6}: TCP sockets in use of both
- * families and TIME_WAIT (all counted per network namespace); undefined when unreadable.
+ * families and TIME_WAIT, and UDP sockets with `udp` (all counted per network namespace);
+ * undefined when unreadable.
  */
-export function tableSize(procRoot = '/proc'): number | undefined {
+export function tableSize(procRoot = '/proc', udp = false): number | undefined {
   let v4: string;
   try {
     v4 = readFileSync(join(procRoot, 'net', 'sockstat'), 'latin1');
@@ -109,7 +119,8 @@ export function tableSize(procRoot = '/proc'): number | undefined {
   } catch {
     // no IPv6
   }
-  return counter(v4, 'TCP', 'inuse') + counter(v4, 'TCP', 'tw') + counter(v6, 'TCP6', 'inuse');
+  const tcp = counter(v4, 'TCP', 'inuse') + counter(v4, 'TCP', 'tw') + counter(v6, 'TCP6', 'inuse');
+  return udp ? tcp + counter(v4, 'UDP', 'inuse') + counter(v6, 'UDP6', 'inuse') : tcp;
 }
 
 /** Whether this read goes to `ss`. */
@@ -120,7 +131,7 @@ function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
   if (choice === 'ss') return true;
   // An unfiltered read of every state gains nothing from the kernel's filter.
   if (opts.localPorts === undefined && opts.listenOnly !== true) return false;
-  const size = tableSize(procRoot);
+  const size = tableSize(procRoot, opts.udp === true);
   return size !== undefined && size >= SS_MIN_ROWS;
 }
 
@@ -139,51 +150,123 @@ function cp(): typeof ChildProcess {
   return childProcess;
 }
 
-const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30 } as const;
+/**
+ * How long one `ss` may take before it is given up for /proc. It answers in 20-40 ms at
+ * 50,000 sockets on the benchmark host and in a few hundred ms on a badly loaded one; /proc
+ * costs ~150 ms at that size, so waiting longer than this never pays.
+ */
+export const SS_DEADLINE_MS = 2_000;
+
+// detached: `ss` (or what runs as it) leads a process group of its own, which is killed
+// whole at the deadline: a wrapper's children would otherwise hold its pipes and live on.
+const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30, detached: true } as const;
+
+/** SIGKILL a process group that ran past its deadline (it may be gone already). */
+function killGroup(pid: number | undefined): void {
+  if (pid === undefined || pid <= 0) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
 
 /** What `ss` left, from spawnSync or execFile. */
 interface SsExit {
   error?: Error | undefined;
+  /** It ran past SS_DEADLINE_MS and was killed. */
+  timedOut?: boolean;
   status: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
 
+/** What one read asks for, normalized. */
+interface Query {
+  ports: PortRange[] | undefined;
+  listenOnly: boolean;
+  udp: boolean;
+}
+
+/** A LISTEN-only read's rows: TCP listeners, and with UDP its unconnected (receiving) sockets. */
+function listening(r: SocketRow): boolean {
+  return r.protocol === 'udp' ? r.state === 'CLOSE' : r.state === 'LISTEN';
+}
+
 /** The rows from `ss`, or undefined (and ss given up) when it could not answer. */
-function fromSs(r: SsExit, listenOnly: boolean, ssPath: string): SocketRead | undefined {
-  if (r.error !== undefined || r.status !== 0) {
+function fromSs(r: SsExit, q: Query, ssPath: string): SocketRead | undefined {
+  if (r.timedOut === true || r.error !== undefined || r.status !== 0) {
     const why =
-      r.signal !== null ? `killed by ${r.signal}` : r.status !== 0 && r.status !== null ? `exit ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}` : (r.error?.message ?? 'failed');
+      r.timedOut === true
+        ? `no answer within ${SS_DEADLINE_MS} ms (killed)`
+        : r.signal !== null
+          ? `killed by ${r.signal}`
+          : r.status !== 0 && r.status !== null
+            ? `exit ${r.status}: ${r.stderr.trim().split('\n')[0] ?? ''}`
+            : (r.error?.message ?? 'failed');
     ssBroken = `${ssPath}: ${why}`;
     return undefined;
   }
-  const parsed = parseSsOutput(r.stdout, listenOnly ? { onlyState: 'LISTEN' } : {});
-  return { ...parsed, via: 'ss', ipv6: existsSync('/proc/net/tcp6') };
+  // With UDP a listen-only read names two states, so ss prints the state column.
+  const parsed = parseSsOutput(r.stdout, q.listenOnly && !q.udp ? { onlyState: 'LISTEN' } : {});
+  // Each line is one socket, written whole by ss (not a table read mid-change): a line that
+  // does not parse is not iproute2's ss, or not one berth understands.
+  if (parsed.skipped > 0) {
+    const bad = r.stdout.split('\n').find((l) => l.trim() !== '' && parseSsOutput(l, q.listenOnly && !q.udp ? { onlyState: 'LISTEN' } : {}).skipped > 0) ?? '';
+    ssBroken = `${ssPath}: ${parsed.skipped} line(s) of its output did not parse (first: ${JSON.stringify(bad.slice(0, 80))})`;
+    return undefined;
+  }
+  const rows = q.listenOnly && q.udp ? parsed.rows.filter(listening) : parsed.rows;
+  return { rows, skipped: parsed.skipped, via: 'ss', ipv6: existsSync('/proc/net/tcp6') };
 }
 
-function readViaSs(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): SocketRead | undefined {
-  const r = cp().spawnSync(ssPath, ssArgs(ports, listenOnly), { ...SS_OPTIONS, stdio: ['ignore', 'pipe', 'pipe'] });
-  return fromSs({ error: r.error, status: r.status, signal: r.signal, stdout: String(r.stdout), stderr: String(r.stderr) }, listenOnly, ssPath);
+function readViaSs(q: Query, ssPath: string): SocketRead | undefined {
+  const r = cp().spawnSync(ssPath, ssArgs(q.ports, q.listenOnly, q.udp), { ...SS_OPTIONS, stdio: ['ignore', 'pipe', 'pipe'], timeout: SS_DEADLINE_MS, killSignal: 'SIGKILL' });
+  const timedOut = (r.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
+  // spawnSync killed `ss` itself; whatever it started is in its group.
+  if (timedOut || r.signal !== null) killGroup(r.pid);
+  return fromSs({ error: r.error, timedOut, status: r.status, signal: r.signal, stdout: String(r.stdout), stderr: String(r.stderr) }, q, ssPath);
 }
 
-function spawnSsAsync(args: string[], listenOnly: boolean, ssPath: string): Promise<SocketRead | undefined> {
+function spawnSsAsync(args: string[], q: Query, ssPath: string): Promise<SocketRead | undefined> {
   return new Promise((resolve) => {
-    const child = cp().execFile(ssPath, args, SS_OPTIONS, (error, stdout, stderr) => {
-      // execFile's error carries the exit code as `code` (a number) or the spawn's errno name.
-      const code = (error as { code?: unknown } | null)?.code;
-      const status = error === null ? 0 : typeof code === 'number' ? code : null;
-      resolve(fromSs({ error: error ?? undefined, status, signal: (error as { signal?: NodeJS.Signals } | null)?.signal ?? null, stdout, stderr }, listenOnly, ssPath));
+    let stdout = '';
+    let stderr = '';
+    let size = 0;
+    let settled = false;
+    const done = (r: SsExit) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(fromSs(r, q, ssPath));
+    };
+    const child = cp().spawn(ssPath, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => {
+      killGroup(child.pid);
+      done({ timedOut: true, status: null, signal: 'SIGKILL', stdout: '', stderr: '' });
+    }, SS_DEADLINE_MS);
+    child.stdout!.setEncoding('latin1').on('data', (d: string) => {
+      size += d.length;
+      if (size > SS_OPTIONS.maxBuffer) {
+        killGroup(child.pid);
+        done({ error: new Error('output too large'), status: null, signal: null, stdout: '', stderr: '' });
+      } else stdout += d;
     });
-    child.stdin?.end();
+    child.stderr!.setEncoding('latin1').on('data', (d: string) => {
+      if (stderr.length < 4096) stderr += d; // its first line is all a message shows
+    });
+    child.on('error', (error) => done({ error, status: null, signal: null, stdout, stderr }));
+    // 'close': its output is complete (not only its exit).
+    child.on('close', (status, signal) => done({ status, signal, stdout, stderr }));
   });
 }
 
 /** The shell that starts `ss` for the asynchronous reads (ss-shell.ts); undefined once it failed. */
 let shell: SsShell | undefined | null;
 
-async function readViaSsAsync(ports: PortRange[] | undefined, listenOnly: boolean, ssPath: string): Promise<SocketRead | undefined> {
-  const args = ssArgs(ports, listenOnly);
+async function readViaSsAsync(q: Query, ssPath: string): Promise<SocketRead | undefined> {
+  const args = ssArgs(q.ports, q.listenOnly, q.udp);
   if (shell === undefined) {
     try {
       shell = new SsShell(cp());
@@ -192,41 +275,52 @@ async function readViaSsAsync(ports: PortRange[] | undefined, listenOnly: boolea
     }
   }
   if (shell?.usable) {
+    const sh = shell;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SS_DEADLINE_MS)));
     try {
-      const a = await shell.run(ssPath, args);
-      if (a.status === 0) return fromSs({ status: 0, signal: null, stdout: a.stdout, stderr: '' }, listenOnly, ssPath);
+      const a = await Promise.race([sh.run(ssPath, args), late]);
+      if (a === 'late') {
+        // The shell and the `ss` it waits for are one process group: both go, and so does ss.
+        sh.kill();
+        shell = null;
+        return fromSs({ timedOut: true, status: null, signal: 'SIGKILL', stdout: '', stderr: '' }, q, ssPath);
+      }
+      if (a.status === 0) return fromSs({ status: 0, signal: null, stdout: a.stdout, stderr: '' }, q, ssPath);
       // ss failed: its own spawn below says why, and gives it up.
     } catch {
       shell = null;
+    } finally {
+      clearTimeout(timer);
     }
   }
-  return spawnSsAsync(args, listenOnly, ssPath);
+  return spawnSsAsync(args, q, ssPath);
 }
 
 /** A filter normalized, or an empty answer when it matches no port at all. */
-function prepare(opts: ReadSocketsOptions): { procRoot: string; ports: PortRange[] | undefined; listenOnly: boolean; empty?: SocketRead } {
+function prepare(opts: ReadSocketsOptions): { procRoot: string; q: Query; empty?: SocketRead } {
   const procRoot = opts.procRoot ?? '/proc';
   const ports = opts.localPorts === undefined ? undefined : normalizeRanges(opts.localPorts);
-  const listenOnly = opts.listenOnly === true;
-  if (ports !== undefined && ports.length === 0) return { procRoot, ports, listenOnly, empty: { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) } };
-  return { procRoot, ports, listenOnly };
+  const q: Query = { ports, listenOnly: opts.listenOnly === true, udp: opts.udp === true };
+  if (ports !== undefined && ports.length === 0) return { procRoot, q, empty: { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) } };
+  return { procRoot, q };
 }
 
-function readProc(procRoot: string, ports: PortRange[] | undefined, listenOnly: boolean): SocketRead {
-  const t = readProcTables(procRoot, ports);
-  const rows = listenOnly ? t.rows.filter((r) => r.state === 'LISTEN') : t.rows;
+function readProc(procRoot: string, q: Query): SocketRead {
+  const t = readProcTables(procRoot, q.ports, q.udp);
+  const rows = q.listenOnly ? t.rows.filter(listening) : t.rows;
   return { rows, skipped: t.skipped, via: 'proc', ipv6: t.ipv6 };
 }
 
-/** TCP sockets of this network namespace, filtered as asked, from `ss` or /proc (see above). */
+/** TCP (and with `udp`, UDP) sockets of this network namespace, filtered as asked, from `ss` or /proc (see above). */
 export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
-  const { procRoot, ports, listenOnly, empty } = prepare(opts);
+  const { procRoot, q, empty } = prepare(opts);
   if (empty !== undefined) return empty;
   if (useSs(procRoot, opts)) {
-    const got = readViaSs(ports, listenOnly, opts.ssPath ?? 'ss');
+    const got = readViaSs(q, opts.ssPath ?? 'ss');
     if (got !== undefined) return got;
   }
-  return readProc(procRoot, ports, listenOnly);
+  return readProc(procRoot, q);
 }
 
 /**
@@ -238,11 +332,11 @@ export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
  * where `ss` failed.
  */
 export async function readSocketsAsync(opts: ReadSocketsOptions = {}): Promise<SocketRead> {
-  const { procRoot, ports, listenOnly, empty } = prepare(opts);
+  const { procRoot, q, empty } = prepare(opts);
   if (empty !== undefined) return empty;
   if (useSs(procRoot, opts)) {
-    const got = await readViaSsAsync(ports, listenOnly, opts.ssPath ?? 'ss');
+    const got = await readViaSsAsync(q, opts.ssPath ?? 'ss');
     if (got !== undefined) return got;
   }
-  return readProc(procRoot, ports, listenOnly);
+  return readProc(procRoot, q);
 }

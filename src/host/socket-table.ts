@@ -1,4 +1,4 @@
-import type { PortRange, SocketRow, SocketTable, TcpState } from './types.js';
+import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
 
 /*
  * /proc/net/tcp{,6} can hold tens of thousands of rows on a busy node and is read on
@@ -118,6 +118,11 @@ export interface ParseTcpOptions {
    * and counted as before.
    */
   localPorts?: readonly PortRange[];
+  /**
+   * Which table the bytes are: /proc/net/udp{,6} has the same columns as tcp{,6} (its `st`
+   * is 07 unconnected or 01 connected), so one parser reads both. Default 'tcp'.
+   */
+  protocol?: SocketProtocol;
 }
 
 /** A formatted IPv6 address keyed by its four 32-bit words as printed; chained on hash collisions. */
@@ -137,6 +142,7 @@ class Ctx {
   constructor(
     readonly family: 4 | 6,
     readonly le: boolean,
+    readonly protocol: SocketProtocol = 'tcp',
   ) {}
 
   /** Printable form of the 8 hex digits at b[i..] (bounds checked by the caller), undefined when not hex. */
@@ -242,6 +248,7 @@ function parseRow(b: Uint8Array, start: number, end: number, ctx: Ctx): SocketRo
   // keeps a row cut inside its inode digits from passing with a wrong inode.
   if (skipWs(b, j, end) === end) return undefined;
   return {
+    protocol: ctx.protocol,
     family: ctx.family,
     localAddress,
     localPort,
@@ -281,7 +288,7 @@ function portOutside(b: Uint8Array, start: number, end: number, family: 4 | 6, r
  * The one implementation behind parseTcpTable and parseTcpBuffer.
  */
 function parseInto(b: Uint8Array, family: 4 | 6, opts: ParseTcpOptions, rows: SocketRow[]): number {
-  const ctx = new Ctx(family, opts.littleEndian ?? HOST_LE);
+  const ctx = new Ctx(family, opts.littleEndian ?? HOST_LE, opts.protocol ?? 'tcp');
   const only = opts.localPorts;
   let skipped = 0;
   let sawContent = false;
@@ -313,7 +320,8 @@ function parseInto(b: Uint8Array, family: 4 | 6, opts: ParseTcpOptions, rows: So
 }
 
 /**
- * Rows of /proc/net/tcp (family 4) or /proc/net/tcp6 (family 6). The header line and
+ * Rows of /proc/net/tcp (family 4) or /proc/net/tcp6 (family 6), or of udp/udp6 with
+ * `protocol: 'udp'`. The header line and
  * blank lines are ignored; any other line that does not parse is counted in `skipped`
  * (a table read while sockets come and go can end mid-row), never thrown.
  */

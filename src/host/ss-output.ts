@@ -1,5 +1,5 @@
 import { formatIPv6 } from './socket-table.js';
-import type { PortRange, SocketRow, SocketTable, TcpState } from './types.js';
+import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
 
 /*
  * The output of iproute2's `ss -tanHOe` (sock_diag, filtered in the kernel: see
@@ -9,7 +9,9 @@ import type { PortRange, SocketRow, SocketTable, TcpState } from './types.js';
  *   STATE  RECV-Q SEND-Q LOCAL:PORT PEER:PORT [timer:(…)] [uid:U] ino:I sk:… [cgroup:…] …
  *
  * ss leaves out the state column when the filter names a single state (`state listening`):
- * the caller then says which state the rows are in. uid: is printed only when it is not 0.
+ * the caller then says which state the rows are in. Asked for TCP and UDP at once (`-t -u`),
+ * ss puts a Netid column ("tcp", "udp") first; alone, the caller says which protocol it is.
+ * A UDP socket's states are UNCONN (CLOSE in /proc/net/udp) and ESTAB. uid: is printed only when it is not 0.
  * Addresses: "127.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "*" (the IPv6 any address of a
  * dual-stack socket), each with "%IFNAME" when bound to a device; port "*" is 0. The IPv6
  * text is read back into its 16 bytes and formatted as the /proc parser formats it, so the
@@ -39,7 +41,11 @@ export const SS_STATE_NAME: Readonly<Record<TcpState, string>> = Object.fromEntr
 export interface ParseSsOptions {
   /** The state of every row when the output has no state column (the filter named one state). */
   onlyState?: TcpState;
+  /** The protocol of every row when the output has no Netid column (one protocol asked). Default 'tcp'. */
+  protocol?: SocketProtocol;
 }
+
+const NETIDS: Record<string, SocketProtocol> = { tcp: 'tcp', udp: 'udp' };
 
 const DIGITS = /^\d{1,10}$/;
 
@@ -147,12 +153,17 @@ function splitEndpoint(token: string): { addr: string; port: number } | undefine
 function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): SocketRow | undefined {
   const tokens = line.split(/[ \t]+/).filter((t) => t !== '');
   let i = 0;
+  let protocol: SocketProtocol = opts.protocol ?? 'tcp';
+  if (tokens[0] !== undefined && Object.hasOwn(NETIDS, tokens[0])) {
+    protocol = NETIDS[tokens[0]]!;
+    i = 1;
+  }
   let state: TcpState | undefined;
-  const first = tokens[0];
+  const first = tokens[i];
   if (first === undefined) return undefined;
   if (Object.hasOwn(STATE_NAMES, first)) {
     state = STATE_NAMES[first];
-    i = 1;
+    i++;
   } else if (DIGITS.test(first)) {
     state = opts.onlyState;
   }
@@ -191,6 +202,7 @@ function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): Socket
   // digits, or ss run without -e) cannot be trusted.
   if (inode === undefined || !sawSk) return undefined;
   return {
+    protocol,
     family,
     localAddress: la.text,
     localPort: local.port,
@@ -202,7 +214,7 @@ function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): Socket
   };
 }
 
-/** Rows of `ss -tanHOe …` output, in its order; lines of another shape are counted in `skipped`. */
+/** Rows of `ss -tanHOe …` (or `-tuanHOe`) output, in its order; lines of another shape are counted in `skipped`. */
 export function parseSsOutput(text: string, opts: ParseSsOptions = {}): SocketTable {
   const addrs = new Addresses();
   const rows: SocketRow[] = [];
@@ -217,11 +229,14 @@ export function parseSsOutput(text: string, opts: ParseSsOptions = {}): SocketTa
 }
 
 /**
- * The arguments of `ss` for TCP sockets whose local port lies in `ports` (all ports when
- * undefined), in every state or LISTEN only. Ranges must be normalized (sorted, merged).
+ * The arguments of `ss` for TCP sockets (and UDP ones with `udp`) whose local port lies in
+ * `ports` (all ports when undefined), in every state or LISTEN only; LISTEN only with UDP also
+ * asks for unconnected UDP sockets (UNCONN: a UDP server's), and TCP's CLOSE rows that state
+ * brings are the caller's to drop. Ranges must be normalized (sorted, merged).
  */
-export function ssArgs(ports: readonly PortRange[] | undefined, listenOnly: boolean): string[] {
-  const args = ['-t', '-a', '-n', '-H', '-O', '-e', 'state', listenOnly ? 'listening' : 'all'];
+export function ssArgs(ports: readonly PortRange[] | undefined, listenOnly: boolean, udp = false): string[] {
+  const states = listenOnly ? (udp ? ['state', 'listening', 'state', 'unconnected'] : ['state', 'listening']) : ['state', 'all'];
+  const args = ['-t', ...(udp ? ['-u'] : []), '-a', '-n', '-H', '-O', '-e', ...states];
   if (ports !== undefined) {
     const terms = ports.map((r) => (r.lo === r.hi ? `sport = :${r.lo}` : `( sport >= :${r.lo} and sport <= :${r.hi} )`));
     if (terms.length === 0) throw new Error('ssArgs: no port range (read nothing instead)');

@@ -76,6 +76,19 @@ export class SsShell {
     });
   }
 
+  /** End the shell and whatever it runs now (its process group: the shell leads it). */
+  kill(): void {
+    const pid = this.child.pid;
+    if (pid !== undefined) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    this.die(new Error('killed: a read ran past its deadline'));
+  }
+
   private data(chunk: string): void {
     this.buf += chunk;
     for (;;) {

@@ -8,8 +8,16 @@ export type TcpState =
   | 'ESTABLISHED' | 'SYN_SENT' | 'SYN_RECV' | 'FIN_WAIT1' | 'FIN_WAIT2' | 'TIME_WAIT'
   | 'CLOSE' | 'CLOSE_WAIT' | 'LAST_ACK' | 'LISTEN' | 'CLOSING' | 'NEW_SYN_RECV' | 'UNKNOWN';
 
-/** One row of /proc/net/tcp or /proc/net/tcp6. */
+/** Which table a row came from: /proc/net/tcp{,6} or /proc/net/udp{,6} (sock_diag's TCP or UDP). */
+export type SocketProtocol = 'tcp' | 'udp';
+
+/**
+ * One row of /proc/net/tcp{,6} or /proc/net/udp{,6}. A UDP row's state is CLOSE when the
+ * socket is unconnected (bound and receiving from anyone: a UDP server), ESTABLISHED when
+ * connect()ed; either way it holds its local port against a UDP bind.
+ */
 export interface SocketRow {
+  protocol: SocketProtocol;
   family: 4 | 6;
   localAddress: string; // printable: "127.0.0.1", "::", "::ffff:127.0.0.1"
   localPort: number;
@@ -53,7 +61,7 @@ export interface HostMap extends HostSysctls {
   owners?: Map<number, SocketOwner[]>;
   /** Whether the kernel has IPv6 (tcp6 readable). */
   ipv6: boolean;
-  /** Which reader gave `sockets`: sock_diag through `ss`, or /proc/net/tcp{,6} (host/socket-reader.ts). */
+  /** Which reader gave `sockets`: sock_diag through `ss`, or /proc/net/{tcp,udp}{,6} (host/socket-reader.ts). */
   via?: 'ss' | 'proc';
   readAt: string;
 }

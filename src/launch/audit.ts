@@ -4,17 +4,19 @@ import type { PortRange } from '../host/types.js';
 import type { AuditFinding, StrayRule } from './types.js';
 
 /*
- * The listener audit, pure: which LISTEN sockets of the service's process tree are outside
- * its port set, and what to say about each. A port outside the set is leased by nobody, so
+ * The listener audit, pure: which LISTEN sockets (and bound, unconnected UDP sockets) of the
+ * service's process tree are outside its port set, and what to say about each. A port of the
+ * set covers both of its protocols: a service given 3478 may take UDP 3478 too. A port outside the set is leased by nobody, so
  * another allocator may hand it out; inside the unreserved ephemeral range it is worse: the
  * kernel gives it to any outgoing connection, so the service loses it at its next restart.
  * The I/O (tree members' fds, the socket table) is in tree-listeners.ts; the rhythm in
  * supervise.ts.
  */
 
-/** A LISTEN socket held by a member of the service's tree. */
+/** A LISTEN socket (or an unconnected UDP socket) held by a member of the service's tree. */
 export interface TreeListener {
   port: number;
+  protocol?: 'udp';
   address: string;
   pid?: number;
   command?: string;
@@ -49,7 +51,11 @@ function rangeOf(port: number, ranges: readonly PortRange[]): PortRange | undefi
   return ranges.find((r) => port >= r.lo && port <= r.hi);
 }
 
-/** The listeners outside the set not reported before, one finding per port (lowest first). */
+/**
+ * The listeners outside the set not reported before, one finding per port (lowest first).
+ * Give TCP and UDP listeners in separate calls (each with its own `reported`): a finding is
+ * one port of one protocol.
+ */
 export function auditListeners(i: AuditInput): AuditFinding[] {
   const inSet = setPorts(i.set);
   const byPort = new Map<number, TreeListener>();
@@ -65,12 +71,12 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
   for (const port of [...byPort.keys()].sort((a, b) => a - b)) {
     const l = byPort.get(port)!;
     const eph = rangeOf(port, i.ephemeral);
-    const head = outside(i.name, String(port), i.set);
+    const head = outside(i.name, l.protocol === 'udp' ? `UDP ${port}` : String(port), i.set);
     const message =
       eph !== undefined
         ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: declare a port for it (${hint}) and pass that to the program's flag for it`
         : `${head}; nothing leases ${port} for it, so another allocator may hand it out: declare a port for it (${hint}) and pass that to the program's flag for it`;
-    const f: AuditFinding = { port, address: l.address, ephemeral: eph !== undefined, message };
+    const f: AuditFinding = { port, address: l.address, ephemeral: eph !== undefined, message, ...(l.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
     if (l.pid !== undefined) f.pid = l.pid;
     if (l.command !== undefined) f.command = l.command;
     findings.push(f);
@@ -101,6 +107,7 @@ function portList(ports: readonly number[]): string {
 export function auditWarning(name: string, set: readonly AssignedPorts[], found: readonly AuditFinding[], ephemeral: readonly PortRange[], hints: { block: string; strays?: string }): string {
   const strays = hints.strays ? `; if the program picks them itself and cannot be told which, acknowledge them (${hints.strays})` : '';
   if (found.length === 1) return found[0]!.message + (found[0]!.ephemeral ? strays : '');
+  const udp = found.every((f) => f.protocol === 'udp') ? 'UDP ' : '';
   const eph = found.filter((f) => f.ephemeral).map((f) => f.port);
   const other = found.filter((f) => !f.ephemeral).map((f) => f.port);
   const parts: string[] = [];
@@ -109,7 +116,7 @@ export function auditWarning(name: string, set: readonly AssignedPorts[], found:
     parts.push(`${portList(eph)} inside the unreserved ephemeral range ${ranges}, where any outgoing connection may take them`);
   }
   if (other.length > 0) parts.push(`${portList(other)} leased by nothing, so another allocator may hand ${other.length === 1 ? 'it' : 'them'} out`);
-  return `${outside(name, `${found.length} ports`, set)}: ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for them${eph.length > 0 ? strays : ''}`;
+  return `${outside(name, `${found.length} ${udp}ports`, set)}: ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for them${eph.length > 0 ? strays : ''}`;
 }
 
 /**

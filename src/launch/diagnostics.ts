@@ -23,6 +23,7 @@ export interface HostSnapshot {
   error?: string;
   /** Every socket on the port, with its holders where visible. */
   sockets: {
+    protocol: 'tcp' | 'udp';
     family: 4 | 6;
     local: string;
     remote: string;
@@ -55,6 +56,7 @@ export function snapshotHost(procRoot: string, port: number | undefined): HostSn
       port === undefined
         ? []
         : socketsOnPort(map, port).map((r) => ({
+            protocol: r.protocol,
             family: r.family,
             local: ep(r.localAddress, r.localPort, r.family),
             remote: ep(r.remoteAddress, r.remotePort, r.family),

@@ -25,8 +25,11 @@ export async function reserve(s: LaunchState): Promise<void> {
     if (s.handoff === 'fd') ro.holdAddress = o.bind ?? '127.0.0.1';
     // A stop during the reservation ends it at the next port, with everything given back.
     ro.signal = s.reserveAbort.signal;
+    // --udp: the primary port's UDP side too (a set's other entries say so themselves).
+    if (o.udp === true && !o.ports) ro.udp = true;
+    const entries = o.udp === true && o.ports ? o.ports.map((e, i) => (i === 0 && e.kind === 'single' ? { ...e, udp: true as const } : e)) : o.ports;
     try {
-      if (o.ports) s.set = await reserveNamedSet(o.ports, ro);
+      if (entries) s.set = await reserveNamedSet(entries, ro);
       else s.reservation = await reservePorts(ro);
     } catch (e) {
       if (s.stopReq) return;

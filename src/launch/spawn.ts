@@ -53,6 +53,8 @@ export async function spawn(s: LaunchState): Promise<boolean> {
       if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for port ${h.port}${handed ? ` ("${h.name}")` : ''} (the reservation was made without a hold, or already handed over)`);
       fds.push(fd);
     }
+    // Only the TCP socket is handed over: the UDP side (--udp) is the service's to bind.
+    await Promise.all((s.set?.reservations ?? [s.reservation!]).map((r) => r.unholdUdp?.()));
   } else {
     // Release handoff: close the holds immediately before the spawn. The leases stay, so no
     // cooperating allocator takes the ports; ownership is verified before any probe.

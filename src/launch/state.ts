@@ -78,6 +78,8 @@ export class LaunchState {
   /** Listeners outside the set reported so far (each port once), and the ports they are on. */
   readonly findings: AuditFinding[] = [];
   readonly audited = new Set<number>();
+  /** UDP ports reported so far: a UDP socket and a TCP listener on one port are two findings. */
+  readonly auditedUdp = new Set<number>();
   /** Foreign listeners reported so far (each socket once, by inode). */
   readonly foreign: ForeignListener[] = [];
   /** Listener inodes known to be the tree's, and known not to be (foreign-check.ts: steady state reads no fd). */

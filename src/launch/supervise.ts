@@ -4,6 +4,7 @@ import { auditListeners, auditWarning, isAcknowledged, setPorts } from './audit.
 import { foreignTurn } from './foreign-check.js';
 import { reportStolen } from './ownership-phase.js';
 import { iso, type LaunchState } from './state.js';
+import type { AuditFinding } from './types.js';
 import { fail, finish } from './stop.js';
 import { soonListenSnapshot, treeListeners, watchListeners, type ListenSnapshot } from './tree-listeners.js';
 import { descendantsAlive } from './tree-control.js';
@@ -63,7 +64,11 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   const inSet = setPorts(own);
   const handed = s.handoff === 'fd' && s.set ? new Set(singles(s.set.assigned).map((a) => a.ports[0]!)) : new Set<number>();
   const candidates = snap.listening.filter((r) => (!inSet.has(r.localPort) && !s.audited.has(r.localPort)) || (handed.has(r.localPort) && !s.lostHanded.has(r.localPort)));
-  const listeners = treeListeners(s.procRoot, s.tree, candidates);
+  // UDP sockets bound outside the set: a port of the set covers its UDP side too.
+  const udpCandidates = snap.udp.filter((r) => !inSet.has(r.localPort) && !s.auditedUdp.has(r.localPort));
+  const all = treeListeners(s.procRoot, s.tree, [...candidates, ...udpCandidates]);
+  const listeners = all.filter((l) => l.protocol !== 'udp');
+  const udpListeners = all.filter((l) => l.protocol === 'udp');
   if (s.handoff === 'fd' && s.set) {
     // Each handed socket must stay the service's: one it closed serves nobody (said once).
     const heard = new Set(listeners.map((l) => l.port));
@@ -79,10 +84,16 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   const stack = s.o.portSet !== undefined || s.o.keepReservation === true || s.o.oneShot === true || s.o.exitZeroHint !== undefined;
   const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
   const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : '--ports …,NAME, then {ports.NAME} in its command';
-  const found = auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, portHint });
+  const hints = { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) };
+  report(s, own, auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, portHint }), s.audited, snap, hints);
+  if (udpListeners.length > 0) report(s, own, auditListeners({ name: s.name, set: own, listeners: udpListeners, ephemeral: snap.ephemeral, reported: s.auditedUdp, portHint }), s.auditedUdp, snap, hints);
+}
+
+/** Record one protocol's findings of an audit pass, and warn about them in one message. */
+function report(s: LaunchState, own: Parameters<typeof auditWarning>[1], found: AuditFinding[], audited: Set<number>, snap: ListenSnapshot, hints: Parameters<typeof auditWarning>[4]): void {
   if (found.length === 0) return;
   for (const f of found) {
-    s.audited.add(f.port);
+    audited.add(f.port);
     if (isAcknowledged(f, s.o.strays)) f.acknowledged = true;
     s.findings.push(f);
   }
@@ -90,7 +101,7 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   // Once each, all of one pass in one message; the acknowledged ones only in the record.
   const warn = found.filter((f) => !f.acknowledged);
   if (warn.length === 0) return;
-  const message = auditWarning(s.name, own, warn, snap.ephemeral, { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) });
+  const message = auditWarning(s.name, own, warn, snap.ephemeral, hints);
   if (s.o.onAuditWarning) s.o.onAuditWarning(warn, message);
   else s.warn(message);
 }

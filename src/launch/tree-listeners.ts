@@ -12,12 +12,15 @@ import { redactArgv } from '../util/redact.js';
 
 /*
  * What the service's process tree listens on. One read of the socket tables (LISTEN rows
- * only are kept) serves every launch of this process per tick (watchListeners); each launch
+ * and unconnected UDP rows only are kept) serves every launch of this process per tick (watchListeners); each launch
  * then reads only its own tree members' fd links to find which of those sockets are its.
  */
 
 export interface ListenSnapshot {
+  /** TCP LISTEN sockets. */
   listening: SocketRow[];
+  /** Unconnected UDP sockets (UDP's listeners: bound to receive from anyone), apart so that nothing TCP-only sees them. */
+  udp: SocketRow[];
   /** ip_local_port_range less ip_local_reserved_ports, read with the tables. */
   ephemeral: PortRange[];
 }
@@ -25,14 +28,26 @@ export interface ListenSnapshot {
 export function readListenSnapshot(procRoot: string): ListenSnapshot {
   // LISTEN only: on a big table the kernel then walks its listening hash alone.
   const map = readHostMap({ procRoot, listenOnly: true });
-  return { listening: map.sockets.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(map.ephemeral, map.reserved) };
+  return { ...split(map.sockets), ephemeral: unreservedEphemeral(map.ephemeral, map.reserved) };
 }
 
 /** readListenSnapshot with `ss` (a big table) run as a child the event loop does not wait on: the audit's ticks. */
 export async function readListenSnapshotAsync(procRoot: string): Promise<ListenSnapshot> {
-  const read = await readSocketsAsync({ procRoot, listenOnly: true });
+  const read = await readSocketsAsync({ procRoot, listenOnly: true, udp: true });
   const sys = readSysctls(procRoot);
-  return { listening: read.rows.filter((r) => r.state === 'LISTEN' && r.inode !== 0), ephemeral: unreservedEphemeral(sys.ephemeral, sys.reserved) };
+  return { ...split(read.rows), ephemeral: unreservedEphemeral(sys.ephemeral, sys.reserved) };
+}
+
+function split(rows: readonly SocketRow[]): { listening: SocketRow[]; udp: SocketRow[] } {
+  const listening: SocketRow[] = [];
+  const udp: SocketRow[] = [];
+  for (const r of rows) {
+    if (r.inode === 0) continue;
+    if (r.protocol === 'udp') {
+      if (r.state === 'CLOSE') udp.push(r);
+    } else if (r.state === 'LISTEN') listening.push(r);
+  }
+  return { listening, udp };
 }
 
 /** The command line of `pid` as warnings and endpoints.json show it: redacted, at most 200 characters. */
@@ -46,7 +61,7 @@ export function commandOf(procRoot: string, pid: number): string | undefined {
   }
 }
 
-/** The LISTEN sockets of `listening` held by a live member of the tree. */
+/** The sockets of `listening` (LISTEN, or UDP ones) held by a live member of the tree. */
 export function treeListeners(procRoot: string, tree: ProcessTree, listening: readonly SocketRow[]): TreeListener[] {
   if (listening.length === 0) return [];
   tree.scan();
@@ -59,7 +74,7 @@ export function treeListeners(procRoot: string, tree: ProcessTree, listening: re
     const pid = holder.get(r.inode);
     if (pid === undefined) continue;
     if (!commands.has(pid)) commands.set(pid, commandOf(procRoot, pid));
-    const l: TreeListener = { port: r.localPort, address: r.localAddress, pid };
+    const l: TreeListener = { port: r.localPort, address: r.localAddress, pid, ...(r.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
     const command = commands.get(pid);
     if (command !== undefined) l.command = command;
     out.push(l);

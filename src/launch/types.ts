@@ -117,6 +117,13 @@ export interface LaunchOptions extends SourceOptions {
   stdoutLog?: string;
   stderrLog?: string;
   allowEphemeral?: boolean;
+  /**
+   * The service uses its (primary) port's UDP side too (`berth run --udp`): a port whose UDP
+   * side is taken is not handed out (no port with a UDP socket ever is), and berth holds the
+   * UDP side as well as the TCP side until the handoff. With fd handoff only the TCP socket is
+   * handed over; the UDP hold is closed right before the service starts.
+   */
+  udp?: boolean;
   /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
   stopGraceMs?: number;
   /** `--stop-grace DUR` (same as stopGraceMs). */
@@ -194,6 +201,8 @@ export interface ReadyInfo {
 /** A LISTEN socket of the service's process tree on a port outside its set (the listener audit). */
 export interface AuditFinding {
   port: number;
+  /** A UDP socket (bound, unconnected) rather than a TCP listener. */
+  protocol?: 'udp';
   /** Local address it listens on ("0.0.0.0", "::", "127.0.0.1"). */
   address: string;
   /** The tree member holding it, and its command line. */

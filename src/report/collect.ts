@@ -7,6 +7,7 @@ import type { HostMap, PortRange, SocketRow } from '../host/types.js';
 import { checkLayout, summarizeFindings } from '../layout/check.js';
 import type { Finding, Layout } from '../layout/types.js';
 import { redactArgv } from '../util/redact.js';
+import { stateText } from './format.js';
 import { sharedListenerFindings } from './shared-listeners.js';
 import type { PortSpaceReport } from './types.js';
 
@@ -21,7 +22,7 @@ export interface CollectOptions {
   /** Extra findings from outside the layout check (e.g. lease store problems). */
   extraFindings?: Finding[];
   host?: HostMap;
-  /** Nothing asked and no layout (`berth inspect` alone): show every LISTEN socket. */
+  /** Nothing asked and no layout (`berth inspect` alone): show every LISTEN socket and unconnected UDP socket. */
   listeners?: boolean;
 }
 
@@ -38,7 +39,8 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
   const procRoot = opts.procRoot ?? '/proc';
   const base = opts.host ?? readHostMap({ procRoot });
   const listening = opts.listeners === true && interest.length === 0;
-  const rows: SocketRow[] = base.sockets.filter((r) => (listening ? r.state === 'LISTEN' : inAny(r.localPort, interest)));
+  // Listening: TCP's LISTEN and UDP's unconnected sockets (a UDP server receives on those).
+  const rows: SocketRow[] = base.sockets.filter((r) => (listening ? r.state === 'LISTEN' || (r.protocol === 'udp' && r.state === 'CLOSE') : inAny(r.localPort, interest)));
   const uid = process.getuid?.();
   const inodes = new Set(rows.map((r) => r.inode).filter((i) => i !== 0));
   // Owners only for the rows shown: the table itself is not read again.
@@ -53,7 +55,10 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
       return r.inode === 0 ? { ...r } : { ...r, ownerHidden: uid === 0 || uid === r.uid ? ('pid-namespace' as const) : ('other-user' as const) };
     });
   const socketCounts: Record<string, number> = {};
-  for (const r of host.sockets) socketCounts[r.state] = (socketCounts[r.state] ?? 0) + 1;
+  for (const r of host.sockets) {
+    const k = stateText(r);
+    socketCounts[k] = (socketCounts[k] ?? 0) + 1;
+  }
   const findings = [...(opts.layout ? checkLayout(opts.layout, host) : []), ...sharedListenerFindings(sockets), ...(opts.extraFindings ?? [])];
   if (host.skippedLines > 0) {
     findings.push({

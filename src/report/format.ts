@@ -13,6 +13,17 @@ export type ReportLease = PortSpaceReport['leases'][number];
 
 export { cleanText } from '../util/clean-text.js';
 
+/** A socket's state as the reports print it: TCP's own, "UDP UNCONN" / "UDP ESTAB" for UDP. */
+export function stateText(r: Pick<SocketRow, 'protocol' | 'state'>): string {
+  if (r.protocol !== 'udp') return r.state;
+  return r.state === 'ESTABLISHED' ? 'UDP ESTAB' : 'UDP UNCONN';
+}
+
+/** Whether a socket has no peer to show: a TCP listener, an unconnected UDP socket. */
+export function withoutPeer(r: Pick<SocketRow, 'protocol' | 'state'>): boolean {
+  return r.state === 'LISTEN' || (r.protocol === 'udp' && r.state !== 'ESTABLISHED');
+}
+
 /** An argv as a reader would retype it: shell-quoted where needed, controls escaped. */
 export function formatArgv(argv: readonly string[]): string {
   return argv.map((a) => (a === '' || /[^\w@%+=:,./-]/.test(a) ? `'${a.replace(/'/g, `'\\''`)}'` : a)).map(cleanText).join(' ');
@@ -116,9 +127,9 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-/** States in a fixed reading order (LISTEN first), then any the kernel adds. */
+/** States in a fixed reading order (LISTEN first, UDP last), then any the kernel adds. */
 export function orderedCounts(counts: Record<string, number>): [string, number][] {
-  const order = ['LISTEN', 'ESTABLISHED', 'TIME_WAIT', 'CLOSE_WAIT', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'LAST_ACK', 'CLOSING', 'CLOSE'];
+  const order = ['LISTEN', 'ESTABLISHED', 'TIME_WAIT', 'CLOSE_WAIT', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'LAST_ACK', 'CLOSING', 'CLOSE', 'UDP UNCONN', 'UDP ESTAB'];
   const keys = Object.keys(counts).sort((a, b) => {
     const ia = order.indexOf(a);
     const ib = order.indexOf(b);

@@ -7,7 +7,7 @@ import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/types.js';
 import {
   bandSizeText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
-  orderedCounts, placeText, plural, privilegedText, socketOwnerText,
+  orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
 } from './format.js';
 import { ephemeralOverlap, zoomDomain } from './geometry.js';
 import { esc, h, scriptJson, v } from './markup.js';
@@ -249,13 +249,13 @@ function socketsTable(report: PortSpaceReport): string {
   const rows = [...report.sockets].sort((a, b) => a.localPort - b.localPort).map((r) =>
     h(
       'tr',
-      { class: `sock-row state-${r.state.toLowerCase()}`, 'data-port': r.localPort, 'data-pid': r.owners?.[0]?.pid ?? '' },
+      { class: `sock-row state-${r.state.toLowerCase()}${r.protocol === 'udp' ? ' udp' : ''}`, 'data-port': r.localPort, 'data-pid': r.owners?.[0]?.pid ?? '' },
       h('td', { class: 'num mono' }, String(r.localPort)),
       h('td', {}, esc(placeText(r.localPort, bands) || '—')),
-      h('td', {}, esc(r.state)),
+      h('td', {}, esc(stateText(r))),
       h('td', {}, `v${r.family}`),
       h('td', { class: 'mono' }, esc(r.localAddress)),
-      h('td', { class: 'mono' }, r.state === 'LISTEN' ? '—' : esc(endpoint(r.remoteAddress, r.remotePort))),
+      h('td', { class: 'mono' }, withoutPeer(r) ? '—' : esc(endpoint(r.remoteAddress, r.remotePort))),
       h('td', {}, esc(socketOwnerText(r))),
       h('td', { class: 'cmd' }, r.owners?.[0] ? esc(formatArgv(r.owners[0].cmdline)) : ''),
       h('td', { class: 'num' }, String(r.uid)),

@@ -1,7 +1,7 @@
 // The marker rows of a port-space strip (strip.ts): sockets and leases as small shapes in
 // lanes, and in zoomed strips their labels in lanes underneath, tied by leaders.
 import type { Band } from '../layout/types.js';
-import { cleanText, endpoint, expiryText, formatArgv, leaseJobText, placeText, socketOwnerText, type ReportLease, type ReportSocket } from './format.js';
+import { cleanText, endpoint, expiryText, formatArgv, leaseJobText, placeText, socketOwnerText, stateText, withoutPeer, type ReportLease, type ReportSocket } from './format.js';
 import { assignLanes, groupByColumn, labelSpan, laneCount, portCenterX, pxPerPort, textWidth, type Scale, type Span } from './geometry.js';
 import { esc, h, num, title, v } from './markup.js';
 import { formatRange, normalizeRanges } from '../host/intervals.js';
@@ -30,9 +30,9 @@ function socketTip(rows: readonly ReportSocket[], bands: readonly Band[]): strin
   return rows
     .map((r) => {
       const where = placeText(r.localPort, bands);
-      const remote = r.state === 'LISTEN' ? '' : ` -> ${endpoint(r.remoteAddress, r.remotePort)}`;
+      const remote = withoutPeer(r) ? '' : ` -> ${endpoint(r.remoteAddress, r.remotePort)}`;
       const cmd = r.owners?.[0] ? `\n  ${formatArgv(r.owners[0].cmdline)}` : '';
-      return `${r.state} ${endpoint(r.localAddress, r.localPort)}${remote} (IPv${r.family})${where ? ` in ${where}` : ''}\n  owner: ${socketOwnerText(r)}, uid ${r.uid}${cmd}`;
+      return `${stateText(r)} ${endpoint(r.localAddress, r.localPort)}${remote} (IPv${r.family})${where ? ` in ${where}` : ''}\n  owner: ${socketOwnerText(r)}, uid ${r.uid}${cmd}`;
     })
     .join('\n');
 }
@@ -67,7 +67,7 @@ export function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands:
     for (const col of groupByColumn(rows, (r) => portCenterX(s, r.localPort), px)) {
       const first = col.items[0]!;
       const ports = normalizeRanges(col.items.map((r) => ({ lo: r.localPort, hi: r.localPort })));
-      const states = [...new Set(col.items.map((r) => STATE_LABEL[r.state] ?? r.state))].join('/');
+      const states = [...new Set(col.items.map((r) => STATE_LABEL[r.state] ?? stateText(r)))].join('/');
       const who = first.owners?.[0]?.comm;
       out.push({
         kind,

@@ -4,7 +4,7 @@ import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/types.js';
 import {
   bandText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
-  orderedCounts, placeText, plural, privilegedText, socketOwnerText,
+  orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
 } from './format.js';
 import { ephemeralOverlap } from './geometry.js';
 import type { PortSpaceReport } from './types.js';
@@ -107,9 +107,9 @@ export function renderText(report: PortSpaceReport, opts: TextOptions = {}): str
   else {
     const rows = [...report.sockets].sort((a, b) => a.localPort - b.localPort).map((r) => [
       String(r.localPort),
-      r.state,
+      stateText(r),
       r.localAddress,
-      r.state === 'LISTEN' ? '-' : endpoint(r.remoteAddress, r.remotePort),
+      withoutPeer(r) ? '-' : endpoint(r.remoteAddress, r.remotePort),
       placeText(r.localPort, bands) || '-',
       socketOwnerText(r),
       r.owners && r.owners[0] ? formatArgv(r.owners[0].cmdline) : '',

@@ -22,9 +22,9 @@ export interface PortSpaceReport {
    * named: another user's process (run as root), or none of this PID namespace holds it.
    */
   sockets: (SocketRow & { owners?: SocketOwner[]; ownerHidden?: 'other-user' | 'pid-namespace' })[];
-  /** 'asked': the sockets in bands and asked ranges; 'listening': nothing was asked, every LISTEN socket. */
+  /** 'asked': the sockets in bands and asked ranges; 'listening': nothing was asked, every LISTEN socket and unconnected UDP socket. */
   socketScope?: 'asked' | 'listening';
-  /** Total sockets in the table, by state, for the whole host. */
+  /** Total sockets in the table, by state ("UDP UNCONN", "UDP ESTAB" for UDP), for the whole host. */
   socketCounts: Record<string, number>;
   /** live: a committed lease; not live: a port name without a record yet (a set in progress). Leases cannot go stale. */
   leases: (LeaseRecord & { live: boolean })[];

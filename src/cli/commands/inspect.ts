@@ -10,9 +10,10 @@ import { parsePathArg, parsePort, parseRange } from '../values.js';
 const help = `Usage: berth inspect [--port P]… [--range LO-HI]… [--html FILE] [--json]
 
 The host port map of this network namespace: the ephemeral range, reserved ports, the
-unprivileged start, and every socket (any state, IPv4 and IPv6) on the asked ports with its
-owner (pid and command where permissions allow, else uid), and berth's leases. With no
---port or --range: every listening socket.
+unprivileged start, and every socket (TCP and UDP, any state, IPv4 and IPv6) on the asked
+ports with its owner (pid and command where permissions allow, else uid), and berth's
+leases. UDP sockets show as UDP UNCONN (bound) or UDP ESTAB (connected). With no --port or
+--range: every listening socket (TCP LISTEN, and unconnected UDP).
 
 Options:
   --port P        a port to look at (repeatable)

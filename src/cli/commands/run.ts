@@ -15,7 +15,7 @@ import { parseDurationArg, parsePathArg } from '../values.js';
 
 const help = `Usage: berth run [SOURCE | --port learn [--learn REGEX]] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
                  [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
-                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--strict] [--json] -- CMD ARG…
+                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--udp] [--strict] [--json] -- CMD ARG…
 
 Lease and hold a port, start CMD on it, wait until CMD's process tree owns the port and
 is ready, then supervise it: its output passes through unchanged, SIGINT/SIGTERM/SIGHUP
@@ -55,6 +55,10 @@ failure: CMD is stopped and berth exits 70.
 
 ${SOURCE_HELP}
   --allow-ephemeral            allow ports inside the unreserved ephemeral range
+  --udp                        CMD uses the port's UDP side too (a TURN, DNS or QUIC server):
+                               berth holds it on UDP as well until CMD starts (no port with
+                               any UDP socket is handed out, with or without --udp); with
+                               --ports, the first (primary) port
 
 Options:
   --handoff release  (default) berth closes its hold right before starting CMD, which binds
@@ -190,6 +194,7 @@ export const runCommand: Command = {
         'stop-grace': { type: 'string' },
         json: { type: 'boolean' },
         strict: { type: 'boolean' },
+        udp: { type: 'boolean' },
         'stop-on-stdin-eof': { type: 'boolean' },
       },
       true,
@@ -219,6 +224,7 @@ export const runCommand: Command = {
     if (ready !== undefined) opts.ready = ready;
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
     if (values.strict) opts.strict = true;
+    if (values.udp) opts.udp = true;
     if (values.bind !== undefined) opts.bind = values.bind;
     if (values.env !== undefined) opts.envName = values.env;
     if (values.name !== undefined) opts.name = values.name;

@@ -15,6 +15,7 @@ import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js
  *     store: { shared: true, generations: keep }   # kept across a job's generations
  *     api: learn               # a port the service chooses itself (binds port 0), learned
  *     admin: { learn: 'admin on port (\d+)' }     # told apart from other learned ports by a line
+ *     turn: { udp: true }      # one port whose UDP side the service uses too (held as well)
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
  * against the service's source (window sizes, bands) are in cross-check.ts.
  */
@@ -97,6 +98,21 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
       return undefined;
     }
     return { name, kind: 'learn', pattern };
+  }
+  // { udp: true }: one port of the replica's own, used on UDP too (coturn's 3478).
+  const udpKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'udp') : undefined;
+  if (udpKey) {
+    const uv = y.deref(udpKey.value as Node | null, at, label);
+    if (!uv || !isScalar(uv) || typeof uv.value !== 'boolean') {
+      y.add(y.lineOf(uv, at), `${what}: udp must be true or false, found ${kindOf(uv)}`);
+      return undefined;
+    }
+    const rest = (v as { items: Pair<unknown, unknown>[] }).items.filter((p) => p !== udpKey);
+    if (rest.length > 0) {
+      y.add(y.lineOf(uv, at), `${what}: udp is for one port of the replica's own ({ udp: true }), not with ${rest.map((p) => y.keyName(p) ?? '?').join(', ')}`);
+      return undefined;
+    }
+    return uv.value ? { name, kind: 'single', udp: true } : { name, kind: 'single' };
   }
   // { block: N, shared: true }: a block for every replica, like `shared` is one port.
   const sharedKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'shared') : undefined;
