@@ -42,7 +42,9 @@ export function sharedStrayLine(port: number, holders: readonly Holder[]): strin
   const services = [...new Set(holders.map((h) => h.service))];
   const entry = `p${port}: 1`;
   const fix = `give each replica its own: add a port entry to ${services.length === 1 ? `service ${services[0]}` : `services ${names(services)}`} (ports: { …, ${entry} }, or learn if the program picks it) and pass {ports.p${port}} to the program's setting for port ${port}`;
-  return `${names(holders.map((h) => h.label))} all listen on ${where}, outside their ports, ${how}; ${fix}`;
+  // In replica order, whichever replica's audit came first.
+  const labels = holders.map((h) => h.label).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  return `${names(labels)} all listen on ${where}, outside their ports, ${how}; ${fix}`;
 }
 
 export class SharedStrays {
