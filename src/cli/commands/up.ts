@@ -156,7 +156,7 @@ export const upCommand: Command = {
         parentGone = cause === 'stdin-eof';
         const why = parentGone ? 'stdin reached EOF: the parent that started berth went away' : sig;
         tell(`berth: ${why}: stopping the stack (dependents first); ${sig === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to kill everything now`, 'status');
-        void handle.stop({ signal: sig });
+        void handle.stop({ signal: sig, ...(parentGone ? { cause: 'the parent went away (stdin EOF)' } : {}) });
       } else {
         tell(`berth: ${cause === 'stdin-eof' ? 'stdin EOF' : sig} again: killing every service now`, 'status');
         void handle.stop({ force: true });
