@@ -1,6 +1,7 @@
 """berth from Python: race-free ports, services and stacks for launchers.
 
-A thin client of the ``berth`` command line (its ``--json`` output); it never allocates a
+A thin client of the ``berth`` command line (``--json`` of port/release; for up/run, berth's
+events on a pipe of their own, ``--events-fd``, never the services' output); it never allocates a
 port itself, so leases made here and by ``berth port`` or other jobs never collide.
 Standard library only, Python >= 3.9. This one file is the whole client: copy it next to
 your launcher as ``berth.py`` if you cannot ``pip install``.
