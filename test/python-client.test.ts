@@ -41,6 +41,8 @@ test('python client: unittest suite against the CLI', async (t) => {
     'test_output_a_stream_cannot_encode_is_kept', 'test_ready_timeout_tail_is_the_services_stderr', 'test_up_runs_makes_a_fresh_directory_per_call',
     // issue 32 item 16
     'test_nul_in_a_name_is_a_usage_error', 'test_ready_endpoints_and_ordered_stop', 'test_up_from_a_thread_outlives_the_thread',
+    'test_keyboard_interrupt_in_a_threads_wait', 'test_a_service_printing_berths_json_fools_nothing', 'test_stdin_eof_stop_says_the_parent_went_away',
+    'test_events_fd_is_berths_own_channel',
     // issue 28: learned ports
     'test_learned_port', 'test_stack_learned_ports',
     // issue 29: generations through on_status

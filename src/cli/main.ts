@@ -2,6 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { commands } from './commands/index.js';
 import { systemErrorAsBerth } from '../util/system-error.js';
 import { ignoreWriteErrors } from '../util/closed-output.js';
+import { checkEventsFd, sendEvent } from './events-fd.js';
 
 const VERSION = '0.1.0';
 
@@ -34,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const entry = commands.find((c) => c.name === name);
   if (!entry) throw new BerthError(EXIT.USAGE, `unknown command ${JSON.stringify(name)}\n\n${topHelp()}`);
+  if (name === 'run' || name === 'up') events = checkEventsFd(name, rest);
   const cmd = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {
     const dd = rest.indexOf('--');
@@ -59,8 +61,13 @@ function isBerthError(e: unknown): e is BerthError {
 ignoreWriteErrors(process.stdout);
 ignoreWriteErrors(process.stderr);
 
-main(process.argv.slice(2)).then(
+// `run` and `up --events-fd N`: the machine channel (events-fd.ts), checked by main() first.
+const argv = process.argv.slice(2);
+let events: number | undefined;
+
+main(argv).then(
   (code) => {
+    sendEvent(events, { event: 'exit', exitCode: code });
     process.exitCode = code;
   },
   (thrown: unknown) => {
@@ -68,12 +75,13 @@ main(process.argv.slice(2)).then(
     const e = systemErrorAsBerth(thrown) ?? thrown;
     if (isBerthError(e)) {
       process.stderr.write(`berth: ${e.message}\n`);
-      if (process.argv.includes('--json')) {
-        process.stdout.write(JSON.stringify({ error: { exitCode: e.exitCode, message: e.message, ...(e.details ?? {}) } }, null, 2) + '\n');
-      }
+      const error = { exitCode: e.exitCode, message: e.message, ...(e.details ?? {}) };
+      if (process.argv.includes('--json')) process.stdout.write(JSON.stringify({ error }, null, 2) + '\n');
+      sendEvent(events, { event: 'error', error });
       process.exitCode = e.exitCode;
     } else {
       process.stderr.write(`berth: internal error (a bug in berth; please report it with this text):\n${(e as Error)?.stack ?? String(e)}\n`);
+      sendEvent(events, { event: 'error', error: { exitCode: EXIT.SOFTWARE, message: `internal error (a bug in berth): ${(e as Error)?.message ?? String(e)}` } });
       process.exitCode = EXIT.SOFTWARE;
     }
   },

@@ -8,24 +8,26 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  * berth), and with a closed stdout or stderr ending only berth's writing there (EPIPE
  * would otherwise kill berth and orphan its services): supervision goes on.
  */
-export async function withSignals<T>(onSignal: (sig: NodeJS.Signals) => void, body: () => Promise<T>, o: { stdinEof?: boolean } = {}): Promise<T> {
+export async function withSignals<T>(onSignal: (sig: NodeJS.Signals, cause?: 'stdin-eof') => void, body: () => Promise<T>, o: { stdinEof?: boolean } = {}): Promise<T> {
   ignoreWriteErrors(process.stdout);
   ignoreWriteErrors(process.stderr);
-  for (const s of SIGNALS) process.on(s, onSignal);
+  const onOsSignal = (sig: NodeJS.Signals) => onSignal(sig);
+  for (const s of SIGNALS) process.on(s, onOsSignal);
   // --stop-on-stdin-eof: a parent holding berth's stdin open (a library's pipe) is gone when
-  // it reads EOF, however the parent died (kill -9 included): stop as on SIGTERM, once.
+  // it reads EOF, however the parent died (kill -9 included): stop as on SIGTERM, once, with
+  // the cause passed on so that berth's messages say the parent went away, not "SIGTERM".
   let eof: (() => void) | undefined;
   if (o.stdinEof) {
     eof = () => {
       process.stdin.off('end', eof!).off('close', eof!);
-      onSignal('SIGTERM');
+      onSignal('SIGTERM', 'stdin-eof');
     };
     process.stdin.on('data', () => {}).on('error', () => {}).on('end', eof).on('close', eof);
   }
   try {
     return await body();
   } finally {
-    for (const s of SIGNALS) process.off(s, onSignal);
+    for (const s of SIGNALS) process.off(s, onOsSignal);
     if (eof) {
       process.stdin.off('end', eof).off('close', eof);
       process.stdin.destroy();

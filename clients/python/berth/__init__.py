@@ -1,6 +1,7 @@
 """berth from Python: race-free ports, services and stacks for launchers.
 
-A thin client of the ``berth`` command line (its ``--json`` output); it never allocates a
+A thin client of the ``berth`` command line (``--json`` of port/release; for up/run, berth's
+events on a pipe of their own, ``--events-fd``, never the services' output); it never allocates a
 port itself, so leases made here and by ``berth port`` or other jobs never collide.
 Standard library only, Python >= 3.9. This one file is the whole client: copy it next to
 your launcher as ``berth.py`` if you cannot ``pip install``.
@@ -33,7 +34,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import IO, Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Type, Union
@@ -65,6 +65,7 @@ __all__ = [
 Executable = Union[str, Sequence[str], None]
 Duration = Union[str, int, float, None]
 StatusSink = Optional[Callable[[str], None]]
+EventSink = Optional[Callable[[Dict[str, Any]], None]]
 
 _TAIL_LINES = 20
 
@@ -314,13 +315,11 @@ def _duration(value: Duration, what: str = "duration") -> Optional[str]:
     return f"{int(round(float(value) * 1000))}ms"
 
 
-def _trailing_error(text: str) -> Optional[Dict[str, Any]]:
-    """The {"error": …} document berth prints on stdout last when a --json command fails."""
-    idx = text.rfind('{\n  "error"')
-    if idx < 0:
-        return None
+def _error_doc(text: str) -> Optional[Dict[str, Any]]:
+    """The {"error": …} document a short --json command (port, release) prints as its whole
+    stdout when it fails; these run no service, so nothing else is on that stdout."""
     try:
-        doc = json.loads(text[idx:])
+        doc = json.loads(text)
     except ValueError:
         return None
     err = doc.get("error") if isinstance(doc, dict) else None
@@ -361,7 +360,7 @@ def _check_call(argv: List[str], what: str, env: Optional[Mapping[str, str]] = N
         except ValueError:
             raise BerthError(f"{what}: berth printed no JSON: {done.stdout[:200]!r}") from None
         return doc if isinstance(doc, dict) else {"value": doc}
-    err = _trailing_error(done.stdout) or {}
+    err = _error_doc(done.stdout) or {}
     message = str(err.get("message") or done.stderr.strip() or f"{what} failed")
     unknown = _UNKNOWN_OPTION.search(message)
     if done.returncode == 64 and unknown:
@@ -403,57 +402,97 @@ _STOP_ON_EOF = "--stop-on-stdin-eof"
 
 
 class _Process:
-    """A long-running berth (up, run): its stdout and stderr read by threads, line by line."""
+    """A long-running berth (up, run): its stdout and stderr passed on by threads, untouched,
+    and berth's own messages read from a pipe of their own (``--events-fd``): one JSON object
+    a line that no service can write to, so nothing a service prints is ever taken for berth's."""
 
     def __init__(
         self,
-        argv: List[str],
+        argv: Callable[[int], List[str]],
         *,
         on_stdout: Callable[[str], None],
         on_stderr: Callable[[str], None],
+        on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
         env: Optional[Mapping[str, str]],
         cwd: Optional[str],
     ) -> None:
         self.stderr_tail: Deque[str] = collections.deque(maxlen=200)
-        self.stdout_text: List[str] = []
+        self.events: List[Dict[str, Any]] = []
+        self.final: Optional[Dict[str, Any]] = None
+        """berth's closing event: {"event": "exit", "exitCode": N} or {"event": "error", "error": {…}}."""
+        self._on_event = on_event
         self._changed = threading.Condition()
-        _check_nul(argv, env)
+        _check_nul(argv(0), env)
+        read_end, write_end = os.pipe()
+        cmd = argv(write_end)
         try:
             self.popen = subprocess.Popen(
-                argv,
+                cmd,
                 # Held open, never written: its EOF tells berth that Python is gone.
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                pass_fds=(write_end,),
                 env=_env(env),
                 cwd=cwd,
                 start_new_session=True,
             )
         except OSError as e:
-            raise _spawn_error(argv, e) from None
+            os.close(read_end)
+            raise _spawn_error(cmd, e) from None
+        finally:
+            os.close(write_end)  # berth's copy is the only one: EOF once berth is gone
+        events = os.fdopen(read_end, "rb")
         self._threads = [
-            threading.Thread(target=self._pump, args=(self.popen.stdout, on_stdout, True), daemon=True),
-            threading.Thread(target=self._pump, args=(self.popen.stderr, on_stderr, False), daemon=True),
+            threading.Thread(target=self._pump, args=(self.popen.stdout, on_stdout, False), daemon=True),
+            threading.Thread(target=self._pump, args=(self.popen.stderr, on_stderr, True), daemon=True),
+            threading.Thread(target=self._read_events, args=(events,), daemon=True),
         ]
         for t in self._threads:
             t.start()
 
-    def _pump(self, stream: IO[bytes], sink: Callable[[str], None], is_stdout: bool) -> None:
+    def _pump(self, stream: IO[bytes], sink: Callable[[str], None], tail: bool) -> None:
         for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if is_stdout:
-                self.stdout_text.append(line)
-            else:
-                self.stderr_tail.append(line)
+            text = raw.decode("utf-8", "replace")
+            if tail:
+                self.stderr_tail.append(text.rstrip("\n"))
             try:
-                sink(line)
+                sink(text)
             except Exception:  # a faulty sink must not stop the reading (berth would block)
                 pass
+        stream.close()
+
+    def _read_events(self, stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            try:
+                event = json.loads(raw.decode("utf-8", "replace"))
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
             with self._changed:
+                self.events.append(event)
+                if event.get("event") in ("exit", "error"):
+                    self.final = event
                 self._changed.notify_all()
+            if self._on_event is not None:
+                try:
+                    self._on_event(event)
+                except Exception:  # a faulty callback must not stop the reading
+                    pass
         stream.close()
         with self._changed:
             self._changed.notify_all()
+
+    def event(self, name: str) -> Optional[Dict[str, Any]]:
+        """berth's first event of that name so far, or None."""
+        return next((e for e in self.events if e.get("event") == name), None)
+
+    @property
+    def error(self) -> Dict[str, Any]:
+        """berth's error document (as --json prints it) when it failed, else {}."""
+        err = (self.final or {}).get("error")
+        return err if isinstance(err, dict) else {}
 
     def wait_for(self, predicate: Callable[[], bool], timeout: Optional[float] = None) -> bool:
         """Wait until predicate() or berth has exited; KeyboardInterrupt passes through."""
@@ -466,13 +505,27 @@ class _Process:
                 self._changed.wait(left)
         return predicate()
 
+    def wait_exit(self, timeout: Optional[float] = None) -> None:
+        """popen.wait in short turns: an exception raised in this thread (KeyboardInterrupt,
+        from a signal or PyThreadState_SetAsyncExc) is taken between them, never held back
+        by one long blocking wait. TimeoutExpired after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
+            try:
+                self.popen.wait(step)
+                return
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
     def finish(self) -> int:
-        code = self.popen.wait()
+        self.wait_exit()
         for t in self._threads:
             t.join()
         if self.popen.stdin is not None:
             self.popen.stdin.close()
-        return code
+        return self.popen.returncode
 
     def terminate(self) -> int:
         """SIGTERM to berth, which stops every service in order; a second Ctrl-C meanwhile kills them all."""
@@ -486,16 +539,12 @@ class _Process:
             self.finish()
             raise
 
-    @property
-    def stdout(self) -> str:
-        return "\n".join(self.stdout_text)
-
 
 def _printer(stream: Optional[IO[str]], default: IO[str]) -> Callable[[str], None]:
+    """Writes text as it came (a line with its newline, a last line without), flushed."""
     target = default if stream is None else stream
 
-    def write(line: str) -> None:
-        text = line + "\n"
+    def write(text: str) -> None:
         try:
             target.write(text)
         except UnicodeEncodeError:
@@ -508,22 +557,9 @@ def _printer(stream: Optional[IO[str]], default: IO[str]) -> Callable[[str], Non
     return write
 
 
-def _without_error_doc(sink: Callable[[str], None]) -> Callable[[str], None]:
-    """Pass lines on, except berth's closing {"error": …} document (it becomes the exception)."""
-    held: List[str] = []  # a line "{" that may open that document
-
-    def feed(line: str) -> None:
-        if held:
-            if held[0] == "error" or line.startswith('  "error": {'):
-                held[:] = ["error"]
-                return
-            sink(held.pop())
-        if line == "{":
-            held.append(line)
-        else:
-            sink(line)
-
-    return feed
+def _lines(sink: Callable[[str], None]) -> Callable[[str], None]:
+    """A line sink (on_status) fed text with newlines: each line without its newline."""
+    return lambda text: sink(text.rstrip("\n"))
 
 
 # ---- berth port ----------------------------------------------------------------------------
@@ -713,9 +749,10 @@ class Stack:
         return self._proc.popen.poll() is None
 
     def wait(self, timeout: Optional[float] = None) -> int:
-        """Wait for the stack to end by itself (its job exited); raises for a failed stack."""
+        """Wait for the stack to end by itself (its job exited); raises for a failed stack.
+        An exception meanwhile (KeyboardInterrupt, also in a worker thread) stops the stack."""
         try:
-            self._proc.popen.wait(timeout)
+            self._proc.wait_exit(timeout)
         except subprocess.TimeoutExpired:
             raise
         except BaseException:
@@ -755,7 +792,7 @@ class Stack:
 
 
 def _stack_error(proc: _Process, code: int) -> BerthError:
-    err = _trailing_error(proc.stdout) or {}
+    err = proc.error
     failure = err.get("failure") if isinstance(err.get("failure"), dict) else {}
     assert isinstance(failure, dict)
     logs = failure.get("logs") if isinstance(failure.get("logs"), dict) else {}
@@ -802,14 +839,18 @@ def up(
     follow: bool = False,
     on_status: StatusSink = None,
     stdout: Optional[IO[str]] = None,
+    on_event: EventSink = None,
     env: Optional[Mapping[str, str]] = None,
     cwd: Optional[str] = None,
     executable: Executable = None,
 ) -> Stack:
     """``berth up STACK``: start a stack and return once every service (but the job) is ready.
 
-    Status lines go to on_status (default: printed on stderr); the job's output to stdout
-    (default sys.stdout). Use it as a context manager: leaving the block stops the stack in
+    berth's stderr (status lines, the job's stderr) goes to on_status line by line (default:
+    sys.stderr, unchanged); the job's stdout to stdout (default sys.stdout), unchanged.
+    on_event gets berth's own events as dicts (``berth up --events-fd``: ready, every state
+    change, warnings, messages, the closing exit or error); the client reads the stack's state
+    only from that channel, never from what a service prints. Use it as a context manager: leaving the block stops the stack in
     order, also on an exception or Ctrl-C. A stack that fails raises the BerthError subclass
     of berth's exit code, with the diagnostics folder and the failing replica's stderr tail.
 
@@ -824,36 +865,27 @@ def up(
     argv = find_berth(executable)
     if runs is not None:
         run_dir = _fresh_run_dir(os.path.join(cwd or os.getcwd(), os.fspath(runs)))
-    cmd = argv + ["up", os.fspath(stack), "--json", _STOP_ON_EOF] + _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
-    ready: Dict[str, Any] = {}
-    out = _printer(stdout, sys.stdout)
+    flags = _flags(run_dir=os.fspath(run_dir) if run_dir is not None else None, follow=follow)
 
-    passthrough = _without_error_doc(out)
+    def cmd(events_fd: int) -> List[str]:
+        return argv + ["up", os.fspath(stack), "--events-fd", str(events_fd), _STOP_ON_EOF] + flags
 
-    def on_line(line: str) -> None:
-        if not ready and line.startswith("{") and '"replicas"' in line:
-            try:
-                doc = json.loads(line)
-            except ValueError:
-                doc = None
-            if isinstance(doc, dict):
-                ready.update(doc)
-                return
-        passthrough(line)
-
-    proc = _Process(cmd, on_stdout=on_line, on_stderr=on_status if on_status is not None else _printer(None, sys.stderr), env=env, cwd=cwd)
+    status = _lines(on_status) if on_status is not None else _printer(None, sys.stderr)
+    proc = _Process(cmd, on_stdout=_printer(stdout, sys.stdout), on_stderr=status, on_event=on_event, env=env, cwd=cwd)
     handle = Stack(proc, argv)
     try:
-        proc.wait_for(lambda: bool(ready))
+        proc.wait_for(lambda: proc.event("ready") is not None)
     except BaseException:
         proc.terminate()
         raise
-    if not ready:
+    ready = proc.event("ready")
+    if ready is None or not isinstance(ready.get("endpoints"), dict):
         code = proc.finish()
         handle.returncode = code
         if code == 0:
             raise StoppedError("berth up ended before the stack was ready", 0)
         raise _stack_error(proc, code)
+    ready = ready["endpoints"]
     handle.endpoints = dict(ready)
     return handle
 
@@ -898,7 +930,7 @@ class Service:
     def wait(self, timeout: Optional[float] = None) -> int:
         """Wait for the service to end; returns its status (128+N for signal N)."""
         try:
-            self._proc.popen.wait(timeout)
+            self._proc.wait_exit(timeout)
         except subprocess.TimeoutExpired:
             raise
         except BaseException:
@@ -942,6 +974,7 @@ def run(
     allow_ephemeral: bool = False,
     stdout: Optional[IO[str]] = None,
     stderr: Optional[IO[str]] = None,
+    on_event: EventSink = None,
     env: Optional[Mapping[str, str]] = None,
     cwd: Optional[str] = None,
     executable: Executable = None,
@@ -951,7 +984,10 @@ def run(
     ``{port}`` in the command is the port (also $PORT); ``port="learn"`` (with ``learn=REGEX``
     to pick one of several listeners by the line that names it): the service chooses its port
     itself (binds port 0), berth learns and leases it, and ``Service.port`` is it. The service's output goes to stdout
-    and stderr (default sys.stdout / sys.stderr). Raises the BerthError subclass of berth's
+    and stderr (default sys.stdout / sys.stderr) unchanged; berth's own lines ("berth: … ready
+    on …") are on that stderr too. on_event gets berth's events as dicts (``berth run
+    --events-fd``: ready, warnings, the closing exit or error), the only place the client
+    reads berth's state from. Raises the BerthError subclass of berth's
     exit code (69 no port, 70 failed before ready, 75 not ready in time), with the
     diagnostics folder and the service's last stderr lines.
     """
@@ -961,8 +997,6 @@ def run(
     if not command or not command[0].strip():
         raise UsageError("berth.run: the command is empty; give the service's argv, e.g. ['python3', '-m', 'http.server', '{port}']")
     argv = find_berth(executable)
-    own_dir = tempfile.mkdtemp(prefix="berth-py-")
-    ready_path = ready_file or os.path.join(own_dir, "ready.json")
     flags = _flags(
         port=port,
         learn=learn,
@@ -976,53 +1010,34 @@ def run(
         handoff=handoff,
         ready=ready,
         ready_timeout=_duration(ready_timeout, "ready_timeout"),
-        ready_file=ready_path,
+        ready_file=ready_file,
         diag_dir=diag_dir,
         name=name,
         stop_grace=_duration(stop_grace, "stop_grace"),
         allow_ephemeral=allow_ephemeral,
     )
-    cmd = argv + ["run", "--json", _STOP_ON_EOF] + flags + ["--"] + [str(a) for a in command]
-    info: Dict[str, Any] = {}
 
-    def check_ready() -> bool:
-        if not info and os.path.exists(ready_path):
-            try:
-                with open(ready_path, encoding="utf-8") as f:
-                    info.update(json.load(f))
-            except (OSError, ValueError):
-                return False  # not there yet (berth renames it into place; a partial read retries)
-        return bool(info)
+    def cmd(events_fd: int) -> List[str]:
+        return argv + ["run", "--events-fd", str(events_fd), _STOP_ON_EOF] + flags + ["--"] + command
 
-    err_out = _printer(stderr, sys.stderr)
-
-    def on_stderr(line: str) -> None:
-        if line.startswith('{"event":'):
-            return  # berth's own --json lines: the ready file says the same
-        err_out(line)
-
-    proc = _Process(cmd, on_stdout=_without_error_doc(_printer(stdout, sys.stdout)), on_stderr=on_stderr, env=env, cwd=cwd)
+    proc = _Process(cmd, on_stdout=_printer(stdout, sys.stdout), on_stderr=_printer(stderr, sys.stderr), on_event=on_event, env=env, cwd=cwd)
     try:
-        proc.wait_for(check_ready)
+        proc.wait_for(lambda: proc.event("ready") is not None)
     except BaseException:
         proc.terminate()
         raise
-    finally:
-        if ready_file is None:
-            shutil.rmtree(own_dir, ignore_errors=True)
-    if not info:
+    info = proc.event("ready")
+    if info is None:
         code = proc.finish()
         if code == 0:
             raise StoppedError("the service exited (status 0) before berth saw it ready", 0)
-        err = _trailing_error(proc.stdout) or {}
+        err = proc.error
         message = str(err.get("message") or "\n".join(list(proc.stderr_tail)[-5:]) or f"berth run exited {code}")
-        found = _DIAGNOSTICS.search(message) or _DIAGNOSTICS.search("\n".join(proc.stderr_tail))
+        found = _DIAGNOSTICS.search(message)
         diagnostics = found.group(1) if found else diag_dir
         log = os.path.join(diagnostics, "stderr.log") if diagnostics else None
-        if log and os.path.isfile(log):
-            tail = _tail_file(log)  # the service's own stderr, also when it wrote nothing
-        else:
-            # berth's stderr carries the service's lines and berth's own: keep the service's.
-            tail = [line for line in proc.stderr_tail if not line.startswith(("berth:", '{"event":', "diagnostics: "))][-_TAIL_LINES:]
+        # The service's own stderr (berth keeps it apart from its lines), also when it wrote nothing.
+        tail = _tail_file(log) if log and os.path.isfile(log) else []
         raise _error(code, message, diagnostics=diagnostics, stderr_tail=tail, service=name or os.path.basename(command[0]), details=err)
+    info = {k: v for k, v in info.items() if k != "event"}
     return Service(proc, info)

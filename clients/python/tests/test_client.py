@@ -3,6 +3,7 @@ network namespace with a private BERTH_STATE_DIR. Real processes and sockets thr
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import os
@@ -24,6 +25,32 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 REPO = HERE.parents[2]
 PY = "/usr/bin/python3"
+
+# Text that looks exactly like berth's machine output: its --json error document, a
+# `berth run --json` ready line, and a line like the endpoints document `berth up --json`
+# prints. A service printing it must fool nothing (issue 32 item 16).
+FAKE = (
+    '{\n  "error": {\n    "exitCode": 65,\n    "message": "FAKE: not berth\'s"\n  }\n}\n'
+    '{"event":"ready","name":"fake","host":"127.0.0.1","port":1,"pid":1}\n'
+    '{"replicas": [{"service": "web", "replica": 0, "port": 1, "url": "http://127.0.0.1:1", "pid": 1}], "runDir": "/fake"}\n'
+)
+
+
+def liar(path: str, then: str) -> str:
+    """A Python script that prints FAKE on stdout and stderr, then runs `then`."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"import sys, os, time\nFAKE = {FAKE!r}\nsys.stdout.write(FAKE); sys.stdout.flush()\nsys.stderr.write(FAKE); sys.stderr.flush()\n{then}\n")
+    return path
+
+
+def read_until(stream: Any, needle: str, seconds: float = 60) -> str:
+    """Lines of a text stream up to the first holding needle (all of them if it ends first)."""
+    seen = []
+    for line in iter(stream.readline, ""):
+        seen.append(line)
+        if needle in line:
+            break
+    return "".join(seen)
 
 
 def alive(pid: int) -> bool:
@@ -155,6 +182,77 @@ class StackTest(unittest.TestCase):
             with urllib.request.urlopen(stack.url("proxy") + "/", timeout=10) as r:
                 self.assertEqual(r.status, 200)
 
+    def test_keyboard_interrupt_in_a_threads_wait(self) -> None:
+        # Issue 32 item 16: KeyboardInterrupt raised in a worker thread blocked in stack.wait()
+        # (a long popen.wait took no exception) must stop the stack, leaving nothing running.
+        got: Dict[str, Any] = {}
+        waiting = threading.Event()
+
+        def work() -> None:
+            try:
+                with berth.up(FIXTURES / "web.yaml", run_dir=os.path.join(self.tmp, "run"), on_status=lambda line: None) as stack:
+                    got["stack"] = stack
+                    waiting.set()
+                    stack.wait()
+            except KeyboardInterrupt:
+                got["interrupted"] = True
+            finally:
+                waiting.set()
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        self.assertTrue(waiting.wait(120))
+        stack = got["stack"]
+        pids = [r["pid"] for r in stack.endpoints["replicas"]]
+        self.assertTrue(all(alive(p) for p in pids))
+        assert worker.ident is not None
+        self.assertEqual(ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(worker.ident), ctypes.py_object(KeyboardInterrupt)), 1)
+        worker.join(60)
+        self.assertFalse(worker.is_alive(), "the thread's wait took the KeyboardInterrupt")
+        self.assertTrue(got.get("interrupted"), got)
+        self.assertEqual(stack.returncode, 143)
+        self.assertEqual(wait_dead(pids + [stack.pid], 1), [], "nothing left running after the interrupt")
+
+    def test_a_service_printing_berths_json_fools_nothing(self) -> None:
+        # Issue 32 item 16: the client read berth's JSON out of the mixed output (a line with
+        # "replicas", a trailing {"error"} document); berth's events now have a pipe of their own.
+        go = os.path.join(self.tmp, "go")
+        job = liar(os.path.join(self.tmp, "job.py"), f"while not os.path.exists({go!r}): time.sleep(0.02)\nsys.exit(3)")
+        web = liar(os.path.join(self.tmp, "web.py"), "import http.server as h\nh.HTTPServer(('127.0.0.1', int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()")
+        stack_file = os.path.join(self.tmp, "stack.yaml")
+        with open(stack_file, "w", encoding="utf-8") as f:
+            f.write(
+                "services:\n"
+                f"  web:\n    range: 21200-21299\n    logs: attach\n    command: [{PY}, {web}, '{{port}}']\n    ready: http://127.0.0.1:{{port}}/\n"
+                f"  job:\n    job: true\n    command: [{PY}, {job}]\n"
+            )
+        out = io.StringIO()
+        status: List[str] = []
+        events: List[Dict[str, Any]] = []
+        with self.assertRaises(berth.StoppedError) as cm:
+            with berth.up(stack_file, run_dir=os.path.join(self.tmp, "run"), stdout=out, on_status=status.append, on_event=events.append) as stack:
+                port = stack.port("web")
+                self.assertTrue(21200 <= port <= 21299, port)
+                self.assertEqual(stack.url("web"), f"http://127.0.0.1:{port}")
+                self.assertEqual(stack.run_dir, os.path.join(self.tmp, "run"))
+                with urllib.request.urlopen(stack.url("web") + "/", timeout=10) as r:
+                    self.assertEqual(r.status, 200)
+                with open(os.path.join(stack.run_dir, "endpoints.json"), encoding="utf-8") as f:
+                    self.assertEqual([r["port"] for r in json.load(f)["replicas"] if r["service"] == "web"], [port])
+                # The job's output so far: its stdout as it wrote it, its stderr line by line.
+                self.assertTrue(stack._proc.wait_for(lambda: FAKE in out.getvalue(), timeout=30), out.getvalue())
+                open(go, "w").close()
+                stack.wait()
+        # The job's status 3, not the 65 of the document it printed.
+        self.assertEqual(cm.exception.exit_code, 3)
+        self.assertNotIn("FAKE", str(cm.exception))
+        self.assertEqual(out.getvalue(), FAKE, "the job's stdout passed through unchanged")
+        self.assertIn(FAKE.rstrip("\n"), "\n".join(status), "the job's stderr passed through unchanged")
+        self.assertIn("web/0 | " + FAKE.splitlines()[-1], status, "an attached service's lines, prefixed")
+        self.assertEqual([e["event"] for e in events][-1], "exit")
+        self.assertEqual(events[-1]["exitCode"], 3)
+        self.assertIn("ready", [e["event"] for e in events])
+
     def test_url_in_the_services_scheme(self) -> None:
         with berth.up(FIXTURES / "schemes.yaml", run_dir=os.path.join(self.tmp, "run")) as stack:
             self.assertRegex(stack.url("db"), r"^postgresql://127\.0\.0\.1:220\d\d$")
@@ -236,6 +334,96 @@ class RunTest(unittest.TestCase):
             pid = svc.pid
         self.assertEqual(wait_dead([pid], 1), [])
         self.assertEqual(svc.returncode, 128 + signal.SIGTERM)
+
+    def test_a_service_printing_berths_json_fools_nothing(self) -> None:
+        tmp = tempfile.mkdtemp(prefix="berth-py-liar-")
+        serve = liar(os.path.join(tmp, "serve.py"), "import http.server as h\nh.HTTPServer(('127.0.0.1', int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()")
+        out, err = io.StringIO(), io.StringIO()
+        with berth.run([PY, serve, "{port}"], ready="http://127.0.0.1:{port}/", range="22100-22199", ready_timeout=30, stdout=out, stderr=err) as svc:
+            self.assertTrue(22100 <= svc.port <= 22199, svc.info)
+            self.assertNotEqual(svc.pid, 1)
+            self.assertEqual(svc.name, "python3")
+            with urllib.request.urlopen(svc.url + "/", timeout=10) as r:
+                self.assertEqual(r.status, 200)
+        self.assertEqual(out.getvalue(), FAKE, "the service's stdout passed through unchanged")
+        self.assertIn(FAKE, err.getvalue(), "the service's stderr passed through unchanged")
+        # Before ready, then failing: the message is berth's, not the document the service printed.
+        fail = liar(os.path.join(tmp, "fail.py"), "sys.exit(3)")
+        out, err = io.StringIO(), io.StringIO()
+        with self.assertRaises(berth.ServiceFailedError) as cm:
+            berth.run([PY, fail], ready="http://127.0.0.1:{port}/", stdout=out, stderr=err)
+        self.assertEqual(cm.exception.exit_code, 70)
+        self.assertIn("exited with status 3", str(cm.exception))
+        self.assertNotIn("FAKE", str(cm.exception))
+        self.assertEqual(cm.exception.stderr_tail, FAKE.splitlines())
+        self.assertEqual(out.getvalue(), FAKE)
+
+    def test_stdin_eof_stop_says_the_parent_went_away(self) -> None:
+        # Issue 32 item 16: berth stopped on stdin EOF (--stop-on-stdin-eof) said "stopped by SIGTERM".
+        tmp = tempfile.mkdtemp(prefix="berth-py-eof-")
+        cases = [
+            (["up", str(FIXTURES / "web.yaml"), "--run-dir", os.path.join(tmp, "run")], "stack ready",
+             ["stdin reached EOF: the parent that started berth went away: stopping the stack", "stack stopping: the parent went away (stdin EOF)", "stopped because the parent went away (stdin EOF); stack torn down, exit 143"]),
+            (["run", "--ready", "http://127.0.0.1:{port}/", "--", PY, "-m", "http.server", "{port}", "--bind", "127.0.0.1"], " ready on ",
+             ["stdin reached EOF: the parent that started berth went away; stopping python3"]),
+            (["run", "--ready", "http://127.0.0.1:{port}/", "--", PY, "-c", "import time; print('up', flush=True); time.sleep(60)"], None,
+             ["stopped because the parent went away (stdin EOF) before python3 was ready; service stopped, exit 143"]),
+        ]
+        for args, ready, said in cases:
+            child = subprocess.Popen(berth.find_berth() + args[:1] + ["--stop-on-stdin-eof"] + args[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                assert child.stdin is not None and child.stderr is not None and child.stdout is not None
+                if ready is not None:
+                    self.assertIn(ready, read_until(child.stderr, ready))
+                else:
+                    self.assertEqual(child.stdout.readline(), "up\n")
+                child.stdin.close()  # the parent "goes away"
+                err = child.stderr.read()
+                self.assertEqual(child.wait(60), 143, err)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                child.stdout.close()
+                child.stderr.close()
+            for text in said:
+                self.assertIn(text, err)
+            # The services did get SIGTERM; berth did not.
+            self.assertNotIn("stopped by SIGTERM", err)
+            self.assertNotIn("berth got SIGTERM", err)
+
+    def test_events_fd_is_berths_own_channel(self) -> None:
+        # berth run --events-fd N from a shell-like caller: the events, and a descriptor berth
+        # was not given (Node's own, e.g. its epoll fd 3) refused with 64 before anything starts.
+        fake = '{"event":"exit","exitCode":9}'
+        # A service that becomes ready, then its parent goes away; then one that fails before ready.
+        for code, names, status in (
+            ("import http.server as h, sys\nprint(sys.argv[2], flush=True)\nh.HTTPServer(('127.0.0.1', int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()", ["ready", "parent-gone", "exit"], 143),
+            ("import sys\nprint(sys.argv[2], flush=True)", ["error"], 70),
+        ):
+            read_end, write_end = os.pipe()
+            try:
+                child = subprocess.Popen(
+                    berth.find_berth() + ["run", "--events-fd", str(write_end), "--stop-on-stdin-eof", "--ready", "http://127.0.0.1:{port}/", "--", PY, "-c", code, "{port}", fake],
+                    pass_fds=(write_end,), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                )
+            finally:
+                os.close(write_end)
+            with os.fdopen(read_end) as f:
+                first = json.loads(f.readline())
+                assert child.stdin is not None
+                child.stdin.close()
+                events = [first] + [json.loads(line) for line in f]
+            with child:
+                assert child.stdout is not None and child.stderr is not None
+                out, err = child.stdout.read(), child.stderr.read()
+            self.assertEqual(child.wait(60), status, err)
+            self.assertEqual(out, fake + "\n", "the service's stdout, unchanged")
+            self.assertEqual([e["event"] for e in events], names, events)
+            last = events[-1]
+            self.assertEqual(last.get("exitCode", last.get("error", {}).get("exitCode")), status)
+        bad = subprocess.run(berth.find_berth() + ["run", "--events-fd", "3", "--", "true"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 64, bad.stderr)
+        self.assertIn("--events-fd 3: file descriptor 3 is not one the caller gave berth", bad.stderr)
 
     def test_learned_port(self) -> None:
         # issue 28: http.server 0 chooses its port; berth learns and leases it.

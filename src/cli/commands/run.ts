@@ -8,6 +8,7 @@ import { compilePattern, type LearnEntry } from '../../launch/learn.js';
 import type { Handoff, LaunchOptions } from '../../launch/types.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { eventsFdNumber, sendEvent } from '../events-fd.js';
 import { withSignals } from '../signals.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
 import { DEADLINE, GRACE } from '../../util/duration.js';
@@ -15,7 +16,8 @@ import { parseDurationArg, parsePathArg } from '../values.js';
 
 const help = `Usage: berth run [SOURCE | --port learn [--learn REGEX]] [--ports SPEC] [--bind HOST] [--env NAME] [--handoff release|fd]
                  [--ready SPEC] [--ready-timeout DUR] [--ready-file F] [--diag-dir DIR]
-                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--udp] [--strict] [--json] -- CMD ARG…
+                 [--name NAME] [--stop-grace DUR] [--allow-ephemeral] [--udp] [--strict] [--json]
+                 [--events-fd N] [--stop-on-stdin-eof] -- CMD ARG…
 
 Lease and hold a port, start CMD on it, wait until CMD's process tree owns the port and
 is ready, then supervise it: its output passes through unchanged, SIGINT/SIGTERM/SIGHUP
@@ -95,6 +97,12 @@ Options:
                      at most 596h)
   --strict           a foreign listener on CMD's ports after ready stops CMD: exit 70
   --json             berth's own lines on stderr (ready, warnings) as JSON objects
+  --events-fd N      also write berth's messages as JSON lines to file descriptor N (opened
+                     by the caller: 3>events.jsonl, Python's pass_fds), a channel no service
+                     output can reach: {"event":"ready",name,host,port,pid,…}, "warning",
+                     "write-failed", "audit", "foreign", "stopped", "exited", and last
+                     {"event":"exit","exitCode":N} or {"event":"error","error":{exitCode,
+                     message,…}} (the --json error document). stdout and stderr are unchanged.
   --stop-on-stdin-eof
                      stop the service (as on SIGTERM) when berth's stdin reaches EOF (its
                      parent is gone); the service's stdin is then /dev/null
@@ -196,9 +204,12 @@ export const runCommand: Command = {
         strict: { type: 'boolean' },
         udp: { type: 'boolean' },
         'stop-on-stdin-eof': { type: 'boolean' },
+        'events-fd': { type: 'string' },
       },
       true,
     );
+    // Checked by main.ts before anything was opened (events-fd.ts).
+    const events = eventsFdNumber(values['events-fd']);
     if (positionals.length > 0) throw usage('run', `put the command after --, e.g. berth run --port 8000 -- ${positionals.join(' ')}`);
     if (command.length === 0) throw usage('run', 'no command: put it after --, e.g. berth run -- python3 -m http.server {port}');
     const handoff = values.handoff ?? 'release';
@@ -234,22 +245,31 @@ export const runCommand: Command = {
     if (values['ready-file'] !== undefined) opts.readyFile = parsePathArg('run', '--ready-file', values['ready-file']);
     if (values['diag-dir'] !== undefined) opts.diagDir = parsePathArg('run', '--diag-dir', values['diag-dir']);
     const json = values.json === true;
-    const say = (text: string, obj: Record<string, unknown>) => process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
+    // One message three ways: a line on stderr (JSON with --json; `text` '' has no plain line) and the --events-fd object.
+    const say = (text: string, obj: Record<string, unknown>) => {
+      if (json || text !== '') process.stderr.write((json ? JSON.stringify(obj) : `berth: ${text}`) + '\n');
+      sendEvent(events, obj);
+    };
     const learnedEphemeral = new Set<number>();
     opts.onEvent = (e) => {
       if (e.type === 'learned') for (const p of e.ephemeral) learnedEphemeral.add(p);
       if (e.type === 'warning') say(`warning: ${e.message}`, { event: 'warning', message: e.message });
       else if (e.type === 'write-failed') say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
       // The audit's findings came as warning lines already; JSON readers also get them whole.
-      else if (e.type === 'audit' && json) say('', { event: 'audit', listeners: e.listeners });
-      else if (e.type === 'foreign' && json) say('', { event: 'foreign', listeners: e.listeners });
+      else if (e.type === 'audit') say('', { event: 'audit', listeners: e.listeners });
+      else if (e.type === 'foreign') say('', { event: 'foreign', listeners: e.listeners });
     };
 
     const handle = launch(opts);
     let isReady = false;
     /** A signal that came before the service was ready: berth stops it and exits 128+N, as `berth up` does. */
     let early: NodeJS.Signals | undefined;
-    const onSignal = (sig: NodeJS.Signals) => {
+    let parentGone = false;
+    const onSignal = (sig: NodeJS.Signals, cause?: 'stdin-eof') => {
+      if (cause === 'stdin-eof' && !parentGone) {
+        parentGone = true;
+        say(`stdin reached EOF: the parent that started berth went away; stopping ${handle.name}`, { event: 'parent-gone', name: handle.name });
+      }
       // Once ready, TERM/INT end the service (forward, then KILL after the grace) and HUP is
       // only passed on (a reload); before, any of them is an orderly stop.
       if (sig === 'SIGHUP' && isReady) return handle.signal(sig);
@@ -270,7 +290,8 @@ export const runCommand: Command = {
     if (end.error) throw end.error;
     if (early !== undefined && !end.ready) {
       const status = 128 + signalNumber(early);
-      say(`stopped by ${early} before ${handle.name} was ready; service stopped, exit ${status}`, { event: 'stopped', signal: early, status });
+      const by = parentGone && early === 'SIGTERM' ? 'because the parent went away (stdin EOF)' : `by ${early}`;
+      say(`stopped ${by} before ${handle.name} was ready; service stopped, exit ${status}`, { event: 'stopped', signal: early, status, ...(parentGone ? { cause: 'stdin-eof' } : {}) });
       return status;
     }
     if (end.ready && end.exitCode !== 0 && end.bundle) {

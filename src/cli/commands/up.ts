@@ -7,10 +7,11 @@ import { formatFailure, formatStackReady, shownPath } from '../../stack/record/s
 import { watchdogMain } from '../../stack/record/watchdog-main.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { eventsFdNumber, sendEvent } from '../events-fd.js';
 import { withSignals } from '../signals.js';
 import { parsePathArg } from '../values.js';
 
-const help = `Usage: berth up STACK [--run-dir DIR] [--follow] [--json]
+const help = `Usage: berth up STACK [--run-dir DIR] [--follow] [--json] [--events-fd N] [--stop-on-stdin-eof]
 
 Start every service of a stack file: ports for all replicas are leased and held first (a
 stack that cannot have them all starts nothing, exit 69), then each service starts as soon
@@ -51,6 +52,13 @@ Options:
   --follow        stream every service's output on stderr, lines prefixed "service/replica | "
   --json          when the stack is ready, print endpoints.json's document on stdout as one
                   line (before the job starts, so it comes before the job's output)
+  --events-fd N   also write berth's messages as JSON lines to file descriptor N (opened by
+                  the caller: 3>events.jsonl, Python's pass_fds), a channel no service output
+                  can reach: {"event":"ready","endpoints":{…endpoints.json}}, every state
+                  change {"event":"state",…the events.jsonl line}, {"event":"warning",
+                  "message"}, {"event":"message","text"} (berth's status messages), and last
+                  {"event":"exit","exitCode":N} or {"event":"error","error":{exitCode,
+                  message,…}} (the --json error document). stdout and stderr are unchanged.
   --stop-on-stdin-eof
                   stop the stack (as on SIGTERM) when berth's stdin reaches EOF: a parent
                   that holds a pipe to it open (the Python client) is gone, however it died
@@ -99,6 +107,7 @@ export const upCommand: Command = {
         follow: { type: 'boolean' },
         json: { type: 'boolean' },
         'stop-on-stdin-eof': { type: 'boolean' },
+        'events-fd': { type: 'string' },
         agent: { type: 'string' },
         watchdog: { type: 'string' },
       },
@@ -107,6 +116,8 @@ export const upCommand: Command = {
     // The watchdog of a berth process (src/launch/watchdog.ts starts it this way in the single executable).
     if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog));
     const runDir = values['run-dir'] === undefined ? undefined : parsePathArg('up', '--run-dir', values['run-dir']);
+    // Checked by main.ts before anything was opened (events-fd.ts).
+    const events = eventsFdNumber(values['events-fd']);
     if (positionals.length === 0) throw usage('up', 'no stack file given, e.g. berth up examples/demo/stack.yaml');
     if (positionals.length > 1) throw usage('up', `one stack file at a time (got ${positionals.length}: ${positionals.join(' ')})`);
     const spec = loadStack(positionals[0]!);
@@ -124,20 +135,32 @@ export const upCommand: Command = {
       procRoot: procRoot(),
       onReady: (doc) => {
         if (json) process.stdout.write(JSON.stringify(doc) + '\n');
+        sendEvent(events, { event: 'ready', endpoints: doc });
         handle.say(formatStackReady(doc, { skip: jobs, readyMs: performance.now() - started }));
       },
+      onEvent: (e) => sendEvent(events, { event: 'state', ...e }),
+      onWarning: (message) => sendEvent(events, { event: 'warning', message }),
     };
     // `nodes:` services on a multi-node Slurm allocation: agents on the other nodes (multi-node.ts).
     const handle = plan ? runMultiNodeStack(spec, plan, { ...opts, stackFile: resolve(positionals[0]!) }) : runStack(spec, opts);
 
+    // berth's messages: the status stream (above a live table) or stderr, and the --events-fd channel.
+    const tell = (text: string, to: 'status' | 'stderr' = 'stderr') => {
+      if (to === 'status') handle.say(text);
+      else process.stderr.write(text + '\n');
+      sendEvent(events, { event: 'message', text });
+    };
     let signals = 0;
-    const onSignal = (sig: NodeJS.Signals) => {
+    let parentGone = false;
+    const onSignal = (sig: NodeJS.Signals, cause?: 'stdin-eof') => {
       signals++;
       if (signals === 1) {
-        handle.say(`berth: ${sig}: stopping the stack (dependents first); ${sig === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to kill everything now`);
-        void handle.stop({ signal: sig });
+        parentGone = cause === 'stdin-eof';
+        const why = parentGone ? 'stdin reached EOF: the parent that started berth went away' : sig;
+        tell(`berth: ${why}: stopping the stack (dependents first); ${sig === 'SIGINT' ? 'Ctrl-C' : 'signal'} again to kill everything now`, 'status');
+        void handle.stop({ signal: sig, ...(parentGone ? { cause: 'the parent went away (stdin EOF)' } : {}) });
       } else {
-        handle.say(`berth: ${sig} again: killing every service now`);
+        tell(`berth: ${cause === 'stdin-eof' ? 'stdin EOF' : sig} again: killing every service now`, 'status');
         void handle.stop({ force: true });
       }
     };
@@ -149,19 +172,21 @@ export const upCommand: Command = {
       case 'job': {
         const j = result.job!;
         const how = j.signal ? `was killed by ${j.signal}` : `exited with status ${j.status}`;
-        process.stderr.write(`berth: job ${j.service} ${how}; stack stopped (run directory: ${where})\n`);
+        tell(`berth: job ${j.service} ${how}; stack stopped (run directory: ${where})`);
         // A failed rank: which one, its stderr's last lines, its diagnostics.
-        if (j.status !== 0 && result.failure) process.stderr.write(`berth: ${formatFailure(result)}\n`);
+        if (j.status !== 0 && result.failure) tell(`berth: ${formatFailure(result)}`);
         break;
       }
       case 'signal':
-        process.stderr.write(`berth: stopped by ${result.signal}; stack torn down, exit ${result.exitCode} (run directory: ${where})\n`);
+        // The exit status stays 128+15: --stop-on-stdin-eof stops as SIGTERM does.
+        if (parentGone && result.signal === 'SIGTERM') tell(`berth: stopped because the parent went away (stdin EOF); stack torn down, exit ${result.exitCode} (run directory: ${where})`);
+        else tell(`berth: stopped by ${result.signal}; stack torn down, exit ${result.exitCode} (run directory: ${where})`);
         break;
       default:
-        process.stderr.write(`berth: every service has exited; stack stopped (run directory: ${where})\n`);
+        tell(`berth: every service has exited; stack stopped (run directory: ${where})`);
     }
     const lost = result.writeFailures?.length ?? 0;
-    if (lost > 0 && result.exitCode === EXIT.IOERR) process.stderr.write(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)\n`);
+    if (lost > 0 && result.exitCode === EXIT.IOERR) tell(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)`);
     return result.exitCode;
   },
 };

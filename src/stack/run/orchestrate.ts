@@ -32,7 +32,7 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
     ready: st.whenReady.promise,
     done: st.whenDone.promise,
     endpoints: () => st.run.endpointsDocument(),
-    stop: (so) => stop(st, so?.signal, so?.force === true),
+    stop: (so) => stop(st, so?.signal, so?.force === true, so?.cause),
     say: (text) => st.console.message(text),
     setExternal: (service, endpoints, statuses) => {
       st.external.set(service, { endpoints: [...endpoints], statuses: statuses ? [...statuses] : endpoints.length > 0 ? endpoints.map(() => ({ state: 'ready' })) : [{ state: 'ready' }] });

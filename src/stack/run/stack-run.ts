@@ -40,6 +40,8 @@ export class StackRun {
   host: HostSysctls | undefined;
   ending: StackResult['reason'] | undefined;
   endSignal: NodeJS.Signals | undefined;
+  /** Why berth stops when not for endSignal itself (the parent gone: stdin EOF). */
+  endCause: string | undefined;
   failure: StackFailure | undefined;
   job: StackResult['job'];
   forced = false;

@@ -16,9 +16,10 @@ import type { StackResult } from './types.js';
 
 const STARTED_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'owned', 'ready']);
 
-export function stop(st: StackRun, signal: NodeJS.Signals | undefined, force: boolean): Promise<StackResult> {
+export function stop(st: StackRun, signal: NodeJS.Signals | undefined, force: boolean, cause?: string): Promise<StackResult> {
   if (!st.ending) {
     st.endSignal = signal;
+    st.endCause = cause;
     beginTeardown(st, signal ? 'signal' : 'stopped');
   }
   if (force) forceKill(st);
@@ -61,7 +62,7 @@ async function tearDown(st: StackRun): Promise<void> {
           ? `stack stopping: rank ${st.job.replica} of the job ${st.job.service} exited with status ${st.job.status}`
           : `stack stopping: the job ${st.job?.service ?? ''} exited`
         : st.ending === 'signal'
-          ? `stack stopping: berth got ${st.endSignal}`
+          ? `stack stopping: ${st.endCause ?? `berth got ${st.endSignal}`}`
           : 'stack stopping';
   for (const wave of teardownWaves(st.nodes, st.startedOrder)) {
     const reps = wave.flatMap((name) => st.byName.get(name)?.replicas ?? []);

@@ -90,9 +90,10 @@ export interface StackHandle {
   endpoints(): EndpointsDocument;
   /**
    * Orderly teardown. `signal`: what berth received (the result is 128+N); `force`: SIGKILL
-   * everything still running now (a second Ctrl-C).
+   * everything still running now (a second Ctrl-C); `cause`: why, for the replicas' stopping
+   * lines when it is not the signal (default "berth got SIGNAL"; a parent gone: stdin EOF).
    */
-  stop(opts?: { signal?: NodeJS.Signals; force?: boolean }): Promise<StackResult>;
+  stop(opts?: { signal?: NodeJS.Signals; force?: boolean; cause?: string }): Promise<StackResult>;
   /** A message on the status stream, above a live table (nothing when the status display is off). */
   say(text: string): void;
   /**
