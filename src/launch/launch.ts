@@ -71,6 +71,8 @@ async function run(s: LaunchState): Promise<void> {
     // Ports the service chooses: known once its tree listens on them (learn-phase.ts).
     if (s.o.learn?.length && !(await learnPorts(s))) return;
     if (s.spec && !(await probeUntilReady(s))) return;
+    // Owned, or answered: an exit from here on is a ready service's (supervise.ts).
+    s.readyPending = true;
     // Ready only if nobody else answers on its ports (69 naming the stranger).
     if (!s.portless && !(await checkForeignAtReady(s))) return;
     becomeReady(s);

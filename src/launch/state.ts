@@ -110,6 +110,12 @@ export class LaunchState {
    */
   probing = false;
   exitedWhileProbing = false;
+  /**
+   * Its last readiness condition is met (the probe answered; without a probe, it owns its
+   * port): an exit from now on is that of a service that was ready; the steps left before
+   * 'ready' (the foreign check) take their turns meanwhile.
+   */
+  readyPending = false;
   readyInfo: ReadyInfo | undefined;
   failure: LaunchError | undefined;
   stopReq: { signal: NodeJS.Signals } | undefined;

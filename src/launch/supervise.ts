@@ -26,6 +26,7 @@ export function onChildExit(s: LaunchState): void {
     if (s.readyInfo) void followDaemon(s);
     return;
   }
+  if (!s.readyInfo && s.readyPending) return; // ready in a moment: becomeReady() follows what is left of it
   if (!s.readyInfo && s.probing) {
     s.exitedWhileProbing = true; // the probe's answer decides (ready.ts)
     return;
