@@ -43,7 +43,7 @@ export function learnLineWatcher(s: LaunchState): ((chunk: Buffer) => void) | un
 }
 
 /** One read of the listening tables shared by every launch that asks while it runs. */
-let inFlight: Map<string, Promise<ListenSnapshot>> = new Map();
+const inFlight = new Map<string, Promise<ListenSnapshot>>();
 function snapshot(procRoot: string): Promise<ListenSnapshot> {
   let p = inFlight.get(procRoot);
   if (!p) {
