@@ -3,6 +3,7 @@ import { bindName, closeName } from './lease-domain.js';
 import { capName, portName } from './lease-names.js';
 import { currentLeases, type ListedLease } from './leases.js';
 import { HeldReservation } from './held.js';
+import { emptyReport } from './plan.js';
 import { bindRecord } from './reserve-commit.js';
 import type { Lease, Reservation } from './types.js';
 
@@ -33,7 +34,7 @@ export async function leaseListened(port: number, name: string | undefined, proc
       ...(name !== undefined ? { name } : {}),
     });
     const lease: Lease = { port, kind: 'single', createdAt, createdBy: process.pid, netns: readNetns(procRoot), ...(name !== undefined ? { name: capName(name) } : {}) };
-    const report = { source: { kind: 'port' as const, port }, considered: 1, excluded: { ephemeral: 0, privileged: 0, inUse: [], leased: [], bindFailed: [], raced: [] } };
+    const report = { ...emptyReport({ kind: 'port', port }), considered: 1 };
     // block: true in its shape only so that rehold() never tries to bind what the service holds.
     return { reservation: new HeldReservation([{ lease, name: hold, server: undefined }], report, { block: true }, { records }) };
   } catch (e) {

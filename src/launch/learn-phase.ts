@@ -6,7 +6,7 @@ import { setPorts } from './audit.js';
 import { compilePattern, learnFrom, LineSplitter, MAX_MATCHES, portOfLine } from './learn.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
-import { readListenSnapshotAsync, treeListeners, type ListenSnapshot } from './tree-listeners.js';
+import { listenSnapshotNow, treeListeners, type ListenSnapshot } from './tree-listeners.js';
 
 /*
  * Phase 3b (LaunchOptions.learn): wait until the tree listens on the ports it chooses itself,
@@ -42,17 +42,6 @@ export function learnLineWatcher(s: LaunchState): ((chunk: Buffer) => void) | un
   };
 }
 
-/** One read of the listening tables shared by every launch that asks while it runs. */
-const inFlight = new Map<string, Promise<ListenSnapshot>>();
-function snapshot(procRoot: string): Promise<ListenSnapshot> {
-  let p = inFlight.get(procRoot);
-  if (!p) {
-    p = readListenSnapshotAsync(procRoot).finally(() => inFlight.delete(procRoot));
-    inFlight.set(procRoot, p);
-  }
-  return p;
-}
-
 /** false: the launch ended meanwhile (failed, stopped, the deadline). */
 export async function learnPorts(s: LaunchState): Promise<boolean> {
   s.phase = 'learn';
@@ -62,7 +51,7 @@ export async function learnPorts(s: LaunchState): Promise<boolean> {
   let saidAmbiguous = false;
   for (;;) {
     if (s.settled || failIfTreeGone(s)) return false;
-    const snap = await snapshot(s.procRoot);
+    const snap = await listenSnapshotNow(s.procRoot);
     if (s.settled) return false;
     const listeners = treeListeners(s.procRoot, s.tree!, snap.listening);
     s.learnListeners = listeners;

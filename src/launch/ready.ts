@@ -80,10 +80,7 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
     // An attempt cut short by the deadline says nothing about the service: keep the one before.
     if (r.ok || !r.timedOut || budget === full || s.probe.last === undefined) s.probe.last = { ...r, host };
     if (s.settled) return false;
-    if (r.ok) {
-      s.readyPending = true;
-      return true;
-    }
+    if (r.ok) return true; // launch.ts marks it readyPending in this same turn
     if (s.exitedWhileProbing) {
       // It exited while berth asked, and did not answer: the exit is the verdict now.
       s.exitedWhileProbing = false;

@@ -147,3 +147,15 @@ export function soonListenSnapshot(procRoot: string, fn: (snap: ListenSnapshot) 
   }
   subs.add(fn);
 }
+
+const inFlight = new Map<string, Promise<ListenSnapshot>>();
+
+/** A snapshot read now, shared with every caller that asks while that read runs (the learn phase's fast polls). */
+export function listenSnapshotNow(procRoot: string): Promise<ListenSnapshot> {
+  let p = inFlight.get(procRoot);
+  if (!p) {
+    p = readListenSnapshotAsync(procRoot).finally(() => inFlight.delete(procRoot));
+    inFlight.set(procRoot, p);
+  }
+  return p;
+}
