@@ -198,7 +198,6 @@ test('stack files: what a job of many ranks and shared ports may not say', async
     [`services:\n  t:\n    ports: { master: share }\n    command: [true]\n`, /port "master" must be 1 \(one port\), shared/],
     [`services:\n  t:\n    ports: { w: { block: window, shared: true } }\n    command: [true]\n`, /port "w": a shared block has a size/],
     [`services:\n  t:\n    ports: { d: { block: 4, shared: yes } }\n    command: [true]\n`, /port "d": shared must be true or false/],
-    [`services:\n  t:\n    job: true\n    nodes: all\n    restart: on-failure\n    command: [true]\n  x:\n    nodes: all\n    command: [sleep, "9"]\n`, /stack\.yaml:2: service "t": a nodes: job with restart: on-failure restarts on every node as a new step of agents, which would restart "x" \(nodes:\) with it/],
     [`services:\n  t:\n    ports: { d: { shared: true, generations: always } }\n    command: [true]\n`, /port "d": generations must be fresh .* or keep, found/],
     [`services:\n  t:\n    ports: { d: { block: 4, generations: keep } }\n    command: [true]\n`, /port "d": generations is for a shared port .*; add shared: true/],
   ];

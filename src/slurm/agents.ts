@@ -68,7 +68,13 @@ export interface NodeFile {
    * written at once, before the node's teardown, so berth up can stop every node and name the
    * first failing rank of all nodes (earliest `t`).
    */
-  rankFailure?: { service: string; replica: number; rank: number; status: number; t: string };
+  rankFailure?: { service: string; replica: number; rank: number; status: number; t: string; generation?: number };
+  /**
+   * A job restarted as a group: the last generation proven gone on this node (no process of
+   * any rank's tree, nothing on its ports). The node then waits for berth up's word to start
+   * the next one, whose shared ports (leased here when rank 0 is) are already in `shared`.
+   */
+  gone?: number;
   /** When it ended: the agent's exit status. */
   exitCode?: number;
   /** When it failed: what, where its diagnostics are (absolute paths on the shared filesystem). */
@@ -114,9 +120,14 @@ export function writeNodeFile(runDir: string, f: NodeFile): void {
   writeFileAtomic(nodeFilePath(runDir, f.node), JSON.stringify(f, null, 2) + '\n', 0o600);
 }
 
+/** A job's generation is over on this node: its node file as it ended, kept as nodes/<node>.g<N>.json. */
+export function keepNodeFile(runDir: string, f: NodeFile, generation: number): void {
+  writeFileAtomic(nodeFilePath(runDir, f.node).replace(/\.json$/, `.g${generation}.json`), JSON.stringify(f, null, 2) + '\n', 0o600);
+}
+
 /**
- * A job's generation is over on every node: its node file becomes nodes/<node>.g<N>.json,
- * kept as evidence, and nothing reads its ports as the next generation's.
+ * A job's generation is over on every node (its agents are gone): its node file becomes
+ * nodes/<node>.g<N>.json, kept as evidence, and nothing reads its ports as the next generation's.
  */
 export function archiveNodeFile(runDir: string, node: string, generation: number): void {
   const path = nodeFilePath(runDir, node);

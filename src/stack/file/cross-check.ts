@@ -346,12 +346,6 @@ export class CrossCheck {
     for (const d of this.drafts) {
       if (!d.spec.job) continue;
       const label = `service "${d.spec.name}"`;
-      // A job of many ranks with restart: on-failure restarts as a group (run/generation.ts; across
-      // nodes multi-node/node-generation.ts): a rank restarted alone could not rejoin the others.
-      // Across nodes a generation is a new step of agents, which would restart the other
-      // `nodes:` services too: refused rather than done silently.
-      const others = d.spec.nodes !== undefined && d.spec.restart.policy === 'on-failure' ? this.drafts.filter((x) => x !== d && x.spec.nodes !== undefined) : [];
-      if (others.length > 0) this.add(d.replicasLine, `${label}: a nodes: job with restart: on-failure restarts on every node as a new step of agents, which would restart ${others.map((x) => `"${x.spec.name}"`).join(', ')} (nodes:) with it; run ${others.length === 1 ? 'it' : 'them'} without nodes: (on the first node), or the job without restart: on-failure`);
       if (first) this.add(d.jobLine, `${label}: only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
       else first = d;
     }

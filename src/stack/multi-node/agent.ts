@@ -1,13 +1,16 @@
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { redactText } from '../../util/redact.js';
-import { nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
+import { keepNodeFile, nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
 import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../run/orchestrate.js';
 import { rankOf } from '../file/ranks.js';
 import { assignedOfRecord, sharedOfDocument, type EndpointsDocument, type StackEvent } from '../record/endpoints.js';
 import type { StackSpec } from '../file/spec.js';
+import type { SharedPorts } from '../record/result.js';
+import { controlLines } from './agent-control.js';
+import { AgentGenerations } from './agent-generations.js';
 import { waitForLocal } from './local-deps.js';
 import { agentGeneration } from './node-generation.js';
 import { prefixLines } from './prefix-lines.js';
@@ -80,18 +83,21 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
       if (!ended) publish({ replicas: replicas() });
     }, PUBLISH_GAP_MS);
   };
-  // Stop on "stop" or EOF from the coordinator (through srun's stdin), also while waiting to start.
+  // The coordinator's word (agent-control.ts, through srun's stdin), also while waiting to start.
   const control = o.control ?? process.stdin;
   let stopAsked = false;
-  let buf = '';
+  const gens = new AgentGenerations();
   const stop = () => {
     stopAsked = true;
+    gens.stop();
     void handle?.stop();
   };
-  const onData = (d: Buffer | string) => {
-    buf += d.toString();
-    if (/(^|\n)stop\s*(\n|$)/.test(buf)) stop();
-  };
+  const onData = controlLines((c) => {
+    if (c.kind === 'stop') return stop();
+    if (c.kind === 'start') return gens.started(c.generation);
+    gens.endAsked(c.generation);
+    handle?.endGeneration(c.service, c.generation, c.why);
+  });
   control.on('data', onData);
   control.on('end', stop);
   control.on('error', stop);
@@ -109,9 +115,18 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   // Services that name themselves start once every node's replicas are known (peer-wait.ts).
   const peerServices = services.filter(namesItself);
   let sharedPorts: RunStackOptions['shared'];
+  // The generation this node's job ranks are in (they restart in place on the coordinator's word).
+  let gen = generation ?? 0;
   try {
-    // Shared ports whose rank 0 runs on another node: that node's agent publishes them.
-    if (shared.needed()) sharedPorts = await shared.wait(() => stopAsked);
+    for (;;) {
+      // Shared ports whose rank 0 runs on another node: that node's agent publishes them.
+      if (shared.needed()) sharedPorts = await shared.wait(() => stopAsked || gens.ended(gen), gen);
+      if (stopAsked || !gens.ended(gen)) break;
+      // Its generation ended elsewhere before any rank started here: nothing of it to stop.
+      publish({ gone: gen, generation: gen + 1 });
+      if (!(await gens.startOf(gen + 1))) break;
+      gen++;
+    }
     if (stopAsked) {
       unlisten();
       publish({ state: 'stopped', exitCode: 0 });
@@ -127,8 +142,22 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
         stderr: err,
         follow: o.follow === true,
         topology: { node, nodeIndex: index, nodes: slurm.nodeList },
-        // Always given: an agent's ranks never restart on their own (berth up decides, for every node).
-        generation: generation ?? 0,
+        // Always given: an agent's ranks restart only on berth up's word, for every node at once.
+        generation: gen,
+        ...(jobs.size > 0
+          ? {
+              generationGate: async (service: string, ended: number, leased: SharedPorts | undefined) => {
+                // The ended generation's record is kept; this node then waits, its next shared ports published.
+                keepNodeFile(o.runDir, { ...file, replicas: replicas(), gone: ended }, ended);
+                publish({ gone: ended, generation: ended + 1, ...(leased ? { shared: { ...file.shared, [service]: leased } } : {}) });
+                if (!(await gens.startOf(ended + 1))) return undefined;
+                publish({ rankFailure: undefined });
+                if (!shared.elsewhere.has(service)) return {};
+                const given = (await shared.wait(() => stopAsked, ended + 1))?.get(service);
+                return given ? { shared: given } : undefined;
+              },
+            }
+          : {}),
         ...(sharedPorts ? { shared: sharedPorts } : {}),
         ...(peerServices.length > 0 ? { peerServices: peerServices.map((s) => s.name) } : {}),
         onReserved: (doc) => {
@@ -139,11 +168,12 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
         },
         onEvent: (e) => {
           if (e.code !== undefined) codes.set(`${e.service}/${e.replica}`, e.code);
-          if (isRankFailure(e) && !file.rankFailure && !stopAsked) {
+          const g = e.generation ?? 0;
+          if (isRankFailure(e) && (!file.rankFailure || (file.rankFailure.generation ?? 0) < g) && !stopAsked) {
             const svc = services.find((s) => s.name === e.service)!;
             const here = handle?.endpoints().replicas.filter((r) => r.service === e.service).length ?? 1;
             const rank = rankOf(svc, e.replica, here, { node, nodeIndex: index, nodes: slurm.nodeList }).rank;
-            publish({ rankFailure: { service: e.service, replica: e.replica, rank, status: e.code!, t: e.t }, replicas: replicas() });
+            publish({ rankFailure: { service: e.service, replica: e.replica, rank, status: e.code ?? EXIT.SOFTWARE, t: e.t, generation: g }, replicas: replicas() });
           } else publishSoon();
         },
         ...(local.length > 0 ? { externalServices: graphNodes(local) } : {}),
@@ -206,8 +236,9 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
 }
 
 /**
- * Whether an event is a job's rank ending on its own with a non-zero status: a rank berth
- * stopped (the teardown reports it 'stopping' first) did not fail.
+ * Whether an event is a job's rank failing on its own (a non-zero status, a signal, a failed
+ * launch): a rank berth stopped (the teardown or its generation's end reports it 'stopping'
+ * first) did not fail.
  */
 function rankFailureCheck(jobs: ReadonlySet<string>): (e: StackEvent) => boolean {
   const stopping = new Set<string>();
@@ -215,6 +246,10 @@ function rankFailureCheck(jobs: ReadonlySet<string>): (e: StackEvent) => boolean
     if (!jobs.has(e.service)) return false;
     const key = `${e.service}/${e.replica}`;
     if (e.state === 'stopping') stopping.add(key);
-    return e.state === 'exited' && !stopping.has(key) && e.code !== undefined && e.code !== null && e.code !== 0;
+    // Its next generation: a failure is one again.
+    if (e.state === 'pending' || e.state === 'starting') stopping.delete(key);
+    if (stopping.has(key)) return false;
+    // 'failed': a rank whose generation it ended (its status in `code`), or whose launch failed.
+    return e.state === 'failed' || (e.state === 'exited' && e.code !== undefined && e.code !== null && e.code !== 0);
   };
 }

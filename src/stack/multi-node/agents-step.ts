@@ -3,6 +3,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { agentStepArgv } from '../../slurm/agents.js';
+import { formatControl, type ControlLine } from './agent-control.js';
 import { tasksEnded } from './task-ended.js';
 
 /*
@@ -88,6 +89,11 @@ export class AgentsStep {
     child.stdin?.on('error', () => {}); // srun gone: its exit says why
   }
 
+  /** A word to every agent (agent-control.ts); nothing once the step is stopping or gone. */
+  send(c: ControlLine): void {
+    if (this.stopped === undefined && this.code === undefined) this.child?.stdin?.write(formatControl(c));
+  }
+
   get running(): boolean {
     return this.child !== undefined && this.code === undefined;
   }
@@ -98,7 +104,7 @@ export class AgentsStep {
     this.stopped ??= (async () => {
       const child = this.child;
       if (!child || this.code !== undefined) return;
-      child.stdin?.end('stop\n');
+      child.stdin?.end(formatControl({ kind: 'stop' }));
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs + AGENT_STOP_GRACE_MS);
       await this.exit;
       clearTimeout(timer);

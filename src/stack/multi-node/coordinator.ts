@@ -15,8 +15,8 @@ import type { SharedPorts } from '../record/result.js';
 import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
 import { firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
-import { AGENT_GENERATION_ENV, archiveGeneration, freshSharedPorts, holdOldPorts, nextGenerationOf, readNodeFiles } from './node-generation.js';
-import type { Reservation } from '../../allocate/types.js';
+import { AGENT_GENERATION_ENV, readNodeFiles } from './node-generation.js';
+import { JobGenerations } from './job-generations.js';
 import { makeCoordinatorRunDir, type MultiNodeOptions } from './coordinator-options.js';
 import { NodeMirror } from './node-mirror.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, type NodePlan } from './plan.js';
@@ -71,10 +71,8 @@ class MultiNodeStack {
   private readonly t0 = performance.now();
   /** Nodes that run a rank of a `nodes:` job: once every one is done, so is the stack. */
   private readonly jobNodes: string[];
-  /** The generation of a `nodes:` job restarted as a group (node-generation.ts). */
-  private generation = 0;
-  /** The last generation's fresh shared ports, leased here until the next generation has its own. */
-  private oldShared: Reservation[] = [];
+  /** A `nodes:` job restarted as a group: its generations (job-generations.ts). */
+  private readonly gens: JobGenerations;
   private agentArgv: string[] = [];
   private agentsStartedAt = performance.now();
 
@@ -86,6 +84,24 @@ class MultiNodeStack {
     this.runDir = makeCoordinatorRunDir(o);
     const jobs = plan.nodeServices.filter((s) => s.job);
     this.jobNodes = plan.nodes.filter((_, i) => jobs.some((s) => onNode(s.nodes!, i, plan.nodes.length)));
+    this.gens = new JobGenerations(
+      {
+        plan,
+        runDir: this.runDir,
+        label: spec.file,
+        msg: (text) => this.msg(text),
+        send: (c) => this.step?.send(c),
+        stopAgents: () => this.stopAgents(),
+        startAgents: () => {
+          this.allNodesReady = false;
+          this.announced.clear();
+          this.startAgents();
+        },
+        stopping: () => this.stopping !== undefined,
+        nodeFiles: () => this.readNodesQuiet(),
+      },
+      this.jobNodes,
+    );
     this.whenReady.promise.catch(() => {}); // as in runStack: awaiting `done` alone is fine
     const done = this.whenDone.promise;
     this.handle = {
@@ -108,6 +124,7 @@ class MultiNodeStack {
       setPeers: () => {},
       recordExternal: (u) => this.record(u),
       recordShared: (service, shared) => this.recordShared(service, shared),
+      endGeneration: (service, generation, why) => this.local?.endGeneration(service, generation, why),
     };
     void this.main().then(
       (r) => this.finish(r),
@@ -193,7 +210,7 @@ class MultiNodeStack {
   private readNodes(): Map<string, NodeFile> {
     const files = this.readNodesQuiet();
     if (!this.nodeFailure) {
-      const failed = firstFailure(files);
+      const failed = firstFailure(files, this.gens.generation);
       if (failed) this.nodeFailure = { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
     }
     const step = this.step;
@@ -293,7 +310,8 @@ class MultiNodeStack {
           this.msg(`berth: node ${node} ready: ${list.join(', ') || 'no ports'}`);
         }
       }
-      if (this.oldShared.length > 0 && this.allNodesReady) await this.giveBackOldShared();
+      if (this.gens.holding && this.allNodesReady) await this.gens.giveBack();
+      this.gens.poll(files);
       if (!this.nodeFailure && performance.now() - this.agentsStartedAt > AGENT_START_TIMEOUT_MS) {
         const missing = this.plan.agentNodes.find((n) => !files.has(n));
         if (missing) this.nodeFailure = { node: missing, file: undefined, why: `its agent did not start within ${AGENT_START_TIMEOUT_MS / 1000}s (see ${this.step?.log}; squeue -s shows the step)` };
@@ -306,18 +324,21 @@ class MultiNodeStack {
         for (const s of this.plan.nodeServices) this.local?.setExternal(s.name, external.get(s.name) ?? []);
       }
       if (this.allDone(files)) jobDone = true;
-      if (this.nodeFailure && !this.localDone && !this.stopping && (await this.nextGeneration(files))) continue;
+      if (this.nodeFailure && !this.localDone && !this.stopping && (await this.gens.next(this.nodeFailure))) {
+        this.nodeFailure = undefined;
+        continue;
+      }
       if (this.nodeFailure || this.localDone || jobDone || (this.stopping && !this.local)) break;
       await this.sleep((this.o.pollMs ?? POLL_MS) * (this.allNodesReady ? 2 : 1));
     }
     if (this.local && !this.localDone) void this.local.stop();
     const localResult = await this.local?.done;
     await this.stopAgents();
-    await this.giveBackOldShared();
+    await this.gens.giveBack();
     this.follow();
     if (this.nodeFailure?.file?.rankFailure) {
       // Ranks on several nodes may have failed at about the same time: the first of all is the one.
-      const first = firstFailure(this.readNodes());
+      const first = firstFailure(this.readNodes(), this.gens.generation);
       if (first?.rankFailure) this.nodeFailure = { node: first.node, file: first, why: '' };
     }
     if (this.nodeFailure) return this.nodeFailureResult();
@@ -331,45 +352,17 @@ class MultiNodeStack {
 
   /** One agents step: this generation of the job (BERTH_AGENT_GENERATION), the log read from where it stands. */
   private startAgents(): void {
-    const env = { ...(this.o.env ?? process.env), ...(this.generation > 0 ? { [AGENT_GENERATION_ENV]: String(this.generation) } : {}) };
+    const g = this.gens.generation;
+    const env = { ...(this.o.env ?? process.env), ...(g > 0 ? { [AGENT_GENERATION_ENV]: String(g) } : {}) };
     this.step = new AgentsStep(this.runDir, this.plan.agentNodes, this.agentArgv, env, () => this.wake?.(), this.o.follow === true);
-    if (this.generation > 0) this.step.skipLogSoFar();
+    if (g > 0) this.step.skipLogSoFar();
     this.agentsStartedAt = performance.now();
     this.agentsStopAsked = false;
     this.step.start();
   }
 
-  /** A `nodes:` job's rank failed: every node's next generation (node-generation.ts), or false: the stack ends. */
-  private async nextGeneration(files: ReadonlyMap<string, NodeFile>): Promise<boolean> {
-    const nf = this.nodeFailure!;
-    const rf = nf.file?.rankFailure;
-    const job = nextGenerationOf(this.plan.nodeServices, rf, this.generation);
-    if (!job || !rf || nf.gone) return false;
-    const g = this.generation;
-    this.msg(`berth: ${job.name}: generation ${g} ends: rank ${rf.rank} on node ${nf.node} exited with status ${rf.status}; stopping every rank on every node, then generation ${g + 1} of ${job.restart.limit + 1}`);
-    const fresh = freshSharedPorts(job, files, this.plan.nodes[0]!);
-    await this.stopAgents();
-    if (this.stopping) return false;
-    // The old generation's agents are gone, and their leases with them: its shared ports are held here.
-    this.oldShared = await holdOldPorts(fresh, `${this.spec.file}:${job.name}/generation ${g}`);
-    this.mirrorer?.update(this.readNodesQuiet());
-    archiveGeneration(this.runDir, this.plan.agentNodes, g);
-    this.generation = g + 1;
-    this.nodeFailure = undefined;
-    this.allNodesReady = false;
-    this.announced.clear();
-    this.startAgents();
-    return true;
-  }
-
   private readNodesQuiet(): Map<string, NodeFile> {
     return readNodeFiles(this.runDir, this.plan.agentNodes);
-  }
-
-  private async giveBackOldShared(): Promise<void> {
-    const held = this.oldShared;
-    this.oldShared = [];
-    await Promise.all(held.map((r) => r.release()));
   }
 
   private stoppedResult(): StackResult {

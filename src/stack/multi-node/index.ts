@@ -16,7 +16,10 @@
  *      report of its task's end in agents.log, task-ended.ts), or agents that end, stop
  *      everything: berth up exits with that node's exit class (70 for a service that failed,
  *      70 for an agent or step that ended), naming its diagnostics under
- *      RUN_DIR/nodes/<node>/diagnostics/.
+ *      RUN_DIR/nodes/<node>/diagnostics/;
+ *   5. a `nodes:` job with restart: on-failure restarts as a group on every node
+ *      (job-generations.ts): berth up tells the agents to end a generation and, once every
+ *      node's is gone, to start the next (agent-control.ts, agent-generations.ts).
  * May import: ../run/ (runStack), ../record/, ../file/, src/slurm, src/launch, src/util,
  * src/errors.
  */

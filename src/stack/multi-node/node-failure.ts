@@ -17,10 +17,20 @@ export interface NodeFailure {
   gone?: boolean;
 }
 
-/** The node that failed first: the earliest failing job rank, else the node file that said failed first. */
-export function firstFailure(files: ReadonlyMap<string, NodeFile>): NodeFile | undefined {
+/**
+ * The node that failed first: the earliest failing job rank, else the node file that said
+ * failed first. A rank failure of an earlier generation than `generation` is over (its
+ * generation was restarted), not a failure any more.
+ */
+export function firstFailure(files: ReadonlyMap<string, NodeFile>, generation = 0): NodeFile | undefined {
+  const now = [...files.values()].map((f) => (f.rankFailure && (f.rankFailure.generation ?? 0) < generation ? withoutRankFailure(f) : f));
   const at = (f: NodeFile) => f.rankFailure?.t ?? f.updated;
-  return [...files.values()].filter((f) => f.rankFailure || f.state === 'failed').sort((a, b) => at(a).localeCompare(at(b)))[0];
+  return now.filter((f) => f.rankFailure || f.state === 'failed').sort((a, b) => at(a).localeCompare(at(b)))[0];
+}
+
+function withoutRankFailure(f: NodeFile): NodeFile {
+  const { rankFailure: _, ...rest } = f;
+  return rest;
 }
 
 function failedResult(runDir: string, failure: StackFailure): StackResult {

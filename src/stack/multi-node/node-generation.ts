@@ -5,15 +5,10 @@ import type { ServiceSpec } from '../file/spec.js';
 
 /*
  * A job of ranks on several nodes with restart: on-failure restarts as a group: berth up on the
- * first node decides (coordinator.ts). The step of agents is the generation: every agent is
- * asked to stop (each stops its ranks, TERM then KILL after stop_grace, and ends once they are
- * gone), then a new step starts every rank again as the next generation
- * (BERTH_AGENT_GENERATION). Pure decisions and the file work here; the coordinator sequences.
- *
- * Fresh shared ports per generation: the old generation's shared ports leased on this node are
- * leased again here, by berth up itself, as soon as their agent let them go, and given back once
- * the next generation's are leased, so the next one can never get the same port
- * (`generations: keep` entries are left alone).
+ * first node decides (job-generations.ts sequences). The rules and the file work live here:
+ * which failure may have another generation, and, for a new step of agents (an agent gone),
+ * the old generation's shared ports berth up holds itself until the next one has its own (so
+ * the two differ; `generations: keep` entries are left alone) and its node files kept.
  */
 
 /** The job whose rank failed, when it may have another generation; undefined: the stack ends. */

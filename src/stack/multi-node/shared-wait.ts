@@ -38,14 +38,14 @@ export class SharedWait {
   }
 
   /** Every such service's shared ports, once their nodes have published them (undefined if `stopped` first). */
-  async wait(stopped: () => boolean): Promise<Map<string, SharedPorts> | undefined> {
+  async wait(stopped: () => boolean, generation = this.generation): Promise<Map<string, SharedPorts> | undefined> {
     const out = new Map<string, SharedPorts>();
     while (!stopped()) {
       const coord = readCoordinatorFile(this.runDir);
       for (const [service, node] of this.elsewhere) {
         if (out.has(service) || !coord) continue;
         const file = readNodeFile(this.runDir, node);
-        const got = (file?.generation ?? 0) === this.generation ? file?.shared?.[service] : undefined;
+        const got = (file?.generation ?? 0) === generation ? file?.shared?.[service] : undefined;
         if (got) out.set(service, { host: reachAt(got.host, node, new Map(Object.entries(coord.addresses))), ports: got.ports });
       }
       if (out.size === this.elsewhere.size) return out;

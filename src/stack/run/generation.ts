@@ -1,4 +1,5 @@
 import { BerthError, EXIT } from '../../errors.js';
+import type { SharedPorts } from '../record/result.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
 import { portsStillHeld, survivorsOf, survivorText } from './generation-gone.js';
 import { endAbandoned, firstLine, type Replica, type Service } from './replica.js';
@@ -23,17 +24,17 @@ import type { StackRun } from './stack-run.js';
 
 /** Whether the job may have another generation (1 + restart_limit of them at most). */
 export function generationLeft(st: StackRun, svc: Service): boolean {
-  // An agent's stack is one generation: berth up on the first node decides on the next.
-  if (st.o.generation !== undefined) return false;
+  // An agent's stack without a gate is one generation: berth up on the first node starts the next.
+  if (st.o.generation !== undefined && !st.o.generationGate) return false;
   return !st.ending && !svc.generationEnding && svc.generation < svc.spec.restart.limit;
 }
 
 /** Ends the generation of the job `svc` because `cause` failed (`why`); then the next one, or the stack's end. */
-export function endGeneration(st: StackRun, svc: Service, cause: Replica, why: string): void {
+export function endGeneration(st: StackRun, svc: Service, cause: Replica | undefined, why: string): void {
   svc.generationEnding = true;
   const g = svc.generation;
   const limit = svc.spec.restart.limit;
-  const detail = `generation ${g} ends: ${cause.label} ${why}`;
+  const detail = `generation ${g} ends: ${cause ? `${cause.label} ` : ''}${why}`;
   st.console.message(`berth: ${svc.spec.name}: ${detail}; stopping every rank, then generation ${g + 1} of ${limit + 1}`);
   const exits = svc.replicas.map((rep) => {
     rep.generationStop = true;
@@ -46,6 +47,12 @@ export function endGeneration(st: StackRun, svc: Service, cause: Replica, why: s
     return runner.exited;
   });
   void nextGeneration(st, svc, exits, detail).catch((e) => st.internalError(e));
+}
+
+/** Across nodes (RunStackOptions.generationGate): a rank elsewhere ended `generation`; this node's ranks follow. */
+export function endGenerationElsewhere(st: StackRun, svc: Service, generation: number, why: string): void {
+  if (st.ending || svc.generation !== generation || !generationLeft(st, svc)) return;
+  endGeneration(st, svc, undefined, why);
 }
 
 async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown>[], detail: string): Promise<void> {
@@ -68,11 +75,15 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
     if (left.length > 0) problem = { rep: left[0]!.rep, exitCode: EXIT.SOFTWARE, reason: `generation ${g} is not gone: ${left.map(survivorText).join('; ')}; berth cannot start generation ${g + 1} while it may still hold the job's ports and files, so the stack is stopped` };
   }
   if (!problem && !st.ending) {
-    const ports = [...(old?.assigned ?? []), ...svc.replicas.flatMap((r) => r.set?.assigned ?? [])].flatMap((a) => a.ports);
+    // Shared ports leased on another node (rank 0's) are that node's to prove free.
+    const ports = [...(old?.set ? old.assigned : []), ...svc.replicas.flatMap((r) => r.set?.assigned ?? [])].flatMap((a) => a.ports);
     const held = await portsStillHeld(st.procRoot, ports);
     if (held.length > 0) problem = { rep: svc.replicas[0]!, exitCode: EXIT.SOFTWARE, reason: `generation ${g} is not gone: ${held.map((h) => `port ${h.row.localPort} (${h.row.state}) is held by ${h.holder}`).join('; ')}, outside the ranks' process trees; the stack is stopped` };
   }
-  if (problem || st.ending) {
+  // Across nodes: every node's old generation must be gone before any starts the next (coordinator.ts).
+  let go: { shared?: SharedPorts } | undefined = {};
+  if (!problem && !st.ending && st.o.generationGate) go = await st.o.generationGate(svc.spec.name, g, fresh && old ? { host: old.host, ports: fresh.assigned } : undefined);
+  if (problem || st.ending || !go) {
     // The leases of the next generation that will not come (the old ones are the teardown's).
     await giveBack(st, fresh, (r) => old!.set!.reservations.includes(r));
     if (problem) st.failStack(problem.rep, problem.exitCode, problem.reason);
@@ -85,6 +96,11 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
     for (const r of fresh.reservations) if (old.set.reservations.includes(r) && !r.block) await r.rehold();
     svc.shared = { host: old.host, assigned: fresh.assigned, set: fresh };
     st.run.shared[svc.spec.name] = { host: old.host, ports: fresh.assigned };
+  }
+  if (go.shared) {
+    // Leased on rank 0's node for the next generation.
+    svc.shared = { host: go.shared.host, assigned: go.shared.ports };
+    st.run.shared[svc.spec.name] = go.shared;
   }
   // A rank's own singles were handed over: held again for its next start, as a restart's are.
   for (const rep of svc.replicas) for (const r of rep.set?.reservations ?? []) if (!r.block) await rehold(st, rep, r);

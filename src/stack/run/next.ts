@@ -94,6 +94,8 @@ export function next(st: StackRun, h: Happened): void {
     case 'restart-due':
       return startAttempt(st, h.rep);
     case 'generation-due':
+      // Ended before it was started (across nodes): it starts when its turn comes, as this generation.
+      if (!h.svc.launched) return next(st, { kind: 'progress' });
       for (const rep of h.svc.replicas) startAttempt(st, rep);
       return;
     case 'end':

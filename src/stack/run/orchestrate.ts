@@ -1,4 +1,6 @@
+import { endGenerationElsewhere } from './generation.js';
 import { next } from './next.js';
+import { restartsAsGroup } from './replica.js';
 import { reserveStackPorts } from './reserve-ports.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackRun } from './stack-run.js';
@@ -44,6 +46,10 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
       if (st.reserved) next(st, { kind: 'progress' });
     },
     recordExternal: (u) => st.record(u),
+    endGeneration: (service, generation, why) => {
+      const svc = st.byName.get(service);
+      if (svc && restartsAsGroup(svc) && st.o.generationGate) endGenerationElsewhere(st, svc, generation, why);
+    },
     recordShared: (service, shared) => {
       st.run.shared[service] = shared;
       try {

@@ -11,7 +11,8 @@ import type { StackRun } from './stack-run.js';
 
 /** Not started yet and every dependency's condition met (its replicas on other nodes, RunStackOptions.peerServices, known). */
 export function mayStart(st: StackRun, svc: Service): boolean {
-  if (svc.launched || st.ending || st.waitsForPeers(svc.spec.name)) return false;
+  // A job whose generation ended before it started (across nodes) starts as the next one.
+  if (svc.launched || svc.generationEnding || st.ending || st.waitsForPeers(svc.spec.name)) return false;
   return svc.spec.dependsOn.every((d) => conditionStatus(d.condition, st.statuses(d.service)) === 'met');
 }
 

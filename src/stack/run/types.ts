@@ -20,6 +20,14 @@ export interface RunStackOptions {
    * continued (logs and diagnostics per generation, side by side; events.jsonl appended).
    */
   generation?: number;
+  /**
+   * With `generation`: the job's ranks here do restart as a group, on the first node's word
+   * (an agent's, coordinator.ts). Once this node's old generation is proven gone, the stack
+   * calls it with the ended generation and the next one's shared ports leased here (rank 0's
+   * node); it resolves when the next generation may start, with its shared ports leased on
+   * another node, or with undefined when it never will (the stack is stopping).
+   */
+  generationGate?: (service: string, ended: number, leased: SharedPorts | undefined) => Promise<{ shared?: SharedPorts } | undefined>;
   /** Base of the default run directory (default process.cwd()). */
   cwd?: string;
   /** Stream every service's output, prefixed "service/replica | ", on stderr (`--follow`). */
@@ -108,4 +116,9 @@ export interface StackHandle {
   setPeers(service: string, endpoints: readonly Endpoint[]): void;
   /** Shared ports of a service whose rank 0 runs elsewhere, into endpoints.json's `shared`. */
   recordShared(service: string, shared: SharedPorts): void;
+  /**
+   * With RunStackOptions.generationGate: ends `generation` of the job `service` here because
+   * of a failure elsewhere (`why`); nothing if that generation is ending or over already.
+   */
+  endGeneration(service: string, generation: number, why: string): void;
 }

@@ -1,0 +1,44 @@
+/*
+ * What berth up tells its agents, one line each on the agents step's stdin (srun --input=all
+ * gives every agent every line); EOF means stop as well:
+ *   stop                   stop this node's services, dependents first
+ *   end G SERVICE WHY      a rank elsewhere ended generation G of the job SERVICE: this node's
+ *                          ranks of it stop too (their node file then says `gone: G`)
+ *   start G                every node's generation G-1 is gone: generation G may start
+ * Pure: parsing and formatting.
+ */
+
+export type ControlLine =
+  | { kind: 'stop' }
+  | { kind: 'end'; generation: number; service: string; why: string }
+  | { kind: 'start'; generation: number };
+
+export function formatControl(c: ControlLine): string {
+  if (c.kind === 'stop') return 'stop\n';
+  if (c.kind === 'start') return `start ${c.generation}\n`;
+  return `end ${c.generation} ${c.service} ${c.why.replace(/[\r\n]+/g, ' ')}\n`;
+}
+
+export function parseControl(line: string): ControlLine | undefined {
+  const t = line.trim();
+  if (t === 'stop') return { kind: 'stop' };
+  const start = /^start (\d{1,6})$/.exec(t);
+  if (start) return { kind: 'start', generation: Number(start[1]) };
+  const end = /^end (\d{1,6}) (\S+) (.*)$/.exec(t);
+  if (end) return { kind: 'end', generation: Number(end[1]), service: end[2]!, why: end[3]! };
+  return undefined;
+}
+
+/** Whole lines of a stream, each parsed (unknown lines are ignored: a newer berth up's words). */
+export function controlLines(onLine: (c: ControlLine) => void): (d: Buffer | string) => void {
+  let buf = '';
+  return (d) => {
+    buf += d.toString();
+    const lines = buf.split('\n');
+    buf = lines.pop() ?? '';
+    for (const l of lines) {
+      const c = parseControl(l);
+      if (c) onLine(c);
+    }
+  };
+}
