@@ -47,7 +47,7 @@ async function benchGenerationsSection(): Promise<Section> {
   const body = [
     table(["from a rank's failure to every rank of the next generation started", 'median ms', 'every run', 'target ms'], rows),
     '',
-    `bench/generations.ts, ${r.samples.length} runs each, \`stop_grace: ${r.stopGraceMs}ms\`, the other ranks end on SIGTERM at once; both times from berth's own events.jsonl (across nodes: each agent's). In between: every rank stopped, the old generation proven gone, a fresh shared port, the next generation started (across nodes: a new agents step).`,
+    `bench/generations.ts, ${r.samples.length} runs each, \`stop_grace: ${r.stopGraceMs}ms\`, the other ranks end on SIGTERM at once; both times from berth's own events.jsonl (across nodes: each agent's). In between: every rank stopped, the old generation proven gone, a fresh shared port, the next generation started (across nodes: in place, every node's old generation gone before any starts the next; the agents stay).`,
   ].join('\n');
   const summary: Section['summary'] = [{ what: 'rank failure → next generation started (one host)', measured: `${fmt(r.medianMs, 0)} ms`, target: `≤ ${target} ms`, verdict: r.medianMs <= target ? 'met' : 'missed' }];
   if (!('why' in n)) summary.push({ what: 'rank failure → next generation started (3 nodes)', measured: `${fmt(n.medianMs, 0)} ms`, target: `≤ ${nodeTarget} ms`, verdict: n.medianMs <= nodeTarget ? 'met' : 'missed' });
