@@ -64,7 +64,8 @@ for (const how of ['exit 3', 'SIGKILL'] as const) {
     assert.match(read(`${dir}/n1/logs/trainer-0.g1.out`), /rank 0 saw ranks \[0, 1, 2\]/);
     assert.ok(existsSync(`${dir}/n2/logs/trainer-0.g0.err`));
     // The coordinator's endpoints.json: every node's rank, of generation 1, exited.
-    const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: { node?: string; state: string; generation?: number }[] };
+    const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { generation?: number; replicas: { node?: string; state: string; generation?: number }[] };
+    assert.equal(doc.generation, 1);
     assert.deepEqual(doc.replicas.map((x) => `${x.node} ${x.state} g${x.generation}`).sort(), ['n1 exited g1', 'n2 exited g1', 'n3 exited g1']);
     assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${v}`, 5_000)).left, []);
     t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
@@ -155,4 +156,24 @@ test('torch ranks on 3 nodes, kill -9 of the agent on n2: every node starts agai
   assertTorchDone(`${r.dir}/run/nodes`, all);
   assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${v}`, 5_000)).left, []);
   t.diagnostic(`job ${r.seconds.toFixed(1)}s`);
+});
+
+test('SIGTERM to berth up while a generation ends on every node: exit 143, generation 1 never starts, nothing left on any node', async (t) => {
+  if (!requireSlurm(t) || !requireNeeds(t, NEED.python3, NEED.torch)) return;
+  const v = tag();
+  // Rank 0 ignores SIGTERM: its node's end of generation 0 lasts stop_grace, the window for berth up's SIGTERM.
+  const script = `${B} up ${TORCH} --run-dir "$PWD/run" 2> up.err &
+pid=$!
+for i in $(seq 1200); do grep -q "generation 0 ends" up.err && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+echo "up exit $?"`;
+  const r = await sbatch(script, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v, FAIL_RANK: '1', FAIL_GENERATION: '0', IGNORE_TERM_RANK: '0' }, timeoutMs: 150_000 });
+  const err = read(`${r.dir}/up.err`);
+  const all = `${describeJob(r)}\n--- up.err\n${err}`;
+  assert.match(r.out, /up exit 143/, all);
+  assert.match(err, /generation 0 ends: rank 1 on node n2 exited with status 3/, all);
+  assert.doesNotMatch(err, /starting generation 1/, all);
+  for (const n of ['n1', 'n2', 'n3']) assert.ok(!existsSync(`${r.dir}/run/nodes/${n}/logs/trainer-0.g1.out`), `${n} started no generation 1`);
+  assert.deepEqual((await waitGone(`BERTH_TEST_TAG=${v}`, 5_000)).left, []);
 });

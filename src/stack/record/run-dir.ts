@@ -153,6 +153,8 @@ export class RunDir {
   update(u: ReplicaUpdate): StackEvent {
     if (this.writeFailure) throw this.writeFailure;
     const ev = applyUpdate(this.table, u);
+    // A rank's generation is the document's too (also another node's rank, mirrored by berth up).
+    if (u.generation !== undefined && u.generation > (this.generation ?? -1)) this.generation = u.generation;
     this.appendEvent(ev);
     this.pending = ev.t;
     this.scheduleFlush();
