@@ -2,6 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { commands } from './commands/index.js';
 import { systemErrorAsBerth } from '../util/system-error.js';
 import { ignoreWriteErrors } from '../util/closed-output.js';
+import { armEarlySignals } from './early-signals.js';
 import { checkEventsFd, sendEvent } from './events-fd.js';
 
 const VERSION = '0.1.0';
@@ -35,6 +36,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const entry = commands.find((c) => c.name === name);
   if (!entry) throw new BerthError(EXIT.USAGE, `unknown command ${JSON.stringify(name)}\n\n${topHelp()}`);
+  // Before the command's bundle loads: a signal from here on is an orderly stop (early-signals.ts).
+  if (name === 'run' || name === 'up' || name === 'port') armEarlySignals();
   if (name === 'run' || name === 'up') events = checkEventsFd(name, rest);
   const cmd = await entry.load();
   if (rest.includes('--help') || rest.includes('-h')) {

@@ -1,4 +1,5 @@
 import { ignoreWriteErrors } from '../util/closed-output.js';
+import { takeEarlySignal } from './early-signals.js';
 
 /** What `berth run` and `berth up` pass on to their services instead of dying at once. */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -13,6 +14,9 @@ export async function withSignals<T>(onSignal: (sig: NodeJS.Signals, cause?: 'st
   ignoreWriteErrors(process.stderr);
   const onOsSignal = (sig: NodeJS.Signals) => onSignal(sig);
   for (const s of SIGNALS) process.on(s, onOsSignal);
+  // One that came while the command started (early-signals.ts) is this handler's now.
+  const early = takeEarlySignal();
+  if (early) queueMicrotask(() => onSignal(early));
   // --stop-on-stdin-eof: a parent holding berth's stdin open (a library's pipe) is gone when
   // it reads EOF, however the parent died (kill -9 included): stop as on SIGTERM, once, with
   // the cause passed on so that berth's messages say the parent went away, not "SIGTERM".

@@ -1,0 +1,41 @@
+/*
+ * `berth run`, `up` and `port` take SIGINT/SIGTERM/SIGHUP from their very start. A signal that
+ * comes before the command's own handler is installed (signals.ts: once its bundle is loaded,
+ * its source resolved and launch() or runStack() returned; a scancel during start-up) would
+ * otherwise take Node's default action and kill berth mid-start. It is held here and handed to
+ * that handler, which makes it an orderly stop (128+N, the one-line reason). Kept on a global
+ * symbol: main.ts and each command's bundle have a copy of this module of their own.
+ */
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const KEY = Symbol.for('berth.early-signals');
+
+interface Early {
+  first: NodeJS.Signals | undefined;
+  hold: (sig: NodeJS.Signals) => void;
+}
+
+type Holder = { [KEY]?: Early };
+
+export function armEarlySignals(): void {
+  const g = globalThis as Holder;
+  if (g[KEY]) return;
+  const early: Early = {
+    first: undefined,
+    hold: (sig) => {
+      early.first ??= sig;
+    },
+  };
+  g[KEY] = early;
+  for (const s of SIGNALS) process.on(s, early.hold);
+}
+
+/** The first signal held so far (undefined: none, or never armed); holding ends. */
+export function takeEarlySignal(): NodeJS.Signals | undefined {
+  const g = globalThis as Holder;
+  const early = g[KEY];
+  if (!early) return undefined;
+  for (const s of SIGNALS) process.off(s, early.hold);
+  delete g[KEY];
+  return early.first;
+}
