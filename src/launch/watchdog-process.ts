@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type net from 'node:net';
+import { removeCgroup } from '../host/cgroup.js';
 import { ProcessTree } from './process-tree.js';
 import { parseIpc, parseMessage, type IpcMessage, type WatchMessage } from './watchdog-protocol.js';
 
@@ -31,6 +32,8 @@ const KILL_PATIENCE_MS = 5_000;
 interface Run {
   marker: string;
   graceMs: number;
+  /** The launch's cgroup: everything in it is the run's, escaped daemons included. */
+  cgroup?: string;
   pid?: number;
   start?: number;
   members: { pid: number; start: number }[];
@@ -49,7 +52,7 @@ export function emptyState(): WatchState {
 export function applyMessage(s: WatchState, m: WatchMessage): void {
   switch (m.op) {
     case 'run':
-      s.runs.set(m.id, { marker: m.marker, graceMs: m.graceMs, members: [] });
+      s.runs.set(m.id, { marker: m.marker, graceMs: m.graceMs, members: [], ...(m.cgroup !== undefined ? { cgroup: m.cgroup } : {}) });
       break;
     case 'pid': {
       const r = s.runs.get(m.id);
@@ -92,7 +95,7 @@ function signal(pid: number, sig: NodeJS.Signals): boolean {
 
 /** Stops one run's process tree: TERM now, KILL after its grace. */
 export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport> {
-  const tree = new ProcessTree(procRoot, run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0 });
+  const tree = new ProcessTree(procRoot, run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0, ...(run.cgroup !== undefined ? { cgroup: run.cgroup } : {}) });
   for (const m of run.members) tree.adopt(m.pid, m.start);
   const t0 = performance.now();
   const killAt = t0 + run.graceMs;
@@ -102,7 +105,10 @@ export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport>
     tree.scan();
     const alive = tree.alive();
     const t = performance.now();
-    if (alive.length === 0 && t - t0 >= SETTLE_MS) return { termed: termed.size, killed: killed.size, left: 0 };
+    if (alive.length === 0 && t - t0 >= SETTLE_MS) {
+      if (run.cgroup !== undefined) removeCgroup(run.cgroup);
+      return { termed: termed.size, killed: killed.size, left: 0 };
+    }
     const kill = t >= killAt;
     for (const m of alive) {
       if (kill) {
