@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
+import { ownCgroupDir } from '../src/host/cgroup.js';
 import { requireNetns } from './helpers/netns.js';
 import { berthSh, kv, netnsSh, q, realPython, sandbox, SERVICES, waitFile, type Sandbox } from './fixtures/services/launch-harness.js';
 
@@ -67,6 +68,26 @@ function setup(t: TestContext): Case {
 const signalAndWait = (sig: string) => `t0=$(date +%s%N)
 kill -${sig} $B; wait $B; echo "RC=$?"
 echo "EXIT_MS=$(( ($(date +%s%N) - t0) / 1000000 ))"`;
+
+test('ownCgroupDir: berth\'s own cgroup v2 directory on a hybrid host, a pure v2 host, a container\'s subtree mount; none without cgroup2', () => {
+  const hybrid = [
+    '30 24 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755',
+    '31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw',
+    '32 30 0:28 / /sys/fs/cgroup/systemd rw,nosuid,nodev,noexec,relatime shared:11 - cgroup cgroup rw,xattr,name=systemd',
+  ].join('\n');
+  assert.equal(ownCgroupDir(hybrid, '1:name=systemd:/user.slice\n0::/\n'), '/sys/fs/cgroup/unified');
+  assert.equal(ownCgroupDir(hybrid, '0::/user.slice/session-3.scope\n'), '/sys/fs/cgroup/unified/user.slice/session-3.scope');
+  const pure = '29 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate';
+  assert.equal(ownCgroupDir(pure, '0::/system.slice/slurmstepd.scope/job_7/step_0\n'), '/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/step_0');
+  // A container that sees only its own subtree, mounted at /sys/fs/cgroup (mount root /docker/abc).
+  const sub = '40 30 0:26 /docker/abc /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw';
+  assert.equal(ownCgroupDir(sub, '0::/docker/abc/app\n'), '/sys/fs/cgroup/app');
+  assert.equal(ownCgroupDir(sub, '0::/elsewhere\n'), undefined);
+  // A mount point with a space (\040 in mountinfo).
+  assert.equal(ownCgroupDir('41 30 0:26 / /mnt/cg\\040two rw - cgroup2 cgroup2 rw', '0::/x\n'), '/mnt/cg two/x');
+  assert.equal(ownCgroupDir(hybrid.split('\n')[0]!, '0::/\n'), undefined, 'no cgroup2 mount');
+  assert.equal(ownCgroupDir(hybrid, '4:memory:/x\n'), undefined, 'a v1-only process has no 0:: line');
+});
 
 describe('escaped daemons', { concurrency: 2 }, () => {
   test('berth run stopped: the daemon that escaped at once (setsid, env -i, double fork) is killed too, and berth exits at once', async (t) => {

@@ -29,7 +29,7 @@ export function ownCgroupDir(mountinfo: string, selfCgroup: string): string | un
     // A mount of a subtree (a container's view) shows paths below its root.
     if (root !== '/' && path !== root && !path.startsWith(root + '/')) continue;
     const rel = root === '/' ? path : path.slice(root.length);
-    return join(mount, rel);
+    return rel === '' || rel === '/' ? mount : join(mount, rel);
   }
   return undefined;
 }
