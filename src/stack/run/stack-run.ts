@@ -11,7 +11,7 @@ import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/end
 import { createRunDir, type RunDir } from '../record/run-dir.js';
 import { localTopology, type Topology } from '../file/ranks.js';
 import { socketPathProblems } from '../file/replica-dir-path.js';
-import { execSizeProblems } from '../file/exec-size.js';
+import { execSizeProblems } from './exec-size.js';
 import { readLimits } from '../../launch/preflight.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackConsole } from '../record/stack-console.js';

@@ -1,5 +1,5 @@
 import { execSizeProblem } from '../../launch/preflight.js';
-import type { StackSpec } from './spec.js';
+import type { StackSpec } from '../file/spec.js';
 
 /*
  * A command that exec would refuse as too long (E2BIG: one word over 128 KiB, or words and
