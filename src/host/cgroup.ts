@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /*
@@ -71,10 +71,40 @@ export function cgroupUnavailable(): string | undefined {
   return probed;
 }
 
+/** An empty berth cgroup this old is a leftover (made by a berth killed together with its watchdog). */
+const STALE_MS = 60_000;
+let swept = false;
+
+/**
+ * Removes the empty berth-* cgroups beside ours that are older than STALE_MS, once per
+ * process: a berth and its watchdog killed together leave theirs behind. A live launch's
+ * cgroup is never empty for longer than its spawn, and rmdir refuses one with processes.
+ */
+function sweepStale(base: string): void {
+  if (swept) return;
+  swept = true;
+  try {
+    for (const e of readdirSync(base, { withFileTypes: true })) {
+      if (!e.isDirectory() || !e.name.startsWith('berth-')) continue;
+      const dir = join(base, e.name);
+      try {
+        if (Date.now() - statSync(dir).mtimeMs < STALE_MS) continue;
+        if (!/^populated 0$/m.test(readFileSync(join(dir, 'cgroup.events'), 'latin1'))) continue;
+        removeCgroup(dir);
+      } catch {
+        // gone meanwhile, or not ours to read
+      }
+    }
+  } catch {
+    // the listing itself failed: nothing to sweep
+  }
+}
+
 /** Makes berth-<id> under berth's own cgroup: its path, or why it cannot. */
 export function makeRunCgroup(id: string): string | { why: string } {
   const base = ownDir();
   if (base.dir === undefined) return { why: base.why ?? 'no cgroup' };
+  sweepStale(base.dir);
   const dir = join(base.dir, `berth-${id}`);
   try {
     mkdirSync(dir);
