@@ -69,7 +69,7 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   const marker = `BERTH_RUN_ID=${s.runId}`;
   // The child is born in a cgroup of its own where berth may make one (host/cgroup.ts): what
   // it forks stays there, whatever it does to its session, group and environment.
-  const cg = s.procRoot === '/proc' && process.env.BERTH_CGROUP !== 'off' ? makeRunCgroup(s.runId) : { why: 'BERTH_CGROUP=off' };
+  const cg = s.procRoot === '/proc' && process.env.BERTH_CGROUP !== 'off' ? makeRunCgroup(s.runId) : { why: s.procRoot !== '/proc' ? `a /proc of its own (${s.procRoot})` : 'BERTH_CGROUP=off' };
   if (typeof cg === 'string') s.cgroup = cg;
   else s.cgroupWhy = cg.why;
   // Before the spawn: a berth killed right after it still has its service found by the marker.
