@@ -10,8 +10,8 @@ import { parseIpc, parseMessage, type IpcMessage, type WatchMessage } from './wa
  * kernel closes it whenever berth goes away, SIGKILL and OOM included. Launches that berth
  * ended itself were reported as ended; whatever is still registered then is stopped as berth
  * would have: SIGTERM to every process of the run's tree (its process group, its session,
- * descendants, and every process carrying the run's marker in its environment: double-forked
- * daemons), looked for again every 50 ms so late forks are caught too, then SIGKILL once the
+ * descendants, every process carrying the run's marker in its environment: double-forked
+ * daemons, and every process in the run's cgroup: daemons that also cleared it), looked for again every 50 ms so late forks are caught too, then SIGKILL once the
  * service's grace has passed. Processes are signalled one by one, after checking their start
  * time, never by a process group number that may have been reused.
  *
