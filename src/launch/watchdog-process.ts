@@ -11,8 +11,9 @@ import { parseIpc, parseMessage, type IpcMessage, type WatchMessage } from './wa
  * ended itself were reported as ended; whatever is still registered then is stopped as berth
  * would have: SIGTERM to every process of the run's tree (its process group, its session,
  * descendants, every process carrying the run's marker in its environment: double-forked
- * daemons, and every process in the run's cgroup: daemons that also cleared it), looked for again every 50 ms so late forks are caught too, then SIGKILL once the
- * service's grace has passed. Processes are signalled one by one, after checking their start
+ * daemons, and every process in the run's cgroup: daemons that also cleared it), looked for
+ * again every 50 ms so late forks are caught too, then SIGKILL once the service's grace has
+ * passed; then the run's cgroup is removed. Processes are signalled one by one, after checking their start
  * time, never by a process group number that may have been reused.
  *
  * It also holds each launch's lease sockets (sent over the IPC channel, watchdog.ts): a
