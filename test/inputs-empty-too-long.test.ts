@@ -26,6 +26,28 @@ test('berth run: an argument too long for execve once {name} is filled in is 64,
   assert.match(r2.stderr, /its arguments and environment take \d+ KiB once berth fills in its placeholders; Linux allows/);
 });
 
+test('berth up: a command word too long for execve in the stack file is 64 naming file:line, before anything is leased or made, no stack trace', async (t) => {
+  if (!requireNetns(t)) return;
+  const dir = mkdtempSync(join(tmpdir(), 'berth-too-long-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const stack = join(dir, 'stack.yaml');
+  // b comes first in the file and is fine: nothing of it may start or be leased either.
+  writeFileSync(stack, `services:\n  b:\n    range: 20100-20199\n    command: [sleep, "5"]\n  big:\n    range: 20000-20099\n    command: [echo, "${'x'.repeat(200_000)}"]\n`);
+  const run = join(dir, 'run');
+  const r = await berth(['up', stack, '--run-dir', run], { netns: {} });
+  assert.equal(r.code, 64, r.stderr);
+  assert.match(r.stderr, new RegExp(`${stack.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:5: service "big": cannot start echo: its argument 1 is 196 KiB; Linux allows at most 128 KiB per argument`));
+  assert.doesNotMatch(r.stderr, /\n\s+at |internal error|pending|starting/, r.stderr);
+  assert.deepEqual(readdirSync(dir), ['stack.yaml'], 'no run directory was made');
+  // Many words that only together are too much (here under ulimit -s 1024: 256 KiB in all): the total, also 64.
+  writeFileSync(stack, `services:\n  many:\n    range: 20000-20099\n    command: [echo${`, "${'y'.repeat(10_000)}"`.repeat(30)}]\n`);
+  const r2 = await runInNetns({}, ['sh', '-c', 'ulimit -s 1024 && exec "$@"', 'sh', process.execPath, BERTH, 'up', stack, '--run-dir', run]);
+  assert.equal(r2.code, 64, r2.stderr);
+  assert.match(r2.stderr, /:2: service "many": cannot start echo: its arguments and environment take \d+ KiB; Linux allows 256 KiB in all/);
+  assert.doesNotMatch(r2.stderr, /\n\s+at |internal error|pending/, r2.stderr);
+  assert.deepEqual(readdirSync(dir), ['stack.yaml'], 'no run directory was made');
+});
+
 test('empty --run-dir, --diag-dir, --ready-file and --html are 64, and nothing is written to the current directory', async (t) => {
   if (!requireNetns(t)) return;
   const cwd = mkdtempSync(join(tmpdir(), 'berth-empty-flags-'));

@@ -1,4 +1,5 @@
-// Public face of the host layer: Linux facts read from an injectable /proc root.
+// Public face of the host layer: Linux facts read from an injectable /proc root (and, in
+// cgroup.ts, the cgroup v2 directory a launch is born in: real /proc and /sys only).
 export type { HostMap, HostSysctls, PortRange, SocketOwner, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
 export { formatRange, inRanges, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from './intervals.js';
 export { parseStatPpid, parseStatStartTime, processStartTime } from './proc-stat.js';

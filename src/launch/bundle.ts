@@ -77,6 +77,8 @@ function bundle(s: LaunchState, phase: LaunchPhase, err: BerthError, details?: R
           pgid: s.child.pid ?? null,
           exit: s.childExit ? { ...s.childExit, status: exitStatus(s.childExit.code, s.childExit.signal) } : null,
           tree: tree ? [...tree.members.values()].map((m) => ({ ...m, alive: alive.has(m.pid) })) : [],
+          // Where the tree was tracked (docs/run.md, "The process tree"), or why not.
+          cgroup: s.cgroupWhy === undefined && s.cgroup !== undefined ? { path: s.cgroup } : { path: null, why: s.cgroupWhy ?? null },
         }
       : null,
     timings: { startedAt: s.startedAt, ...s.timings, bundleMs: Math.round(now() - s.t0) },

@@ -63,23 +63,37 @@ export function filledAtMost(text: string, known: { name: string; host: string }
     .replace(/\{ports\.[^{}]*\}/g, '65535-65535');
 }
 
-function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv, fill?: (text: string) => string): void {
-  const command = fill ? o.command.map(fill) : o.command;
-  const grown = command.some((a, i) => a !== o.command[i]) ? ' once berth fills in its placeholders' : '';
+/**
+ * Why exec would refuse `command` (E2BIG) with this environment, undefined when it fits.
+ * `original`: the command as written, when `command` has its placeholders filled in (the
+ * message then says the growth is berth's doing). `limitsText`: /proc/self/limits.
+ */
+export function execSizeProblem(command: readonly string[], env: NodeJS.ProcessEnv, limitsText: string | undefined, original?: readonly string[]): string | undefined {
+  const grown = original !== undefined && command.some((a, i) => a !== original[i]) ? ' once berth fills in its placeholders' : '';
   const { total, longest } = execBytes(command, env);
   if (longest.bytes > MAX_ARG_STRLEN) {
-    throw no(`cannot start ${o.command[0]}: its ${longest.what} is ${kib(longest.bytes)}${longest.what.startsWith('argument') ? grown : ''}; Linux allows at most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`);
+    return `cannot start ${command[0]}: its ${longest.what} is ${kib(longest.bytes)}${longest.what.startsWith('argument') ? grown : ''}; Linux allows at most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`;
   }
-  let limits: string | undefined;
-  try {
-    limits = readFileSync('/proc/self/limits', 'latin1');
-  } catch {
-    limits = undefined;
-  }
-  const max = argMax(limits);
+  const max = argMax(limitsText);
   if (total + BERTH_ADDS > max) {
-    throw no(`cannot start ${o.command[0]}: its arguments and environment take ${kib(total)}${grown}; Linux allows ${kib(max)} in all (a quarter of the stack limit, ulimit -s) (pass large data in a file instead)`);
+    return `cannot start ${command[0]}: its arguments and environment take ${kib(total)}${grown}; Linux allows ${kib(max)} in all (a quarter of the stack limit, ulimit -s) (pass large data in a file instead)`;
   }
+  return undefined;
+}
+
+/** /proc/self/limits, undefined when it cannot be read (children inherit berth's limits). */
+export function readLimits(): string | undefined {
+  try {
+    return readFileSync('/proc/self/limits', 'latin1');
+  } catch {
+    return undefined;
+  }
+}
+
+function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv, fill?: (text: string) => string): void {
+  const command = fill ? o.command.map(fill) : o.command;
+  const problem = execSizeProblem(command, env, readLimits(), o.command);
+  if (problem !== undefined) throw no(problem);
 }
 
 function checkCwd(cwd: string): void {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { cgroupPids } from '../host/cgroup.js';
 import { forgetTurn, pidsThisTurn, statThisTurn } from '../host/proc-turn.js';
 
 /*
@@ -10,7 +11,10 @@ import { forgetTurn, pidsThisTurn, statThisTurn } from '../host/proc-turn.js';
  *   - its parent is a member (checked when first seen, while the chain is still intact),
  *   - it is in the child's process group or session (the child is a session leader),
  *   - its initial environment carries this run's marker (BERTH_RUN_ID=<uuid>), which
- *     survives fork, setsid and exec unless the program scrubs its environment.
+ *     survives fork, setsid and exec unless the program scrubs its environment,
+ *   - it is in the launch's own cgroup (host/cgroup.ts), where berth could make one: the
+ *     one mark nothing can shed, so a daemon that did all of the above in a microsecond
+ *     (setsid + env -i + double fork, its parent gone before any scan) is still found.
  * Every member ever seen is remembered (pid + start time, so a reused pid is not mistaken
  * for one), so a daemon whose parent is long gone is still known.
  */
@@ -38,7 +42,7 @@ export function parseStatIds(stat: string): StatIds | undefined {
 }
 
 /** How a process was found to belong; 'reported': berth found it and told its watchdog. */
-export type JoinedBy = 'root' | 'parent' | 'group' | 'session' | 'marker' | 'reported';
+export type JoinedBy = 'root' | 'parent' | 'group' | 'session' | 'marker' | 'cgroup' | 'reported';
 
 export interface TreeMember {
   pid: number;
@@ -58,6 +62,8 @@ export interface TreeOptions {
   rootStart?: number;
   /** Called for every member found after the root (berth tells its watchdog about escapees). */
   onJoin?: (m: TreeMember) => void;
+  /** The launch's cgroup directory: every process in it (and below it) is a member. */
+  cgroup?: string;
 }
 
 /**
@@ -76,6 +82,7 @@ export class ProcessTree {
   readonly rootStart: number;
   private readonly marker: Buffer;
   private readonly onJoin: ((m: TreeMember) => void) | undefined;
+  readonly cgroup: string | undefined;
 
   /**
    * `existing`: pids listed just before the spawn; they predate the child, so they are never
@@ -90,6 +97,7 @@ export class ProcessTree {
   ) {
     this.marker = Buffer.from(marker);
     this.onJoin = opts.onJoin;
+    this.cgroup = opts.cgroup;
     for (const pid of existing) if (pid !== rootPid) this.outsiders.set(pid, -1);
     const ids = rootPid > 0 ? this.readStat(rootPid) : undefined;
     this.rootStart = opts.rootStart ?? ids?.start ?? 0;
@@ -160,8 +168,9 @@ export class ProcessTree {
     // Parents start before their children: in start order, a parent found in this scan
     // already counts when its child is judged.
     fresh.sort((a, b) => a.ids.start - b.ids.start || a.pid - b.pid);
-    const added: TreeMember[] = [];
+    const added: TreeMember[] = this.scanCgroup();
     for (const { pid, ids } of fresh) {
+      if (this.members.has(pid)) continue; // found in the cgroup
       let joinedBy: JoinedBy | undefined;
       if (this.members.has(ids.ppid)) joinedBy = 'parent';
       else if (this.rootPid > 0 && ids.pgrp === this.rootPid) joinedBy = 'group';
@@ -173,6 +182,24 @@ export class ProcessTree {
         continue;
       }
       const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy };
+      this.members.set(pid, m);
+      added.push(m);
+      this.onJoin?.(m);
+    }
+    return added;
+  }
+
+  /** Whatever is in the launch's cgroup, whatever its ancestry, session or environment say. */
+  private scanCgroup(): TreeMember[] {
+    const added: TreeMember[] = [];
+    if (this.cgroup === undefined) return added;
+    for (const pid of cgroupPids(this.cgroup)) {
+      // berth itself is in it for the instant of the spawn (or longer, if it could not get out)
+      if (pid === process.pid || this.members.has(pid)) continue;
+      const ids = this.readStat(pid);
+      if (!ids) continue;
+      this.outsiders.delete(pid);
+      const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'cgroup' };
       this.members.set(pid, m);
       added.push(m);
       this.onJoin?.(m);

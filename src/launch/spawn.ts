@@ -1,6 +1,7 @@
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { portSetEnv, singles } from '../allocate/port-set.js';
 import { BerthError, EXIT } from '../errors.js';
+import { makeRunCgroup, runInCgroup } from '../host/cgroup.js';
 import { listPids } from '../host/pids.js';
 import { portVars } from './port-vars.js';
 import { ProcessTree } from './process-tree.js';
@@ -66,16 +67,21 @@ export async function spawn(s: LaunchState): Promise<boolean> {
     }
   }
   const marker = `BERTH_RUN_ID=${s.runId}`;
+  // The child is born in a cgroup of its own where berth may make one (host/cgroup.ts): what
+  // it forks stays there, whatever it does to its session, group and environment.
+  const cg = s.procRoot === '/proc' && process.env.BERTH_CGROUP !== 'off' ? makeRunCgroup(s.runId) : { why: s.procRoot !== '/proc' ? `a /proc of its own (${s.procRoot})` : 'BERTH_CGROUP=off' };
+  if (typeof cg === 'string') s.cgroup = cg;
+  else s.cgroupWhy = cg.why;
   // Before the spawn: a berth killed right after it still has its service found by the marker.
-  s.guard = guardRun(s.runId, marker, o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+  s.guard = guardRun(s.runId, marker, o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS, s.cgroup);
   // The watchdog holds the leases too: they outlive a SIGKILLed berth while it stops the
   // service. Not awaited: each handle waits for the watchdog's acknowledgement of the one
   // before, and a first launch must not wait for the watchdog's start-up. A berth killed
   // before they arrive loses only those not yet written; its service is stopped all the same.
   void s.guard.holdLeases([...(s.set?.reservations ?? (s.reservation ? [s.reservation] : [])), ...(o.leasesHeld ?? [])].flatMap(leaseHandles));
   let child: ChildProcess;
-  try {
-    child = spawnChild(plan.file, plan.args, {
+  const start = () =>
+    spawnChild(plan.file, plan.args, {
       env,
       ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
       // setsid(): its own session and process group, so signals reach the whole group and
@@ -83,6 +89,13 @@ export async function spawn(s: LaunchState): Promise<boolean> {
       detached: true,
       stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe', ...fds],
     });
+  try {
+    if (s.cgroup === undefined) child = start();
+    else {
+      const r = runInCgroup(s.cgroup, start);
+      child = r.value;
+      if (!r.inside) s.cgroupWhy = `cannot move a process into ${s.cgroup}`;
+    }
   } catch (e) {
     // Node throws (instead of emitting 'error') for E2BIG and the like: preflight should have
     // caught it; if not, a message, not a stack trace.
@@ -120,6 +133,7 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   const guard = s.guard;
   const group = child.pid;
   s.tree = new ProcessTree(s.procRoot, group, marker, existing, {
+    ...(s.cgroup !== undefined && s.cgroupWhy === undefined ? { cgroup: s.cgroup } : {}),
     onJoin: (m) => {
       if (m.pgrp !== group) guard.member(m.pid, m.start);
     },

@@ -93,6 +93,10 @@ export class LaunchState {
   env: NodeJS.ProcessEnv | undefined;
   child: ChildProcess | undefined;
   tree: ProcessTree | undefined;
+  /** The launch's cgroup (host/cgroup.ts), when berth could make one; removed when it ends. */
+  cgroup: string | undefined;
+  /** Why the tree is not tracked by a cgroup (shown in diagnostics). */
+  cgroupWhy: string | undefined;
   /** This launch as its watchdog knows it (stops the tree if berth dies). */
   guard: RunGuard | undefined;
   out: OutputTee | undefined;
@@ -122,6 +126,14 @@ export class LaunchState {
   /** Aborted by a stop: a reservation under way stops at its next port (issue 22 item 17). */
   readonly reserveAbort = new AbortController();
   killTimer: NodeJS.Timeout | undefined;
+  /** When the tree is sent SIGKILL (stop.ts armKill), set by the first stop. */
+  killAt: number | undefined;
+  /** Members sent SIGTERM by pid (tree-control.ts): a newcomer is sent one of its own. */
+  readonly termed = new Set<number>();
+  /** The tree was sent the stop's signal (a stop, or the cleanup's own SIGTERM). */
+  termSent = false;
+  /** The cleanup is over: no more signals. */
+  stopped = false;
   deadlineTimer: NodeJS.Timeout | undefined;
   finishing = false;
   bundlePath: string | undefined;

@@ -1,9 +1,10 @@
 import { BerthError, EXIT } from '../errors.js';
+import { removeCgroup } from '../host/cgroup.js';
 import { saveBundle } from './bundle.js';
 import { exitStatus, signalNumber } from './exit-status.js';
 import { removeRunDir } from './run-dir.js';
 import { DEFAULT_STOP_GRACE_MS, iso, LaunchError, now, type LaunchState } from './state.js';
-import { descendantsAlive, signalTree } from './tree-control.js';
+import { descendantsAlive, signalTree, termNewcomers } from './tree-control.js';
 import type { ExitInfo, LaunchPhase } from './types.js';
 
 /*
@@ -24,6 +25,7 @@ export function stop(s: LaunchState, signal: NodeJS.Signals, graceMs?: number): 
     s.emit({ type: 'stopping', signal, t: iso() });
   }
   s.reserveAbort.abort();
+  if (s.child?.pid !== undefined) s.termSent = true;
   signalTree(s, signal);
   if (first) armKill(s, graceMs);
   s.wake();
@@ -33,9 +35,28 @@ export function stop(s: LaunchState, signal: NodeJS.Signals, graceMs?: number): 
   return s.whenExited.promise;
 }
 
+/** After the kill deadline, how often what is left of the tree is sent SIGKILL again. */
+const KILL_EVERY_MS = 50;
+/** How long after the kill deadline berth keeps trying before it gives up (a process in state D ignores SIGKILL). */
+const KILL_PATIENCE_MS = 2_000;
+
+/**
+ * The kill deadline, set once by the first stop: from then on, SIGKILL to every process of
+ * the tree, again every KILL_EVERY_MS while any is found. Once is not enough: a member found
+ * only after the first SIGKILL (forked just before it, or seen late: its parent gone and
+ * nothing but its session or cgroup left to tie it to the tree) would otherwise get no more
+ * than a SIGTERM it may ignore, and outlive berth.
+ */
 function armKill(s: LaunchState, graceMs?: number): void {
-  if (s.killTimer) return;
-  s.killTimer = setTimeout(() => signalTree(s, 'SIGKILL'), graceMs ?? s.o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+  if (s.killAt !== undefined) return;
+  const grace = graceMs ?? s.o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  s.killAt = now() + grace;
+  const tick = () => {
+    signalTree(s, 'SIGKILL');
+    if (s.child?.pid === undefined || s.stopped) return;
+    if (s.childRunning() || descendantsAlive(s)) s.killTimer = setTimeout(tick, KILL_EVERY_MS);
+  };
+  s.killTimer = setTimeout(tick, grace);
 }
 
 /** Wait for the pipes to close, up to `ms` (descendants may hold them open). */
@@ -47,16 +68,25 @@ async function drain(s: LaunchState, ms: number): Promise<void> {
   clearTimeout(t);
 }
 
-/** Stop whatever is left of the tree: TERM, grace, KILL. */
+/**
+ * Stop whatever is left of the tree: TERM, grace, KILL (armKill). A process that joins the
+ * tree meanwhile gets its own TERM, once (a second one may mean "quit now" to a server
+ * shutting down), and the KILL after the same deadline as the rest.
+ */
 async function cleanupTree(s: LaunchState): Promise<void> {
   if (s.child?.pid === undefined) return;
   const anyAlive = () => s.childRunning() || descendantsAlive(s);
   if (!anyAlive()) return;
-  signalTree(s, 'SIGTERM');
   armKill(s);
-  const grace = s.o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
-  const until = now() + grace + 2_000;
-  while (anyAlive() && now() < until) await new Promise((r) => setTimeout(r, 20));
+  if (!s.termSent) {
+    s.termSent = true;
+    signalTree(s, 'SIGTERM');
+  }
+  while (anyAlive() && now() < s.killAt! + KILL_PATIENCE_MS) {
+    if (now() < s.killAt!) termNewcomers(s);
+    else signalTree(s, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The child returned 0 to daemonize, and the daemon is gone too: it will never be ready. */
@@ -111,11 +141,14 @@ export async function finish(s: LaunchState): Promise<void> {
   s.wake();
   await cleanupTree(s);
   if (s.childExited && s.childRunning()) await s.childExited;
+  // Empty now, unless something outlived its KILL (state D): then it stays, with it.
+  if (s.cgroup !== undefined) removeCgroup(s.cgroup);
   // The watchdog closes its copies of the leases meanwhile; awaited below, with berth's own.
   const watchdogReleased = s.guard?.ended();
   await drain(s, 2_000);
   s.out?.closeLog();
   s.err?.closeLog();
+  s.stopped = true;
   clearTimeout(s.killTimer);
   clearTimeout(s.kickTimer);
   s.stopAudit?.();

@@ -32,9 +32,25 @@ export function signalTree(s: LaunchState, sig: NodeJS.Signals): void {
   if (!s.tree) return;
   s.tree.scan();
   for (const m of s.tree.alive()) {
+    if (sig === 'SIGTERM') s.termed.add(m.pid);
     if (m.pgrp === pgid) continue;
     try {
       process.kill(m.pid, sig);
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
+
+/** SIGTERM to members found since the tree was last sent one (forked meanwhile, or found late). */
+export function termNewcomers(s: LaunchState): void {
+  if (!s.tree) return;
+  s.tree.scan();
+  for (const m of s.tree.alive()) {
+    if (s.termed.has(m.pid)) continue;
+    s.termed.add(m.pid);
+    try {
+      process.kill(m.pid, 'SIGTERM');
     } catch {
       // exited meanwhile
     }

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import type net from 'node:net';
+import { removeCgroup } from '../host/cgroup.js';
 import { ProcessTree } from './process-tree.js';
 import { parseIpc, parseMessage, type IpcMessage, type WatchMessage } from './watchdog-protocol.js';
 
@@ -9,9 +10,10 @@ import { parseIpc, parseMessage, type IpcMessage, type WatchMessage } from './wa
  * kernel closes it whenever berth goes away, SIGKILL and OOM included. Launches that berth
  * ended itself were reported as ended; whatever is still registered then is stopped as berth
  * would have: SIGTERM to every process of the run's tree (its process group, its session,
- * descendants, and every process carrying the run's marker in its environment: double-forked
- * daemons), looked for again every 50 ms so late forks are caught too, then SIGKILL once the
- * service's grace has passed. Processes are signalled one by one, after checking their start
+ * descendants, every process carrying the run's marker in its environment: double-forked
+ * daemons, and every process in the run's cgroup: daemons that also cleared it), looked for
+ * again every 50 ms so late forks are caught too, then SIGKILL once the service's grace has
+ * passed; then the run's cgroup is removed. Processes are signalled one by one, after checking their start
  * time, never by a process group number that may have been reused.
  *
  * It also holds each launch's lease sockets (sent over the IPC channel, watchdog.ts): a
@@ -31,6 +33,8 @@ const KILL_PATIENCE_MS = 5_000;
 interface Run {
   marker: string;
   graceMs: number;
+  /** The launch's cgroup: everything in it is the run's, escaped daemons included. */
+  cgroup?: string;
   pid?: number;
   start?: number;
   members: { pid: number; start: number }[];
@@ -49,7 +53,7 @@ export function emptyState(): WatchState {
 export function applyMessage(s: WatchState, m: WatchMessage): void {
   switch (m.op) {
     case 'run':
-      s.runs.set(m.id, { marker: m.marker, graceMs: m.graceMs, members: [] });
+      s.runs.set(m.id, { marker: m.marker, graceMs: m.graceMs, members: [], ...(m.cgroup !== undefined ? { cgroup: m.cgroup } : {}) });
       break;
     case 'pid': {
       const r = s.runs.get(m.id);
@@ -92,7 +96,7 @@ function signal(pid: number, sig: NodeJS.Signals): boolean {
 
 /** Stops one run's process tree: TERM now, KILL after its grace. */
 export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport> {
-  const tree = new ProcessTree(procRoot, run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0 });
+  const tree = new ProcessTree(procRoot, run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0, ...(run.cgroup !== undefined ? { cgroup: run.cgroup } : {}) });
   for (const m of run.members) tree.adopt(m.pid, m.start);
   const t0 = performance.now();
   const killAt = t0 + run.graceMs;
@@ -102,7 +106,10 @@ export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport>
     tree.scan();
     const alive = tree.alive();
     const t = performance.now();
-    if (alive.length === 0 && t - t0 >= SETTLE_MS) return { termed: termed.size, killed: killed.size, left: 0 };
+    if (alive.length === 0 && t - t0 >= SETTLE_MS) {
+      if (run.cgroup !== undefined) removeCgroup(run.cgroup);
+      return { termed: termed.size, killed: killed.size, left: 0 };
+    }
     const kill = t >= killAt;
     for (const m of alive) {
       if (kill) {

@@ -6,8 +6,8 @@
  */
 
 export type WatchMessage =
-  /** A launch is about to spawn: its process tree carries `marker` (BERTH_RUN_ID=…) in its environment. */
-  | { op: 'run'; id: string; marker: string; graceMs: number }
+  /** A launch is about to spawn: its process tree carries `marker` (BERTH_RUN_ID=…) in its environment, and is born in `cgroup` when berth made one. */
+  | { op: 'run'; id: string; marker: string; graceMs: number; cgroup?: string }
   /** The launch's child (also its process group and session id) and its start time. */
   | { op: 'pid'; id: string; pid: number; start: number }
   /** A tree member outside the child's process group (a setsid daemon), in case it scrubbed its environment. */
@@ -62,8 +62,11 @@ export function parseMessage(line: string): WatchMessage | undefined {
   }
   if (o === null || typeof o !== 'object') return undefined;
   switch (o.op) {
-    case 'run':
-      return isId(o.id) && typeof o.marker === 'string' && o.marker.length > 0 && isTicks(o.graceMs) ? { op: 'run', id: o.id, marker: o.marker, graceMs: o.graceMs } : undefined;
+    case 'run': {
+      if (!isId(o.id) || typeof o.marker !== 'string' || o.marker.length === 0 || !isTicks(o.graceMs)) return undefined;
+      const cgroup = typeof o.cgroup === 'string' && o.cgroup.startsWith('/') ? { cgroup: o.cgroup } : {};
+      return { op: 'run', id: o.id, marker: o.marker, graceMs: o.graceMs, ...cgroup };
+    }
     case 'pid':
     case 'member':
       return isId(o.id) && isPid(o.pid) && isTicks(o.start) ? { op: o.op, id: o.id, pid: o.pid, start: o.start } : undefined;

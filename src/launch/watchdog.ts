@@ -238,10 +238,10 @@ export interface RunGuard {
   ended(): Promise<void>;
 }
 
-/** Registers a launch before its spawn: `marker` is the BERTH_RUN_ID=… entry of its environment. */
-export function guardRun(id: string, marker: string, graceMs: number): RunGuard {
+/** Registers a launch before its spawn: `marker` is the BERTH_RUN_ID=… entry of its environment, `cgroup` the directory its tree is born in. */
+export function guardRun(id: string, marker: string, graceMs: number, cgroup?: string): RunGuard {
   const w = watchdog();
-  w.say(id, { op: 'run', id, marker, graceMs });
+  w.say(id, { op: 'run', id, marker, graceMs, ...(cgroup !== undefined ? { cgroup } : {}) });
   return {
     holdLeases: (handles) => w.hold(id, handles),
     spawned: (pid, start) => w.say(id, { op: 'pid', id, pid, start }),

@@ -1,3 +1,4 @@
+import { cgroupUnavailable } from '../../host/cgroup.js';
 import { readHostMap } from '../../host/read-host.js';
 import { defaultLayout } from '../../layout/default-layout.js';
 import { loadLayout } from '../../layout/parse.js';
@@ -29,6 +30,9 @@ Options:
   --html FILE     also write a self-contained HTML picture of the port space
   --json          the full report as JSON (the same data the HTML embeds)
 
+It also says whether berth can keep each service in a cgroup of its own here (process
+tracking), and what escapes its stop when it cannot.
+
 Inside a Slurm job it also reports the job: its GPUs, the instance --instance gpu and
 --instance auto pick, the ports of --source resv, and the window of each windowed band that
 each GPU of the job takes (an error when a GPU's window lies outside its band).
@@ -41,6 +45,20 @@ Examples:
 
 Exit codes: 0 no errors (warnings may be shown); 1 errors found; 65 the layout cannot be
 read or is invalid (file:line and band named); 74 cannot write the HTML file.`;
+
+/**
+ * Whether berth can give each service a cgroup of its own here, and what escapes its stop
+ * when it cannot (docs/run.md, "The process tree"). Apart from the layout's findings: it is
+ * about the host and the user, and no layout change fixes it.
+ */
+function processTracking(): { cgroup: boolean; message: string } {
+  const why = process.env.BERTH_CGROUP === 'off' ? 'BERTH_CGROUP=off' : cgroupUnavailable();
+  if (why === undefined) return { cgroup: true, message: 'process tracking: each service runs in a cgroup of its own; every process it starts is stopped with it (daemons that call setsid, clear their environment and double-fork included)' };
+  return {
+    cgroup: false,
+    message: `process tracking: no cgroup per service (${why}): a daemon that calls setsid, clears its environment (env -i) and double-forks before berth next looks is not stopped with its service, nor by the watchdog; run berth as root, or in a delegated cgroup subtree, to close this (docs/run.md, "The process tree")`,
+  };
+}
 
 export const doctorCommand: Command = {
   name: 'doctor',
@@ -68,8 +86,11 @@ export const doctorCommand: Command = {
     });
     // The job rides along in --json (and the HTML's embedded data) as an extra "slurm" key.
     if (job.summary) Object.assign(report, { slurm: job.summary });
+    const tracking = processTracking();
+    Object.assign(report, { processTracking: tracking });
     emitReport(report, { json: values.json === true, ...(values.html !== undefined ? { html: parsePathArg('doctor', '--html', values.html) } : {}) });
     if (job.summary && values.json !== true) process.stdout.write('\n' + renderJobSummary(job.summary));
+    if (values.json !== true) process.stdout.write(`\n${tracking.message}\n`);
     return report.summary.errors > 0 ? 1 : 0;
   },
 };

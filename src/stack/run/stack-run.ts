@@ -11,6 +11,8 @@ import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/end
 import { createRunDir, type RunDir } from '../record/run-dir.js';
 import { localTopology, type Topology } from '../file/ranks.js';
 import { socketPathProblems } from '../file/replica-dir-path.js';
+import { execSizeProblems } from './exec-size.js';
+import { readLimits } from '../../launch/preflight.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackConsole } from '../record/stack-console.js';
 import { WriteFailures } from '../record/write-failures.js';
@@ -73,6 +75,9 @@ export class StackRun {
     }
     this.procRoot = o.procRoot ?? '/proc';
     this.topology = o.topology ?? localTopology(this.env);
+    // A command too long for exec (E2BIG) is refused before anything is made or leased, as berth run does.
+    const long = execSizeProblems(spec, this.env, readLimits());
+    if (long.length > 0) throw new BerthError(EXIT.USAGE, long.join('\n'));
     this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}), ...((o.generation ?? 0) > 0 ? { continues: true } : {}) });
     // Unix sockets under {dir} must fit sun_path in this run directory: refused before anything starts.
     const deep = socketPathProblems(spec, this.run.path);

@@ -1,0 +1,172 @@
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/*
+ * A cgroup v2 directory per launch: the one mark of a process tree that nothing inside it
+ * can shed. setsid(), setpgid(), a scrubbed environment (env -i) and a double fork lose
+ * the session, the group, the marker and the parent; cgroup membership is inherited at
+ * fork and only a process allowed to write cgroup.procs (root, or the owner of a delegated
+ * subtree) can leave. berth makes one under its own cgroup where it may, and runs the spawn
+ * from inside it (see runInCgroup); where it may not (no cgroup2 mount, not root, a
+ * read-only hierarchy), it says why (cgroupUnavailable) and the tree is found as before.
+ */
+
+/** Where this process's own cgroup v2 directory is, from /proc/self/mountinfo and /proc/self/cgroup (pure). */
+export function ownCgroupDir(mountinfo: string, selfCgroup: string): string | undefined {
+  const line = selfCgroup.split('\n').find((l) => l.startsWith('0::'));
+  if (line === undefined) return undefined;
+  const path = line.slice(3);
+  for (const row of mountinfo.split('\n')) {
+    // "36 35 0:30 / /sys/fs/cgroup/unified rw,… - cgroup2 cgroup2 rw"
+    const sep = row.indexOf(' - ');
+    if (sep < 0) continue;
+    const fsType = row.slice(sep + 3).split(' ')[0];
+    if (fsType !== 'cgroup2') continue;
+    const f = row.slice(0, sep).split(' ');
+    const root = unescape(f[3] ?? '');
+    const mount = unescape(f[4] ?? '');
+    if (!mount.startsWith('/')) continue;
+    // A mount of a subtree (a container's view) shows paths below its root.
+    if (root !== '/' && path !== root && !path.startsWith(root + '/')) continue;
+    const rel = root === '/' ? path : path.slice(root.length);
+    return rel === '' || rel === '/' ? mount : join(mount, rel);
+  }
+  return undefined;
+}
+
+/** mountinfo escapes space, tab, newline and backslash as \ooo. */
+function unescape(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+let own: { dir?: string; why?: string } | undefined;
+
+function ownDir(): { dir?: string; why?: string } {
+  if (own) return own;
+  let mountinfo: string;
+  let self: string;
+  try {
+    mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
+    self = readFileSync('/proc/self/cgroup', 'utf8');
+  } catch (e) {
+    return (own = { why: `cannot read /proc/self: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` });
+  }
+  const dir = ownCgroupDir(mountinfo, self);
+  own = dir === undefined ? { why: 'no cgroup v2 hierarchy is mounted (mount -t cgroup2)' } : { dir };
+  return own;
+}
+
+let probed: string | undefined | null = null;
+
+/** undefined when berth can make a cgroup per launch here; otherwise why not (said by `doctor`). */
+export function cgroupUnavailable(): string | undefined {
+  if (probed !== null) return probed;
+  const dir = makeRunCgroup(`probe-${process.pid}`);
+  if (typeof dir === 'string') {
+    removeCgroup(dir);
+    probed = undefined;
+  } else {
+    probed = dir.why;
+  }
+  return probed;
+}
+
+/** An empty berth cgroup this old is a leftover (made by a berth killed together with its watchdog). */
+const STALE_MS = 60_000;
+let swept = false;
+
+/**
+ * Removes the empty berth-* cgroups beside ours that are older than STALE_MS, once per
+ * process: a berth and its watchdog killed together leave theirs behind. A live launch's
+ * cgroup is never empty for longer than its spawn, and rmdir refuses one with processes.
+ */
+function sweepStale(base: string): void {
+  if (swept) return;
+  swept = true;
+  try {
+    for (const e of readdirSync(base, { withFileTypes: true })) {
+      if (!e.isDirectory() || !e.name.startsWith('berth-')) continue;
+      const dir = join(base, e.name);
+      try {
+        if (Date.now() - statSync(dir).mtimeMs < STALE_MS) continue;
+        if (!/^populated 0$/m.test(readFileSync(join(dir, 'cgroup.events'), 'latin1'))) continue;
+        removeCgroup(dir);
+      } catch {
+        // gone meanwhile, or not ours to read
+      }
+    }
+  } catch {
+    // the listing itself failed: nothing to sweep
+  }
+}
+
+/** Makes berth-<id> under berth's own cgroup: its path, or why it cannot. */
+export function makeRunCgroup(id: string): string | { why: string } {
+  const base = ownDir();
+  if (base.dir === undefined) return { why: base.why ?? 'no cgroup' };
+  sweepStale(base.dir);
+  const dir = join(base.dir, `berth-${id}`);
+  try {
+    mkdirSync(dir);
+    return dir;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    return { why: `cannot create a cgroup under ${base.dir} (${code}${code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? ': root, or a delegated cgroup subtree, is needed' : ''})` };
+  }
+}
+
+function moveSelf(dir: string): boolean {
+  try {
+    writeFileSync(join(dir, 'cgroup.procs'), String(process.pid));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs `fn` (a synchronous spawn: Node forks inside the call) with berth itself in `dir`, so
+ * the child is born there, then moves berth back. inside: false when berth could not enter
+ * it (fn ran outside). A berth that could not get back out is left there: the process tree
+ * never counts berth's own pid (process-tree.ts).
+ */
+export function runInCgroup<T>(dir: string, fn: () => T): { value: T; inside: boolean } {
+  const base = ownDir().dir!;
+  const inside = moveSelf(dir);
+  try {
+    return { value: fn(), inside };
+  } finally {
+    if (inside && !moveSelf(base)) moveSelf(base);
+  }
+}
+
+/** Pids in `dir` and every cgroup below it (a service may make its own), in the reader's PID namespace. */
+export function cgroupPids(dir: string): number[] {
+  const out: number[] = [];
+  const walk = (d: string, depth: number) => {
+    try {
+      for (const line of readFileSync(join(d, 'cgroup.procs'), 'latin1').split('\n')) {
+        const pid = Number(line);
+        // 0: a process outside the reader's PID namespace.
+        if (line !== '' && pid > 0) out.push(pid);
+      }
+      if (depth > 16) return;
+      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name), depth + 1);
+    } catch {
+      // gone (removed meanwhile)
+    }
+  };
+  walk(dir, 0);
+  return out;
+}
+
+/** Removes `dir` and the cgroups below it, deepest first; false when one still has processes (EBUSY) or cannot be removed. */
+export function removeCgroup(dir: string): boolean {
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) removeCgroup(join(dir, e.name));
+    rmdirSync(dir);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
