@@ -17,9 +17,15 @@
 #   SLURM_FAKE_GPUS   fake GPUs per node, 0 = no gres       (default 4; gres files are
 #                     symlinks to /dev/null: jobs get CUDA_VISIBLE_DEVICES / SLURM_*_GPUS)
 #   SLURM_AUTH        none | munge                          (default none: one fewer daemon)
-#   SLURM_PORT_BASE   slurmctld port; slurmd i uses +i      (default 17817)
+#   SLURM_PORT_BASE   slurmctld port; slurmd i uses +i      (default 17817), or `auto`: the
+#                     first free slot k of 10 (slurmctld 17817+16k, srun --resv-ports
+#                     12000+100k..+99), so clusters in different dirs run side by side (two
+#                     test suites at once); chosen under a machine-wide lock, see below
 #   SLURM_WAIT_S      seconds to wait for idle nodes         (default 60)
-#   SLURM_RESV_PORTS  ports for srun --resv-ports           (default 12000-12999)
+#   SLURM_RESV_PORTS  ports for srun --resv-ports           (default 12000-12999; with
+#                     SLURM_PORT_BASE=auto, the slot's 100)
+#   BERTH_SLURM_USER  a pid to register as a user of the cluster (test files); stop.sh with
+#                     BERTH_SLURM_RELEASE=that pid stops it only when no live user is left
 set -euo pipefail
 
 D=${BERTH_SLURM_DIR:-/tmp/berth-slurm}
@@ -48,6 +54,9 @@ case $AUTH in none|munge) ;; *) echo "[slurm/start] SLURM_AUTH must be none or m
 mkdir -p "$D"; chmod 755 "$D"
 # Concurrent callers (parallel test files) must not both restart the cluster.
 exec 9>"$D/.lock"; flock 9
+# Registered under the lock that stop.sh's BERTH_SLURM_RELEASE takes too: a cluster found
+# running here cannot be stopped by a last user leaving before this one is counted.
+if [ -n "${BERTH_SLURM_USER:-}" ]; then mkdir -p "$D/test-users"; : > "$D/test-users/$BERTH_SLURM_USER"; fi
 
 # ---- 1. install ----------------------------------------------------------------------
 pkgs="slurmctld slurmd slurm-client"
@@ -71,6 +80,30 @@ fi
 
 # ---- 2. configure (into a temp dir; compare with the running config) --------------------
 if [ "$NODES" -le 1 ]; then NAMES=$H; else NAMES=$(seq -f 'n%g' 1 "$NODES"); fi
+nodes_alive() {
+  alive "$D/run/slurmctld.pid" slurmctld || return 1
+  for n in $NAMES; do alive "$D/run/slurmd-$n.pid" slurmd || return 1; done
+}
+if [ "$PORT" = auto ]; then
+  [ "$NODES" -le 15 ] || { echo "[slurm/start] SLURM_PORT_BASE=auto takes at most 15 nodes" >&2; exit 1; }
+  # One chooser at a time on this machine, held until the chosen daemons listen (nodes idle):
+  # a slot is taken while the cluster that claimed it runs, or while anything holds its ports.
+  SLOTS=/tmp/berth-slurm-slots
+  mkdir -p "$SLOTS"; exec 8>"$SLOTS/.lock"; flock 8
+  slot=""
+  if [ -s "$D/etc/slot" ] && nodes_alive; then slot=$(cat "$D/etc/slot"); fi
+  if [ -z "$slot" ]; then
+    for k in 0 1 2 3 4 5 6 7 8 9; do
+      c=""; [ -s "$SLOTS/$k" ] && c=$(cat "$SLOTS/$k")
+      if [ -n "$c" ] && [ "$c" != "$D" ] && alive "$c/run/slurmctld.pid" slurmctld; then continue; fi
+      lo=$((17817 + 16 * k)); hi=$((lo + NODES))
+      [ -z "$(ss -Htan "( sport >= :$lo and sport <= :$hi )" 2>/dev/null)" ] || continue
+      slot=$k; break
+    done
+    [ -n "$slot" ] || { echo "[slurm/start] SLURM_PORT_BASE=auto: all 10 slots are taken (see $SLOTS)" >&2; exit 1; }
+  fi
+  PORT=$((17817 + 16 * slot)); RESV=$((12000 + 100 * slot))-$((12099 + 100 * slot))
+fi
 mkdir -p "$D"/etc "$D"/log "$D"/run "$D"/dev
 new=$D/etc/.new; rm -rf "$new"; mkdir -p "$new"
 if [ "$AUTH" = munge ]; then
@@ -143,8 +176,7 @@ nodes_idle() {
   ! echo "$out" | awk '{print $2}' | grep -qv '^idle$'
 }
 all_alive() {
-  alive "$D/run/slurmctld.pid" slurmctld || return 1
-  for n in $NAMES; do alive "$D/run/slurmd-$n.pid" slurmd || return 1; done
+  nodes_alive || return 1
   [ "$AUTH" != munge ] || alive "$D/munge/run/munged.pid" munged
 }
 # Running with this config and nodes up (idle, or busy with jobs): nothing to do.
@@ -159,6 +191,10 @@ mv "$new/slurm.conf" "$CONF"; mv "$new/gres.conf" "$D/etc/gres.conf"; rm -rf "$n
 rm -rf "$D/state"; mkdir -p "$D/state/ctld"
 for n in $NAMES; do mkdir -p "$D/state/d/$n"; done
 echo "export SLURM_CONF=$CONF" > "$D/env.sh"
+if [ -n "${slot:-}" ]; then
+  echo "$slot" > "$D/etc/slot"
+  echo "$D" > "$SLOTS/.$slot.$$"; mv "$SLOTS/.$slot.$$" "$SLOTS/$slot"
+fi
 
 # ---- 3. start ----------------------------------------------------------------------------
 t0=$(now)
@@ -173,12 +209,12 @@ if [ "$AUTH" = munge ]; then
   fi
   munged --key-file="$D/munge/munge.key" --socket="$D/munge/run/munge.socket.2" \
          --pid-file="$D/munge/run/munged.pid" --log-file="$D/munge/log/munged.log" \
-         --seed-file="$D/munge/lib/munged.seed" --force
+         --seed-file="$D/munge/lib/munged.seed" --force 8>&- 9>&-
   for _ in $(seq 50); do [ -S "$D/munge/run/munge.socket.2" ] && break; sleep 0.1; done
 fi
 # The daemons must not inherit the caller's fds (a test runner's pipes would never close).
-slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 9>&-
-for n in $NAMES; do slurmd -f "$CONF" -N "$n" </dev/null >/dev/null 2>&1 9>&-; done
+slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 8>&- 9>&-
+for n in $NAMES; do slurmd -f "$CONF" -N "$n" </dev/null >/dev/null 2>&1 8>&- 9>&-; done
 
 end=$(( $(date +%s) + WAIT_S ))
 until nodes_idle; do

@@ -8,6 +8,20 @@ export SLURM_CONF=$D/etc/slurm.conf
 running() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null \
             && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
 
+# BERTH_SLURM_RELEASE=PID (a test file leaving): unregister PID and stop only when no live
+# user is left, under start.sh's lock so no one registers in between. Without it: stop now
+# (start.sh calls this holding that lock).
+if [ -n "${BERTH_SLURM_RELEASE:-}" ]; then
+  [ -d "$D" ] || exit 0
+  exec 9>"$D/.lock"; flock 9
+  rm -f "$D/test-users/$BERTH_SLURM_RELEASE"
+  for u in "$D"/test-users/*; do
+    [ -e "$u" ] || continue
+    if kill -0 "${u##*/}" 2>/dev/null; then echo "[slurm/stop] still used by pid ${u##*/}"; exit 0; fi
+    rm -f "$u"
+  done
+fi
+
 # Cancel jobs while the daemons live, so their slurmstepd processes end cleanly.
 if [ -s "$D/run/slurmctld.pid" ] && running "$(cat "$D/run/slurmctld.pid")" slurmctld; then
   jobs=$(squeue -h -o %i 2>/dev/null | tr '\n' ' ')
@@ -33,4 +47,10 @@ for f in "$D"/run/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f" slurmd; done
 stop_pidfile "$D/run/slurmctld.pid" slurmctld   # its slurmscriptd child exits with it
 stop_pidfile "$D/munge/run/munged.pid" munged
 rm -f "$D/munge/run/munge.socket.2" "$D/munge/run/munge.socket.2.lock"
+# The port slot of SLURM_PORT_BASE=auto (start.sh) is free again.
+if [ -s "$D/etc/slot" ]; then
+  k=$(cat "$D/etc/slot"); c=/tmp/berth-slurm-slots/$k
+  [ "$(cat "$c" 2>/dev/null)" = "$D" ] && rm -f "$c"
+  rm -f "$D/etc/slot"
+fi
 echo "[slurm/stop] stopped"
