@@ -20,7 +20,9 @@
 #   SLURM_PORT_BASE   slurmctld port; slurmd i uses +i      (default 17817), or `auto`: the
 #                     first free slot k of 10 (slurmctld 17817+16k, srun --resv-ports
 #                     12000+100k..+99), so clusters in different dirs run side by side (two
-#                     test suites at once); chosen under a machine-wide lock, see below
+#                     test suites at once); chosen under a machine-wide lock, see below.
+#                     Job ids then start at a number of the slot and the clock, so no two
+#                     such clusters (nor one restarted) reuse a job id while its leases live
 #   SLURM_WAIT_S      seconds to wait for idle nodes         (default 60)
 #   SLURM_RESV_PORTS  ports for srun --resv-ports           (default 12000-12999; with
 #                     SLURM_PORT_BASE=auto, the slot's 100)
@@ -91,18 +93,25 @@ if [ "$PORT" = auto ]; then
   SLOTS=/tmp/berth-slurm-slots
   mkdir -p "$SLOTS"; exec 8>"$SLOTS/.lock"; flock 8
   slot=""
-  if [ -s "$D/etc/slot" ] && nodes_alive; then slot=$(cat "$D/etc/slot"); fi
-  if [ -z "$slot" ]; then
+  if [ -s "$D/etc/slot" ] && nodes_alive; then read -r slot first_job < "$D/etc/slot"; fi
+  if [ -z "$slot" ] || [ -z "${first_job:-}" ]; then
+    slot=
     for k in 0 1 2 3 4 5 6 7 8 9; do
       c=""; [ -s "$SLOTS/$k" ] && c=$(cat "$SLOTS/$k")
       if [ -n "$c" ] && [ "$c" != "$D" ] && alive "$c/run/slurmctld.pid" slurmctld; then continue; fi
       lo=$((17817 + 16 * k)); hi=$((lo + NODES))
-      [ -z "$(ss -Htan "( sport >= :$lo and sport <= :$hi )" 2>/dev/null)" ] || continue
+      # Listeners only: a stopped cluster's TIME_WAIT sockets do not keep its ports (SO_REUSEADDR).
+      [ -z "$(ss -Hltn "( sport >= :$lo and sport <= :$hi )" 2>/dev/null)" ] || continue
       slot=$k; break
     done
     [ -n "$slot" ] || { echo "[slurm/start] SLURM_PORT_BASE=auto: all 10 slots are taken (see $SLOTS)" >&2; exit 1; }
+    # Job ids are what berth's leases and `release --job` go by, and these clusters share
+    # one host: slot k numbers from k*6,700,000 (below Slurm's MaxJobId 67,043,328), moved on
+    # 10 a second, so a restart starts past the ids of the last run (fewer than 10 jobs a second).
+    first_job=$(( slot * 6700000 + 1 + ($(date +%s) * 10) % 6600000 ))
   fi
   PORT=$((17817 + 16 * slot)); RESV=$((12000 + 100 * slot))-$((12099 + 100 * slot))
+  firstjobline="FirstJobId=$first_job"
 fi
 mkdir -p "$D"/etc "$D"/log "$D"/run "$D"/dev
 new=$D/etc/.new; rm -rf "$new"; mkdir -p "$new"
@@ -149,6 +158,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=300
+${firstjobline:-}
 CONF
 [ "$NGPU" -gt 0 ] && echo "GresTypes=gpu"
 gres=""; [ "$NGPU" -gt 0 ] && gres=" Gres=gpu:$NGPU"
@@ -192,7 +202,7 @@ rm -rf "$D/state"; mkdir -p "$D/state/ctld"
 for n in $NAMES; do mkdir -p "$D/state/d/$n"; done
 echo "export SLURM_CONF=$CONF" > "$D/env.sh"
 if [ -n "${slot:-}" ]; then
-  echo "$slot" > "$D/etc/slot"
+  echo "$slot $first_job" > "$D/etc/slot"
   echo "$D" > "$SLOTS/.$slot.$$"; mv "$SLOTS/.$slot.$$" "$SLOTS/$slot"
 fi
 

@@ -49,7 +49,7 @@ stop_pidfile "$D/munge/run/munged.pid" munged
 rm -f "$D/munge/run/munge.socket.2" "$D/munge/run/munge.socket.2.lock"
 # The port slot of SLURM_PORT_BASE=auto (start.sh) is free again.
 if [ -s "$D/etc/slot" ]; then
-  k=$(cat "$D/etc/slot"); c=/tmp/berth-slurm-slots/$k
+  read -r k _ < "$D/etc/slot"; c=/tmp/berth-slurm-slots/$k
   [ "$(cat "$c" 2>/dev/null)" = "$D" ] && rm -f "$c"
   rm -f "$D/etc/slot"
 fi
