@@ -7,6 +7,8 @@ D=${BERTH_SLURM_DIR:-/tmp/berth-slurm}
 export SLURM_CONF=$D/etc/slurm.conf
 running() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null \
             && [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]; }
+NETNS=${SLURM_NETNS:-}
+inns() { if [ -n "$NETNS" ] && [ -e "/run/netns/$NETNS" ]; then nsenter --net="/run/netns/$NETNS" -- "$@"; else "$@"; fi; }
 
 # BERTH_SLURM_RELEASE=PID (a test file leaving): unregister PID and stop only when no live
 # user is left, under start.sh's lock so no one registers in between. Without it: stop now
@@ -24,11 +26,11 @@ fi
 
 # Cancel jobs while the daemons live, so their slurmstepd processes end cleanly.
 if [ -s "$D/run/slurmctld.pid" ] && running "$(cat "$D/run/slurmctld.pid")" slurmctld; then
-  jobs=$(squeue -h -o %i 2>/dev/null | tr '\n' ' ')
+  jobs=$(inns squeue -h -o %i 2>/dev/null | tr '\n' ' ')
   if [ -n "${jobs// }" ]; then
     # shellcheck disable=SC2086
-    scancel $jobs 2>/dev/null
-    for _ in $(seq 50); do [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.2; done
+    inns scancel $jobs 2>/dev/null
+    for _ in $(seq 50); do [ -z "$(inns squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.2; done
   fi
 fi
 
@@ -47,10 +49,6 @@ for f in "$D"/run/slurmd-*.pid; do [ -e "$f" ] && stop_pidfile "$f" slurmd; done
 stop_pidfile "$D/run/slurmctld.pid" slurmctld   # its slurmscriptd child exits with it
 stop_pidfile "$D/munge/run/munged.pid" munged
 rm -f "$D/munge/run/munge.socket.2" "$D/munge/run/munge.socket.2.lock"
-# The port slot of SLURM_PORT_BASE=auto (start.sh) is free again.
-if [ -s "$D/etc/slot" ]; then
-  read -r k _ < "$D/etc/slot"; c=/tmp/berth-slurm-slots/$k
-  [ "$(cat "$c" 2>/dev/null)" = "$D" ] && rm -f "$c"
-  rm -f "$D/etc/slot"
-fi
+# The name goes; the namespace itself ends with the last process in it (a lease's holder).
+[ -z "$NETNS" ] || ip netns delete "$NETNS" 2>/dev/null
 echo "[slurm/stop] stopped"

@@ -5,10 +5,13 @@
  * to n1 (-w n1). Outside CI, a machine where the cluster cannot start (not root, no apt)
  * skips loudly; in CI (CI=true) that is a failure.
  *
- * One cluster per clone: its folder is named for the clone's path and its ports are a free
- * slot that start.sh picks (SLURM_PORT_BASE=auto), so a second copy of the suite on the same
- * machine runs its own cluster instead of restarting or stopping this one, and its jobs
- * never queue behind ours. Test files of one clone share its cluster (see stopCluster).
+ * One cluster per clone, in a folder and a network namespace (`ip netns`, made afresh at
+ * each start) named for the clone's path: a second copy of the suite on the same machine
+ * runs its own cluster instead of restarting or stopping this one; its jobs never queue
+ * behind ours, and their leases, ports and job ids are in another namespace, so neither
+ * fills the other's bands nor meets the other's job 1 in `berth leases` or `release --job`.
+ * Slurm's clients (sbatch, scontrol, scancel) run in that namespace too (inNetns). Test
+ * files of one clone share its cluster (see stopCluster).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -19,11 +22,19 @@ import type { TestContext } from 'node:test';
 
 /** slurm.conf takes no quoting: the folder is under /tmp when TMPDIR has blanks. */
 const TMP = /\s/.test(tmpdir()) ? '/tmp' : tmpdir();
-export const SLURM_DIR = process.env.BERTH_SLURM_DIR || join(TMP, `berth-slurm-${createHash('sha256').update(resolve('.')).digest('hex').slice(0, 12)}`);
+const CLONE = createHash('sha256').update(resolve('.')).digest('hex').slice(0, 12);
+export const SLURM_DIR = process.env.BERTH_SLURM_DIR || join(TMP, `berth-slurm-${CLONE}`);
+/** The cluster's network namespace (scripts/slurm/start.sh SLURM_NETNS). */
+export const SLURM_NETNS = `berth-slurm-${CLONE}`;
 export const SLURM_CONF = join(SLURM_DIR, 'etc/slurm.conf');
 const SCRIPTS = resolve('scripts/slurm');
 /** The cluster every Slurm test uses (see the file comment). */
-const CLUSTER_ENV = { BERTH_SLURM_DIR: SLURM_DIR, SLURM_NODES: '3', SLURM_FAKE_GPUS: '4', SLURM_CPUS: '8', SLURM_AUTH: 'none', SLURM_PORT_BASE: 'auto' };
+const CLUSTER_ENV = { BERTH_SLURM_DIR: SLURM_DIR, SLURM_NODES: '3', SLURM_FAKE_GPUS: '4', SLURM_CPUS: '8', SLURM_AUTH: 'none', SLURM_NETNS };
+
+/** argv that runs `argv` in the cluster's network namespace, where slurmctld listens. */
+export function inNetns(argv: string[]): string[] {
+  return ['nsenter', `--net=/run/netns/${SLURM_NETNS}`, '--', ...argv];
+}
 
 let state: { ok: true; seconds: number; log: string } | { ok: false; why: string } | undefined;
 
@@ -73,7 +84,8 @@ export function slurmEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 /** Run a Slurm client command (scontrol, sinfo…) synchronously; stdout. */
 export function slurmCmd(argv: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(argv[0]!, argv.slice(1), { env: slurmEnv(), encoding: 'utf8', timeout: 30_000 });
+  const ns = inNetns(argv);
+  const r = spawnSync(ns[0]!, ns.slice(1), { env: slurmEnv(), encoding: 'utf8', timeout: 30_000 });
   return { code: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
@@ -103,7 +115,8 @@ const FINAL_STATES = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NO
 
 /** JobState and the exit status of a job (128+N for signal N), from `scontrol show job`. */
 function jobState(id: string): { state: string; code: number | null } | undefined {
-  const r = spawnSync('scontrol', ['show', 'job', '-o', id], { env: slurmEnv(), encoding: 'utf8', timeout: 10_000 });
+  const ns = inNetns(['scontrol', 'show', 'job', '-o', id]);
+  const r = spawnSync(ns[0]!, ns.slice(1), { env: slurmEnv(), encoding: 'utf8', timeout: 10_000 });
   const state = /\bJobState=(\S+)/.exec(r.stdout ?? '')?.[1];
   const exit = /\bExitCode=(\d+):(\d+)/.exec(r.stdout ?? '');
   if (!state) return undefined;
@@ -124,7 +137,8 @@ export async function sbatch(script: string, opts: SbatchOptions): Promise<JobRe
   writeFileSync(file, `#!/bin/bash\n${script}\n`, { mode: 0o755 });
   const argv = ['--parsable', '--time=5', `--chdir=${dir}`, `--output=${dir}/job.out`, `--error=${dir}/job.err`, ...opts.args, file];
   const t0 = Date.now();
-  const sub = spawnSync('sbatch', argv, { env: slurmEnv(opts.env), encoding: 'utf8', timeout: 30_000 });
+  const ns = inNetns(['sbatch', ...argv]);
+  const sub = spawnSync(ns[0]!, ns.slice(1), { env: slurmEnv(opts.env), encoding: 'utf8', timeout: 30_000 });
   const jobId = (sub.stdout ?? '').trim().split(';')[0] ?? '';
   const read = (f: string) => {
     try {
@@ -142,7 +156,8 @@ export async function sbatch(script: string, opts: SbatchOptions): Promise<JobRe
     last = jobState(jobId);
     if (last && FINAL_STATES.has(last.state)) break;
     if (Date.now() > deadline) {
-      spawnSync('scancel', [jobId], { env: slurmEnv() });
+      const cancel = inNetns(['scancel', jobId]);
+      spawnSync(cancel[0]!, cancel.slice(1), { env: slurmEnv() });
       return { jobId, code: null, out: read('job.out'), err: `${read('job.err')}\n[test] job ${jobId} still ${last?.state ?? 'unknown'} after ${opts.timeoutMs ?? 120_000} ms: cancelled`, dir, seconds: (Date.now() - t0) / 1000 };
     }
     await sleep(200);
