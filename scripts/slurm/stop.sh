@@ -1,7 +1,8 @@
 #!/bin/bash
 # scripts/slurm/stop.sh — cancel the jobs of the cluster started by start.sh and stop its
 # daemons, by the pids in its pid files only (checked against the command name, so a stale
-# pid file never kills a stranger). Safe to run when nothing is running.
+# pid file never kills a stranger). Safe to run when nothing is running. With the
+# SLURM_NETNS start.sh was given, its clients run in that namespace and its name is deleted.
 set -u
 D=${BERTH_SLURM_DIR:-/tmp/berth-slurm}
 export SLURM_CONF=$D/etc/slurm.conf
