@@ -65,7 +65,7 @@ services:
     job: true
 `,
   );
-  const r = await sbatch(`"${copy.bin}" up ${stack} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir() } });
+  const r = await sbatch(`"${copy.bin}" up "${stack}" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir() } });
   assert.equal(r.code, 0, describeJob(r));
   for (const n of [0, 1, 2]) assert.match(r.out, new RegExp(`engine/${n} +10 requests`), describeJob(r));
   assert.match(r.err, /berth: starting engine on n\[1-3\] \(one agent per node, srun step/);

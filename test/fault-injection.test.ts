@@ -76,8 +76,8 @@ async function runTrial(t: Trial): Promise<{ landed: string; problems: string[] 
     ...process.env,
     NO_COLOR: '1',
     BERTH_STATE_DIR: join(dir, 'state'),
-    // Word-split by the script: paths without spaces.
-    BERTH: `${NODE} ${BERTH}`,
+    // The script runs "$NODE" "$BERTH_CLI": the clone's path may hold spaces.
+    BERTH_CLI: BERTH,
     NODE,
     SVC: join(SERVICES, '..', 'up', 'svc.mjs'),
     DAEMON: join(SERVICES, 'service.mjs'),
@@ -145,7 +145,7 @@ async function timePort(): Promise<number> {
   try {
     const ms: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await runInNetns({}, ['sh', '-c', `t0=$(date +%s%N); ${NODE} ${BERTH} port --range 20000-20007 --count 4 >/dev/null; echo "MS=$(( ($(date +%s%N) - t0) / 1000000 ))"`], { env: { ...process.env, BERTH_STATE_DIR: join(dir, String(i)) } });
+      const r = await runInNetns({}, ['sh', '-c', `t0=$(date +%s%N); "${NODE}" "${BERTH}" port --range 20000-20007 --count 4 >/dev/null; echo "MS=$(( ($(date +%s%N) - t0) / 1000000 ))"`], { env: { ...process.env, BERTH_STATE_DIR: join(dir, String(i)) } });
       ms.push(Number(kv(r.stdout).get('MS')));
     }
     return ms.sort((a, b) => a - b)[1]!;

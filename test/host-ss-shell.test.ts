@@ -8,24 +8,45 @@ import * as cp from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { ssArgs } from '../src/host/ss-output.js';
 import { SsShell } from '../src/host/ss-shell.js';
+import { requireNetns } from './helpers/netns.js';
 
 const ROOT = join(import.meta.dirname, '..');
-const direct = (args: string[]) => spawnSync('ss', args, { encoding: 'latin1' }).stdout;
 const alive = (pid: number) => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(spawnSync('cat', [`/proc/${pid}/status`], { encoding: 'utf8' }).stdout);
 
+/**
+ * A network namespace of this test with two listeners of its own, kept by the process that
+ * holds them: the host's listeners change whenever anything else on the machine (another
+ * copy of the suite) starts a server, so the reads compared must be of this namespace.
+ */
+async function quietNetns(t: TestContext): Promise<string> {
+  const code = "const n=require('net');let k=0;const up=()=>{if(++k===2)console.log('ready')};n.createServer().listen(25011,'127.0.0.1',up);n.createServer().listen(25012,'::',up)";
+  const holder = spawn('unshare', ['--net', '--', 'sh', '-c', 'ip link set lo up && exec "$0" -e "$1"', process.execPath, code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => holder.kill('SIGKILL'));
+  await new Promise<void>((res, rej) => {
+    holder.stdout.setEncoding('utf8').on('data', (d: string) => d.includes('ready') && res());
+    holder.on('exit', (c) => rej(new Error(`the namespace's holder exited ${c}`)));
+  });
+  return `/proc/${holder.pid}/ns/net`;
+}
+
 test('reads asked together are answered in order, each whole and as ss prints it', async (t) => {
-  const sh = new SsShell(cp);
+  if (!requireNetns(t)) return;
+  const ns = await quietNetns(t);
+  const inNs = { ...cp, spawn: ((cmd: string, args: string[], opts: cp.SpawnOptions) => cp.spawn('nsenter', [`--net=${ns}`, '--', cmd, ...args], opts)) as typeof cp.spawn };
+  const sh = new SsShell(inNs);
   t.after(() => process.kill(sh.pid!, 'SIGKILL'));
-  // Listeners are stable while the test runs; both forms of filter, and the unfiltered table.
+  // Both forms of filter, and the unfiltered table, of a namespace whose listeners stay as they are.
   const asks = [ssArgs(undefined, true), ssArgs([{ lo: 1, hi: 65535 }], true), ssArgs([{ lo: 1, hi: 1 }], false), ['-t', '-l', '-n']];
   const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => sh.run('ss', asks[i % asks.length]!)));
+  const directNs = (args: string[]) => spawnSync('nsenter', [`--net=${ns}`, '--', 'ss', ...args], { encoding: 'latin1' }).stdout;
   for (const [i, a] of answers.entries()) {
     assert.equal(a.status, 0);
-    assert.equal(a.stdout, direct(asks[i % asks.length]!), `read ${i}`);
+    assert.equal(a.stdout, directNs(asks[i % asks.length]!), `read ${i}`);
   }
+  assert.match(answers[0]!.stdout, /127\.0\.0\.1:25011[\s\S]*:25012/, 'the namespace’s two listeners are read');
   assert.ok(answers[3]!.stdout.startsWith('State'), 'a header line is passed on as it is');
 });
 

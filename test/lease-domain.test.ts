@@ -149,13 +149,14 @@ test('issue 22 item 17: a signal stops a long reservation at the next port; noth
   if (!requireNetns(t)) return;
   // Three 4000-port blocks: a reservation of about a second, so the signal lands inside it.
   const r = await runInNetns({ ephemeral: '50000 60999' }, ['sh', '-c', `
-    "$NODE" "$BERTH" run --range 20000-49999 --ports http,a=block:4000,b=block:4000,c=block:4000 -- sh -c 'touch /tmp/spawned-$PPID' 2>/tmp/sig-$$ & B=$!
+    D=$(mktemp -d); export D
+    "$NODE" "$BERTH" run --range 20000-49999 --ports http,a=block:4000,b=block:4000,c=block:4000 -- sh -c 'touch "$D/spawned-$PPID"' 2>"$D/sig" & B=$!
     until grep -q @berth/v1/p/ /proc/net/unix || ! kill -0 $B 2>/dev/null; do sleep 0.005; done
     kill -TERM $B; wait $B; echo "RC=$?"
-    echo "ERR=$(head -c 200 /tmp/sig-$$)"
-    echo "SPAWNED=$(ls /tmp/spawned-* 2>/dev/null | wc -l)"
+    echo "ERR=$(head -c 200 "$D/sig")"
+    echo "SPAWNED=$(ls "$D"/spawned-* 2>/dev/null | wc -l)"
     echo "LEFT=$(grep -c @berth/v1/ /proc/net/unix)"
-    rm -f /tmp/sig-$$ /tmp/spawned-*`], { env, timeoutMs: 120_000 });
+    rm -rf "$D"`], { env, timeoutMs: 120_000 });
   assert.equal(r.code, 0, r.stderr);
   assert.equal(kv(r.stdout, 'RC'), '143', kv(r.stdout, 'ERR'));
   assert.equal(kv(r.stdout, 'SPAWNED'), '0', 'the service was never started');

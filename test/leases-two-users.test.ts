@@ -8,25 +8,13 @@
  * loudly when not root or without namespaces.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { requireNetns, runInNetns, tsNode } from './helpers/netns.js';
+import { throwawayUser } from './helpers/users.js';
 
 const USER = 'berthtest2';
 const berth = join(import.meta.dirname, '..', 'dist', 'berth.cjs');
-
-/** uid and gid of the throwaway user, creating it when absent (it is left in place either way). */
-function throwawayUser(): { uid: number; gid: number } {
-  let id = spawnSync('id', ['-u', USER], { encoding: 'utf8' });
-  if (id.status !== 0) {
-    const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', USER], { encoding: 'utf8' });
-    assert.equal(made.status, 0, `useradd ${USER}: ${made.stderr}`);
-    id = spawnSync('id', ['-u', USER], { encoding: 'utf8' });
-  }
-  const gid = spawnSync('id', ['-g', USER], { encoding: 'utf8' });
-  return { uid: Number(id.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
 
 interface Ran {
   code: number | null;
@@ -44,7 +32,7 @@ test('two users share one lease domain; neither can remove, redirect or hang the
     return;
   }
   if (!requireNetns(t)) return;
-  const { uid, gid } = throwawayUser();
+  const { uid, gid } = throwawayUser(USER);
   const script = join(import.meta.dirname, 'fixtures', 'scripts', 'leases-two-users.ts');
   const r = await runInNetns({}, tsNode(script, String(uid), String(gid), berth), { timeoutMs: 180_000 });
   assert.equal(r.code, 0, `driver failed: ${r.stderr}`);

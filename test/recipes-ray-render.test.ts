@@ -78,7 +78,7 @@ test('Ray cluster recipe on the 3-node test cluster: head on n1, a worker node o
   if (!requireSlurm(t)) return;
   const record = mkdtempSync(join(tmpdir(), 'berth-recipe-ray-'));
   t.after(() => rmSync(record, { recursive: true, force: true }));
-  const r = await sbatch(`"${process.execPath}" "${BERTH}" up ${STACK} --run-dir "$PWD/run"`, {
+  const r = await sbatch(`"${process.execPath}" "${BERTH}" up "${STACK}" --run-dir "$PWD/run"`, {
     args: ['-N3'],
     env: { BERTH_STATE_DIR: tempStateDir(), FAKE_RAY_RECORD: record, PATH: `${FAKE_BIN}:${dirname(process.execPath)}:${process.env.PATH}` },
     timeoutMs: 150_000,

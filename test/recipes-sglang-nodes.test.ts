@@ -77,7 +77,7 @@ test('SGLang multi-node recipe on one host: --dist-init-addr at the first port o
   const record = join(dir, 'record');
   mkdirSync(record);
   // Outside Slurm, nodes: all is this host: one node of one.
-  const r = await runCollect([...netnsArgv({}), 'bash', '-c', UP(`"${process.execPath}" "${BERTH}" up ${STACK} --run-dir "$DIR/run"`)], {
+  const r = await runCollect([...netnsArgv({}), 'bash', '-c', UP(`"${process.execPath}" "${BERTH}" up "${STACK}" --run-dir "$DIR/run"`)], {
     env: { ...process.env, NO_COLOR: '1', DIR: dir, BERTH_STATE_DIR: join(dir, 'state'), FAKE_SGLANG_RECORD: record, ...PY_ENV },
     timeoutMs: 100_000,
   });
@@ -91,7 +91,7 @@ test('SGLang multi-node recipe on the 3-node test cluster: node ranks 0-2 join n
   if (!requireSlurm(t)) return;
   const record = mkdtempSync(join(tmpdir(), 'berth-recipe-sglang-nodes-'));
   t.after(() => rmSync(record, { recursive: true, force: true }));
-  const r = await sbatch(UP(`"${process.execPath}" "${BERTH}" up ${STACK} --run-dir "$PWD/run"`), {
+  const r = await sbatch(UP(`"${process.execPath}" "${BERTH}" up "${STACK}" --run-dir "$PWD/run"`), {
     args: ['-N3'],
     env: { BERTH_STATE_DIR: tempStateDir(), FAKE_SGLANG_RECORD: record, ...PY_ENV },
     timeoutMs: 150_000,

@@ -107,7 +107,7 @@ test('torch.distributed: rank 2 exits 3 before init: berth exits 3 naming traine
 test('torch.distributed across the 3 nodes of the test Slurm cluster: one rank per node, exit 0', { timeout: 180_000 }, async (t) => {
   if (!requireNeeds(t, NEED.python3, NEED.torch)) return;
   if (!requireSlurm(t)) return;
-  const r = await sbatch(`"${process.execPath}" "${BERTH}" up ${join(RECIPE, 'stack-nodes.yaml')} --run-dir "$PWD/run"`, {
+  const r = await sbatch(`"${process.execPath}" "${BERTH}" up "${join(RECIPE, 'stack-nodes.yaml')}" --run-dir "$PWD/run"`, {
     args: ['-N3'],
     env: { BERTH_STATE_DIR: tempStateDir() },
     timeoutMs: 150_000,

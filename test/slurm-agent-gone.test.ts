@@ -37,7 +37,7 @@ const tag = () => [`nodes-${process.pid}`, Math.random().toString(36).slice(2)] 
 
 /** berth up in the background; `trigger` (bash) waits for the moment, then kills; berth up's exit and how long after the kill. */
 function script(trigger: string, victim: string): string {
-  return `${B} up ${STACK} --run-dir "$PWD/run" 2> up.err &
+  return `${B} up "${STACK}" --run-dir "$PWD/run" 2> up.err &
 pid=$!
 ${trigger}
 victim=${victim}

@@ -13,8 +13,8 @@ test('port --instance gpu|auto and --source resv lease in the job\'s window; rel
   if (!requireNetns(t)) return;
   const sh = `set -e
 B="${process.execPath} dist/berth.js"
-$B port --layout ${LAYOUT} --band engines --instance gpu --ttl 1h
-$B port --layout ${LAYOUT} --band engines --instance auto --ttl 1h
+$B port --layout "${LAYOUT}" --band engines --instance gpu --ttl 1h
+$B port --layout "${LAYOUT}" --band engines --instance auto --ttl 1h
 $B port --source resv --count 3 --ttl 1h
 $B leases --json > "$BERTH_STATE_DIR/leases.json"
 $B release --job 41

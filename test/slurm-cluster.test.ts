@@ -48,7 +48,7 @@ test('one node, 4 GPUs: a task per GPU runs berth port --instance gpu; windows a
   const state = tempStateDir();
   const r = await sbatch(
     `set -e
-srun -n4 --gpus-per-task=1 bash -c 'echo "gpu $SLURM_STEP_GPUS $(${B} port --layout ${LAYOUT} --band engines --instance gpu --count 2 --ttl 5m | xargs)"' > ports.txt
+srun -n4 --gpus-per-task=1 bash -c 'echo "gpu $SLURM_STEP_GPUS $(${B} port --layout "${LAYOUT}" --band engines --instance gpu --count 2 --ttl 5m | xargs)"' > ports.txt
 ${B} leases --json > leases.json
 ${B} release --job "$SLURM_JOB_ID"
 cat ports.txt`,
@@ -88,8 +88,8 @@ touch ${barrier}/$SLURM_JOB_ID
 for i in $(seq 600); do [ $(ls ${barrier} | wc -l) -ge 2 ] && break; sleep 0.1; done
 [ $(ls ${barrier} | wc -l) -ge 2 ] || { echo "the other job never started" >&2; exit 9; }
 echo "job $SLURM_JOB_GPUS"
-srun -n2 --gpus-per-task=1 bash -c 'echo "engine $SLURM_STEP_GPUS $(${B} port --layout ${LAYOUT} --band engines --instance gpu --count 3 --ttl 5m | xargs)"'
-echo "proxy $SLURM_JOB_GPUS $(${B} port --layout ${LAYOUT} --band proxy --instance gpu --count 2 --ttl 5m | xargs)"`;
+srun -n2 --gpus-per-task=1 bash -c 'echo "engine $SLURM_STEP_GPUS $(${B} port --layout "${LAYOUT}" --band engines --instance gpu --count 3 --ttl 5m | xargs)"'
+echo "proxy $SLURM_JOB_GPUS $(${B} port --layout "${LAYOUT}" --band proxy --instance gpu --count 2 --ttl 5m | xargs)"`;
   const opts = { args: ['-w', 'n1', '-n2', '--gres=gpu:2'], env: { BERTH_STATE_DIR: state } };
   const [a, b] = await Promise.all([sbatch(script, opts), sbatch(script, opts)]);
   assert.equal(a.code, 0, describeJob(a));
@@ -126,7 +126,7 @@ test('srun --resv-ports: berth port --source resv leases inside SLURM_STEP_RESV_
   if (!requireSlurm(t)) return;
   const r = await sbatch(
     `srun -n2 --resv-ports=2 bash -c 'echo "$SLURM_STEP_RESV_PORTS $(${B} port --source resv --ttl 1m)"'
-srun -n1 ${B} doctor --layout ${LAYOUT}`,
+srun -n1 ${B} doctor --layout "${LAYOUT}"`,
     { args: ['-w', 'n2', '-n2', '--gres=gpu:1'], env: { BERTH_STATE_DIR: tempStateDir() } },
   );
   assert.equal(r.code, 0, describeJob(r));
@@ -144,7 +144,7 @@ srun -n1 ${B} doctor --layout ${LAYOUT}`,
 // ---- berth up under Slurm ---------------------------------------------------------------------
 
 const STACKS = resolve('test/fixtures/slurm');
-const up = (stack: string) => `${B} up ${STACKS}/${stack} --run-dir "$PWD/run"`;
+const up = (stack: string) => `${B} up "${STACKS}/${stack}" --run-dir "$PWD/run"`;
 
 interface Endpoints {
   replicas: { service: string; replica: number; port: number | null; state: string }[];

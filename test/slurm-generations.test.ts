@@ -36,7 +36,7 @@ for (const how of ['exit 3', 'SIGKILL'] as const) {
     if (!requireSlurm(t)) return;
     const v = tag();
     const env = { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v, FAIL_RANK: '1', FAIL_GENERATION: '0', ...(how === 'SIGKILL' ? { FAIL_SIGNAL: 'KILL' } : {}) };
-    const r = await sbatch(`${B} up ${STACK} --run-dir "$PWD/run"`, { args: ['-N3'], env, timeoutMs: 120_000 });
+    const r = await sbatch(`${B} up "${STACK}" --run-dir "$PWD/run"`, { args: ['-N3'], env, timeoutMs: 120_000 });
     assert.equal(r.code, 0, describeJob(r));
     const status = how === 'SIGKILL' ? 137 : 3;
     assert.match(r.err, new RegExp(`berth: trainer: generation 0 ends: rank 1 on node n2 exited with status ${status}; stopping every rank on every node, then generation 1 of 3`), describeJob(r));
@@ -75,7 +75,7 @@ for (const how of ['exit 3', 'SIGKILL'] as const) {
 test('a rank that fails in every generation: 1 + restart_limit generations, then its status, nothing left', async (t) => {
   if (!requireSlurm(t)) return;
   const v = tag();
-  const r = await sbatch(`${B} up ${STACK} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v, FAIL_RANK: '2' }, timeoutMs: 150_000 });
+  const r = await sbatch(`${B} up "${STACK}" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v, FAIL_RANK: '2' }, timeoutMs: 150_000 });
   assert.equal(r.code, 3, describeJob(r));
   assert.equal([...r.err.matchAll(/generation \d ends: rank 2 on node n3/g)].length, 2, describeJob(r));
   assert.match(r.err, /trainer\/0 failed: on node n3: rank 2 of 3 exited with status 3/, describeJob(r));

@@ -38,7 +38,7 @@ test('every node in one place: endpoints.json, --json and the status view list e
   if (!requireSlurm(t)) return;
   const [k, v] = tag().split('=') as [string, string];
   const r = await sbatch(
-    `${B} up ${STACKS}/nodes-replicas-stack.yaml --run-dir "$PWD/run" --json --follow > up.out 2> up.err &
+    `${B} up "${STACKS}/nodes-replicas-stack.yaml" --run-dir "$PWD/run" --json --follow > up.out 2> up.err &
 pid=$!
 for i in $(seq 600); do grep -q "stack ready" up.err && break; sleep 0.05; done
 cp run/endpoints.json ready-endpoints.json
@@ -106,7 +106,7 @@ echo "up exit $?"`,
 test('nodes: others waits for a service of the first node (a head): workers reach it at the first node\'s address; the driver reaches every worker', async (t) => {
   if (!requireSlurm(t)) return;
   const [k, v] = tag().split('=') as [string, string];
-  const r = await sbatch(`${B} up ${STACKS}/nodes-head-stack.yaml --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
+  const r = await sbatch(`${B} up "${STACKS}/nodes-head-stack.yaml" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
   assert.equal(r.code, 0, describeJob(r));
   const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: Rec[] };
   const head = doc.replicas.find((x) => x.service === 'head')!;
@@ -141,7 +141,7 @@ test('nodes: others waits for a service of the first node (a head): workers reac
 test('a first-node service\'s scheme: reaches the other nodes ({scheduler.url} is tcp://… everywhere)', async (t) => {
   if (!requireSlurm(t)) return;
   const [k, v] = tag().split('=') as [string, string];
-  const r = await sbatch(`${B} up ${STACKS}/nodes-head-scheme-stack.yaml --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
+  const r = await sbatch(`${B} up "${STACKS}/nodes-head-scheme-stack.yaml" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
   assert.equal(r.code, 0, describeJob(r));
   const doc = JSON.parse(read(`${r.dir}/run/endpoints.json`)) as { replicas: Rec[] };
   const sched = doc.replicas.find((x) => x.service === 'scheduler')!;
@@ -158,7 +158,7 @@ test('a first-node service\'s scheme: reaches the other nodes ({scheduler.url} i
 test('the first node\'s head fails while the other nodes wait for it: exit 70 naming it, every node stopped, nothing left running', async (t) => {
   if (!requireSlurm(t)) return;
   const [k, v] = tag().split('=') as [string, string];
-  const r = await sbatch(`${B} up ${STACKS}/nodes-head-fail-stack.yaml --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
+  const r = await sbatch(`${B} up "${STACKS}/nodes-head-fail-stack.yaml" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), [k]: v }, timeoutMs: 60_000 });
   assert.equal(r.code, 70, describeJob(r));
   assert.match(r.err, /berth: head\/0 failed: the service exited with status 5 before it was ready/, describeJob(r));
   assert.match(r.err, /head: cannot start/);
@@ -182,7 +182,7 @@ test('SIGTERM while the other nodes wait for the first node\'s head: 143, the wa
   if (!requireSlurm(t)) return;
   const [k, v] = tag().split('=') as [string, string];
   const r = await sbatch(
-    `${B} up ${STACKS}/nodes-head-slow-stack.yaml --run-dir "$PWD/run" 2> up.err &
+    `${B} up "${STACKS}/nodes-head-slow-stack.yaml" --run-dir "$PWD/run" 2> up.err &
 pid=$!
 for i in $(seq 600); do [ -f run/nodes/n2.json ] && [ -f run/nodes/n3.json ] && break; sleep 0.05; done
 sleep 0.5

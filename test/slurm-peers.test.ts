@@ -29,7 +29,7 @@ const nodeFile = (dir: string, n: string) => JSON.parse(read(`${dir}/run/nodes/$
 test('a nodes: service naming its own service: every replica on 3 nodes sees all 6 peers, in node order, distinct, itself at its rank', async (t) => {
   if (!requireSlurm(t)) return;
   const v = tag();
-  const r = await sbatch(`${B} up ${resolve('test/fixtures/slurm/peers-stack.yaml')} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 60_000 });
+  const r = await sbatch(`${B} up "${resolve('test/fixtures/slurm/peers-stack.yaml')}" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 60_000 });
   assert.equal(r.code, 0, describeJob(r));
   // Every node published its leased replicas before any started.
   const ports = ['n1', 'n2', 'n3'].flatMap((n) => nodeFile(r.dir, n).peers!.peer!.map((e) => `127.0.0.1:${e.port}`));
@@ -56,7 +56,7 @@ test('etcd across nodes (examples/recipes/etcd-cluster/stack-nodes.yaml): one me
   if (!requireNeeds(t, NEED.etcd, NEED.etcdctl)) return;
   if (!requireSlurm(t)) return;
   const v = tag();
-  const r = await sbatch(`${B} up ${resolve('examples/recipes/etcd-cluster/stack-nodes.yaml')} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 120_000 });
+  const r = await sbatch(`${B} up "${resolve('examples/recipes/etcd-cluster/stack-nodes.yaml')}" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 120_000 });
   assert.equal(r.code, 0, describeJob(r));
   assert.match(r.err, /berth: job check exited with status 0/, describeJob(r));
   const check = read(`${r.dir}/run/logs/check-0.err`) + read(`${r.dir}/run/logs/check-0.out`);

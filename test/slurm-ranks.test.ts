@@ -29,7 +29,7 @@ const tag = () => `nodes-${process.pid}-${Math.random().toString(36).slice(2)}`;
 test('a job of 6 ranks on 3 nodes: global ranks, one master port for all, every node done, exit 0', async (t) => {
   if (!requireSlurm(t)) return;
   const v = tag();
-  const r = await sbatch(`${B} up ${STACK} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 60_000 });
+  const r = await sbatch(`${B} up "${STACK}" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v }, timeoutMs: 60_000 });
   assert.equal(r.code, 0, describeJob(r));
   assert.match(r.err, /berth: job trainer exited with status 0/, describeJob(r));
   const n1 = nodeFile(r.dir, 'n1');
@@ -61,7 +61,7 @@ test('a job of 6 ranks on 3 nodes: global ranks, one master port for all, every 
 test('rank 3 (second node) exits 3: the stack exits 3 naming the rank and node; every other node stopped, nothing left running', async (t) => {
   if (!requireSlurm(t)) return;
   const v = tag();
-  const r = await sbatch(`${B} up ${STACK} --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v, FAIL_RANK: '3' }, timeoutMs: 60_000 });
+  const r = await sbatch(`${B} up "${STACK}" --run-dir "$PWD/run"`, { args: ['-N3'], env: { BERTH_STATE_DIR: tempStateDir(), BERTH_TEST_TAG: v, FAIL_RANK: '3' }, timeoutMs: 60_000 });
   assert.equal(r.code, 3, describeJob(r));
   assert.match(r.err, /berth: trainer\/1 failed: on node n2: rank 3 of 6 exited with status 3; every other rank, on every node, was stopped/, describeJob(r));
   assert.match(r.err, /last lines of trainer\/1's stderr:\n\s+rank 3 failing/, describeJob(r));

@@ -20,13 +20,13 @@ test('vllm-like: scans upward from VLLM_PORT past a held port, serves /health, a
     ${PY} -c "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',20001)); s.listen(); print('held', flush=True); time.sleep(30)" > held.$$ &
     H=$!
     while ! grep -q held held.$$ 2>/dev/null; do sleep 0.05; done
-    VLLM_PORT=20000 ${PY} ${FIXTURE} --port 20100 --internal 3 --bind-delay 0.1 > a.$$ 2>&1 &
+    VLLM_PORT=20000 ${PY} "${FIXTURE}" --port 20100 --internal 3 --bind-delay 0.1 > a.$$ 2>&1 &
     A=$!
     for i in $(seq 100); do grep -q ready a.$$ && break; sleep 0.1; done
     cat a.$$
     echo "health=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:20100/health)"
-    VLLM_PORT=20010 ${PY} ${FIXTURE} --port 20002 --internal 1 --bind-delay 0.1; echo "second=$?"
-    env -u VLLM_PORT ${PY} ${FIXTURE} --port 20200 --internal 2 --bind-delay 0 > c.$$ 2>&1 &
+    VLLM_PORT=20010 ${PY} "${FIXTURE}" --port 20002 --internal 1 --bind-delay 0.1; echo "second=$?"
+    env -u VLLM_PORT ${PY} "${FIXTURE}" --port 20200 --internal 2 --bind-delay 0 > c.$$ 2>&1 &
     C=$!
     for i in $(seq 100); do grep -q ready c.$$ && break; sleep 0.1; done
     cat c.$$

@@ -20,6 +20,13 @@
 #   SLURM_PORT_BASE   slurmctld port; slurmd i uses +i      (default 17817)
 #   SLURM_WAIT_S      seconds to wait for idle nodes         (default 60)
 #   SLURM_RESV_PORTS  ports for srun --resv-ports           (default 12000-12999)
+#   SLURM_NETNS       run the daemons (and so every job) in the named network namespace
+#                     NAME (`ip netns`), made afresh whenever the cluster (re)starts; stop.sh
+#                     deletes it. Its own ports, leases and loopback: two clusters on one
+#                     host (two test suites at once) share no port, lease or job id. Clients
+#                     then run there too: ip netns exec NAME sbatch …   (default: none, the host's)
+#   BERTH_SLURM_USER  a pid to register as a user of the cluster (test files); stop.sh with
+#                     BERTH_SLURM_RELEASE=that pid stops it only when no live user is left
 set -euo pipefail
 
 D=${BERTH_SLURM_DIR:-/tmp/berth-slurm}
@@ -31,6 +38,7 @@ PORT=${SLURM_PORT_BASE:-17817}
 WAIT_S=${SLURM_WAIT_S:-60}
 RESV=${SLURM_RESV_PORTS:-12000-12999}
 H=$(hostname -s)
+NETNS=${SLURM_NETNS:-}
 CONF=$D/etc/slurm.conf
 export SLURM_CONF=$CONF
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +56,12 @@ case $AUTH in none|munge) ;; *) echo "[slurm/start] SLURM_AUTH must be none or m
 mkdir -p "$D"; chmod 755 "$D"
 # Concurrent callers (parallel test files) must not both restart the cluster.
 exec 9>"$D/.lock"; flock 9
+# Registered under the lock that stop.sh's BERTH_SLURM_RELEASE takes too: a cluster found
+# running here cannot be stopped by a last user leaving before this one is counted.
+if [ -n "${BERTH_SLURM_USER:-}" ]; then mkdir -p "$D/test-users"; : > "$D/test-users/$BERTH_SLURM_USER"; fi
+[[ $NETNS =~ ^[A-Za-z0-9_-]*$ ]] || { echo "[slurm/start] SLURM_NETNS: a name of letters, digits, - and _" >&2; exit 1; }
+# Runs "$@" in the cluster's network namespace (as is, without SLURM_NETNS).
+inns() { if [ -n "$NETNS" ]; then nsenter --net="/run/netns/$NETNS" -- "$@"; else "$@"; fi; }
 
 # ---- 1. install ----------------------------------------------------------------------
 pkgs="slurmctld slurmd slurm-client"
@@ -138,23 +152,34 @@ fi
 
 nodes_idle() {
   local out
-  out=$(sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
+  out=$(inns sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
   [ -n "$out" ] || return 1
   ! echo "$out" | awk '{print $2}' | grep -qv '^idle$'
 }
 all_alive() {
   alive "$D/run/slurmctld.pid" slurmctld || return 1
   for n in $NAMES; do alive "$D/run/slurmd-$n.pid" slurmd || return 1; done
-  [ "$AUTH" != munge ] || alive "$D/munge/run/munged.pid" munged
+  [ "$AUTH" != munge ] || alive "$D/munge/run/munged.pid" munged || return 1
+  # In the namespace of that name (not one an earlier run left under it, nor the host's).
+  [ -z "$NETNS" ] || [ "$(readlink "/proc/$(cat "$D/run/slurmctld.pid")/ns/net")" = "$(inns readlink /proc/self/ns/net 2>/dev/null)" ]
 }
 # Running with this config and nodes up (idle, or busy with jobs): nothing to do.
 if cmp -s "$new/slurm.conf" "$CONF" && cmp -s "$new/gres.conf" "$D/etc/gres.conf" && all_alive \
-   && sinfo -h -N -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)$'; then
+   && inns sinfo -h -N -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)$'; then
   rm -rf "$new"; log "already running (SLURM_CONF=$CONF)"; exit 0
 fi
 
 # Something differs or is down: full restart with fresh state.
-BERTH_SLURM_DIR=$D "$HERE/stop.sh" >/dev/null 2>&1 || true
+BERTH_SLURM_DIR=$D SLURM_NETNS=$NETNS "$HERE/stop.sh" >/dev/null 2>&1 || true
+if [ -n "$NETNS" ]; then
+  # A fresh namespace: nothing of a cluster before (leases with a ttl, its jobs' ports) is in it.
+  ip netns delete "$NETNS" 2>/dev/null || true
+  ip netns add "$NETNS"
+  ip -n "$NETNS" link set lo up
+  # Slurm resolves even "127.0.0.1" with AF_INET + AI_ADDRCONFIG, which glibc answers only
+  # where an IPv4 address other than 127.0.0.1 itself is configured: give lo a second one.
+  ip -n "$NETNS" addr add 127.0.0.2/8 dev lo
+fi
 mv "$new/slurm.conf" "$CONF"; mv "$new/gres.conf" "$D/etc/gres.conf"; rm -rf "$new"
 rm -rf "$D/state"; mkdir -p "$D/state/ctld"
 for n in $NAMES; do mkdir -p "$D/state/d/$n"; done
@@ -173,22 +198,22 @@ if [ "$AUTH" = munge ]; then
   fi
   munged --key-file="$D/munge/munge.key" --socket="$D/munge/run/munge.socket.2" \
          --pid-file="$D/munge/run/munged.pid" --log-file="$D/munge/log/munged.log" \
-         --seed-file="$D/munge/lib/munged.seed" --force
+         --seed-file="$D/munge/lib/munged.seed" --force 9>&-
   for _ in $(seq 50); do [ -S "$D/munge/run/munge.socket.2" ] && break; sleep 0.1; done
 fi
 # The daemons must not inherit the caller's fds (a test runner's pipes would never close).
-slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 9>&-
-for n in $NAMES; do slurmd -f "$CONF" -N "$n" </dev/null >/dev/null 2>&1 9>&-; done
+inns slurmctld -f "$CONF" </dev/null >/dev/null 2>&1 9>&-
+for n in $NAMES; do inns slurmd -f "$CONF" -N "$n" </dev/null >/dev/null 2>&1 9>&-; done
 
 end=$(( $(date +%s) + WAIT_S ))
 until nodes_idle; do
   if [ "$(date +%s)" -ge "$end" ]; then
     echo "[slurm/start] nodes not idle after ${WAIT_S}s" >&2
-    sinfo -N -l >&2 || true
+    inns sinfo -N -l >&2 || true
     tail -n 30 "$D"/log/*.log >&2 2>/dev/null || true
     exit 1
   fi
   sleep 0.2
 done
 log "cluster up in $(since "$t0")s: nodes=$(echo $NAMES) cpus=$CPUS gpus=$NGPU auth=$AUTH dir=$D"
-log "use: source $D/env.sh   (export SLURM_CONF=$CONF)"
+log "use: source $D/env.sh   (export SLURM_CONF=$CONF)${NETNS:+, in the network namespace: ip netns exec $NETNS …}"

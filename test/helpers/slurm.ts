@@ -4,18 +4,37 @@
  * this host, one port space), 4 fake GPUs and 8 CPUs each. A single-node test pins its job
  * to n1 (-w n1). Outside CI, a machine where the cluster cannot start (not root, no apt)
  * skips loudly; in CI (CI=true) that is a failure.
+ *
+ * One cluster per clone, in a folder and a network namespace (`ip netns`, made afresh at
+ * each start) named for the clone's path: a second copy of the suite on the same machine
+ * runs its own cluster instead of restarting or stopping this one; its jobs never queue
+ * behind ours, and their leases, ports and job ids are in another namespace, so neither
+ * fills the other's bands nor meets the other's job 1 in `berth leases` or `release --job`.
+ * Slurm's clients (sbatch, scontrol, scancel) run in that namespace too (inNetns). Test
+ * files of one clone share its cluster (see stopCluster).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
 
-export const SLURM_DIR = process.env.BERTH_SLURM_DIR || '/tmp/berth-slurm';
+/** slurm.conf takes no quoting: the folder is under /tmp when TMPDIR has blanks. */
+const TMP = /\s/.test(tmpdir()) ? '/tmp' : tmpdir();
+const CLONE = createHash('sha256').update(resolve('.')).digest('hex').slice(0, 12);
+export const SLURM_DIR = process.env.BERTH_SLURM_DIR || join(TMP, `berth-slurm-${CLONE}`);
+/** The cluster's network namespace (scripts/slurm/start.sh SLURM_NETNS). */
+export const SLURM_NETNS = `berth-slurm-${CLONE}`;
 export const SLURM_CONF = join(SLURM_DIR, 'etc/slurm.conf');
 const SCRIPTS = resolve('scripts/slurm');
 /** The cluster every Slurm test uses (see the file comment). */
-const CLUSTER_ENV = { BERTH_SLURM_DIR: SLURM_DIR, SLURM_NODES: '3', SLURM_FAKE_GPUS: '4', SLURM_CPUS: '8', SLURM_AUTH: 'none' };
+const CLUSTER_ENV = { BERTH_SLURM_DIR: SLURM_DIR, SLURM_NODES: '3', SLURM_FAKE_GPUS: '4', SLURM_CPUS: '8', SLURM_AUTH: 'none', SLURM_NETNS };
+
+/** argv that runs `argv` in the cluster's network namespace, where slurmctld listens. */
+export function inNetns(argv: string[]): string[] {
+  return ['nsenter', `--net=/run/netns/${SLURM_NETNS}`, '--', ...argv];
+}
 
 let state: { ok: true; seconds: number; log: string } | { ok: false; why: string } | undefined;
 
@@ -27,40 +46,22 @@ export function startCluster(): string | undefined {
     return state.why;
   }
   const t0 = Date.now();
-  const r = spawnSync('bash', [join(SCRIPTS, 'start.sh')], { env: { ...process.env, ...CLUSTER_ENV }, encoding: 'utf8', timeout: 600_000 });
+  // Registered by start.sh under its lock, so a file leaving at this moment cannot stop it under us.
+  const env = { ...process.env, ...CLUSTER_ENV, BERTH_SLURM_USER: String(process.pid) };
+  const r = spawnSync('bash', [join(SCRIPTS, 'start.sh')], { env, encoding: 'utf8', timeout: 600_000 });
   const log = `${r.stdout ?? ''}${r.stderr ?? ''}`;
   state = r.status === 0 ? { ok: true, seconds: (Date.now() - t0) / 1000, log } : { ok: false, why: `scripts/slurm/start.sh failed (${r.error?.message ?? `exit ${r.status}`}):\n${log}` };
   if (state.ok) process.stderr.write(`# slurm cluster ready in ${state.seconds.toFixed(1)}s\n${log.replace(/^/gm, '# ')}\n`);
-  if (state.ok) {
-    // Test files may run in parallel: each says it uses the cluster, the last one out stops it.
-    mkdirSync(USERS, { recursive: true });
-    writeFileSync(join(USERS, String(process.pid)), '');
-  }
   return state.ok ? undefined : state.why;
 }
 
-const USERS = join(SLURM_DIR, 'test-users');
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** Stops the cluster, unless another test process still uses it (or BERTH_SLURM_KEEP is set). */
+/**
+ * Leaves the cluster; stop.sh stops it when no other live test process of this clone uses it
+ * (test files may run in parallel: the last one out stops it), unless BERTH_SLURM_KEEP is set.
+ */
 export function stopCluster(): void {
   if (!state?.ok || process.env.BERTH_SLURM_KEEP) return;
-  rmSync(join(USERS, String(process.pid)), { force: true });
-  let others: string[] = [];
-  try {
-    others = readdirSync(USERS).filter((p) => alive(Number(p)));
-  } catch {
-    // no one registered
-  }
-  if (others.length > 0) return;
-  spawnSync('bash', [join(SCRIPTS, 'stop.sh')], { env: { ...process.env, ...CLUSTER_ENV }, stdio: 'ignore', timeout: 60_000 });
+  spawnSync('bash', [join(SCRIPTS, 'stop.sh')], { env: { ...process.env, ...CLUSTER_ENV, BERTH_SLURM_RELEASE: String(process.pid) }, stdio: 'ignore', timeout: 60_000 });
 }
 
 /** Call first in a test that needs the cluster. Returns false when the test must skip. */
@@ -83,7 +84,8 @@ export function slurmEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 /** Run a Slurm client command (scontrol, sinfo…) synchronously; stdout. */
 export function slurmCmd(argv: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(argv[0]!, argv.slice(1), { env: slurmEnv(), encoding: 'utf8', timeout: 30_000 });
+  const ns = inNetns(argv);
+  const r = spawnSync(ns[0]!, ns.slice(1), { env: slurmEnv(), encoding: 'utf8', timeout: 30_000 });
   return { code: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
@@ -113,7 +115,8 @@ const FINAL_STATES = new Set(['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NO
 
 /** JobState and the exit status of a job (128+N for signal N), from `scontrol show job`. */
 function jobState(id: string): { state: string; code: number | null } | undefined {
-  const r = spawnSync('scontrol', ['show', 'job', '-o', id], { env: slurmEnv(), encoding: 'utf8', timeout: 10_000 });
+  const ns = inNetns(['scontrol', 'show', 'job', '-o', id]);
+  const r = spawnSync(ns[0]!, ns.slice(1), { env: slurmEnv(), encoding: 'utf8', timeout: 10_000 });
   const state = /\bJobState=(\S+)/.exec(r.stdout ?? '')?.[1];
   const exit = /\bExitCode=(\d+):(\d+)/.exec(r.stdout ?? '');
   if (!state) return undefined;
@@ -134,7 +137,8 @@ export async function sbatch(script: string, opts: SbatchOptions): Promise<JobRe
   writeFileSync(file, `#!/bin/bash\n${script}\n`, { mode: 0o755 });
   const argv = ['--parsable', '--time=5', `--chdir=${dir}`, `--output=${dir}/job.out`, `--error=${dir}/job.err`, ...opts.args, file];
   const t0 = Date.now();
-  const sub = spawnSync('sbatch', argv, { env: slurmEnv(opts.env), encoding: 'utf8', timeout: 30_000 });
+  const ns = inNetns(['sbatch', ...argv]);
+  const sub = spawnSync(ns[0]!, ns.slice(1), { env: slurmEnv(opts.env), encoding: 'utf8', timeout: 30_000 });
   const jobId = (sub.stdout ?? '').trim().split(';')[0] ?? '';
   const read = (f: string) => {
     try {
@@ -152,7 +156,8 @@ export async function sbatch(script: string, opts: SbatchOptions): Promise<JobRe
     last = jobState(jobId);
     if (last && FINAL_STATES.has(last.state)) break;
     if (Date.now() > deadline) {
-      spawnSync('scancel', [jobId], { env: slurmEnv() });
+      const cancel = inNetns(['scancel', jobId]);
+      spawnSync(cancel[0]!, cancel.slice(1), { env: slurmEnv() });
       return { jobId, code: null, out: read('job.out'), err: `${read('job.err')}\n[test] job ${jobId} still ${last?.state ?? 'unknown'} after ${opts.timeoutMs ?? 120_000} ms: cancelled`, dir, seconds: (Date.now() - t0) / 1000 };
     }
     await sleep(200);

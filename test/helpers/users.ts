@@ -14,8 +14,10 @@ export interface TestUser {
 export function throwawayUser(name: string): TestUser {
   let id = spawnSync('id', ['-u', name], { encoding: 'utf8' });
   if (id.status !== 0) {
-    const made = spawnSync('useradd', ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
-    // Another copy of the suite may have made it meanwhile (exit 9: already exists).
+    // Two copies of the suite at once: useradd fails (exit 1, "cannot lock /etc/passwd") while
+    // another holds that lock, so the suites take turns on a lock of theirs; one may have made
+    // the user meanwhile (exit 9: already exists).
+    const made = spawnSync('flock', ['/tmp/berth-test-useradd.lock', 'useradd', '--system', '--no-create-home', '--shell', '/usr/sbin/nologin', name], { encoding: 'utf8' });
     assert.ok(made.status === 0 || made.status === 9, `useradd ${name}: ${made.stderr}`);
     id = spawnSync('id', ['-u', name], { encoding: 'utf8' });
   }
