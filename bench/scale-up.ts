@@ -183,7 +183,7 @@ export async function benchScaleAlloc(ctx: BenchContext): Promise<Section> {
       ],
     ),
     '',
-    `Median of ${reps} passes after a warm-up, by bench/scale-alloc-child.ts in a fresh namespace: one reserveSet() call for all requests, from the range 20000-60999 (the namespace's ephemeral range moved out of it), holds on as berth up keeps them, a fresh lease directory each pass, released after.`,
+    `Median of ${reps} passes after a warm-up, by bench/scale-alloc-child.ts in a fresh namespace: one reserveSet() call for all requests, from the range 20000-60999 (the namespace's ephemeral range moved out of it), holds on as berth up keeps them, every lease (the namespace's abstract socket names, docs/leases.md) released after each pass.`,
   ].join('\n');
   return {
     title: '11. A whole stack\'s ports in one pass',
