@@ -28,6 +28,10 @@ import { basename, dirname, join, resolve } from 'node:path';
  *   never in a command bundle (LAZY below; the import() is lowered to a require). A module
  *   imported both ways is copied into both, so lazy modules must hold no state shared
  *   with the rest.
+ * - Each command bundle has V8's code cache beside it (<name>.cjs.cache, made here by this
+ *   node after the bundle's top level ran), loaded by src/cli/bundle-loader.ts instead of a
+ *   plain require(): 0.97× of `berth port`'s CPU (issue 31, docs/scale.md §2). A Node.js other
+ *   than the one that built rejects the cache and compiles the source as before.
  * - Not minified: esbuild's whitespace and syntax minification did not change the CPU time
  *   of loading port.cjs (20.7 ms either way, 31 runs each, issue 23), and internal-error
  *   stack traces keep readable lines.
