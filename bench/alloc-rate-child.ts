@@ -3,7 +3,7 @@
  * reserve()+release() loop against a raw listen()/close() loop on the same range.
  * argv[2]: JSON config. Prints one JSON line with the per-repetition rates.
  */
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadBerth } from './lib/berth-api.js';
@@ -60,15 +60,14 @@ const loops: Record<string, Loop> = {
   hostMap: async () => {
     berth.readHostMap();
   },
-  // A file made and removed in the lease directory: a lease is a temporary file linked
-  // into place and later removed, so each one costs at least this on that filesystem.
-  leaseFile: async (i) => {
-    const path = join(cfg.stateDir, `.bench-${process.pid}-${i}`);
-    const fd = openSync(path, 'wx', 0o600);
-    writeSync(fd, '{}\n');
-    closeSync(fd);
-    unlinkSync(path);
-  },
+  // A lease's port name bound and closed: a lease is an abstract Unix socket name per port
+  // (docs/leases.md), bound and listening while it lasts, so each one costs at least this.
+  leaseName: (i) =>
+    new Promise<void>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen({ path: `\0berth-bench/${process.pid}/${i}`, backlog: 1, exclusive: true }, () => server.close(() => resolve()));
+    }),
   // Not an allocator: the tables read the customary way, until read() returns 0.
   tableRead: async () => {
     readFileSync('/proc/net/tcp', 'latin1');

@@ -26,7 +26,7 @@ export interface TrialStart {
   kind: AllocatorKind;
   /** ms since epoch; every process of the trial starts allocating then */
   startAt: number;
-  /** berth: this trial's private lease directory */
+  /** berth: this trial's private BERTH_STATE_DIR (leases are the namespace's socket names) */
   stateDir?: string;
 }
 

@@ -138,7 +138,7 @@ export async function benchDuplicates(ctx: BenchContext): Promise<Section> {
       'For a trial, the coordinator hands all processes one start time (ms since epoch) ~0.2 s ahead and each sleeps until it, allocates, and binds; when all have reported, they close their listeners (berth: release) and the next trial starts. ' +
       `The latest wake-up after the start time in any trial was ${fmt(late, 0)} ms (two cores shared by up to ${max(levels)} processes). ` +
       'Each process keeps its real listener open until all have reported, so a second service on the same port fails as it would in life. ' +
-      `berth processes share one fresh private lease directory per trial and use \`reserve({source: range, count: 1, ttlMs: 120000})\`, then \`unhold()\` right before the real bind (the \`release\` handoff). Library: ${from}.`,
+      `berth processes share the level's network namespace, whose abstract socket names are the lease domain (docs/leases.md: every process of the namespace sees every lease; the previous trial's are all released before the next starts), each with a fresh private BERTH_STATE_DIR per trial, and use \`reserve({source: range, count: 1, ttlMs: 120000})\`, then \`unhold()\` right before the real bind (the \`release\` handoff). Library: ${from}.`,
     ...(errors.length > 0 ? ['', `Allocation errors seen: ${[...new Set(errors)].slice(0, 8).join('; ')}.`] : []),
   ].join('\n');
   return {

@@ -5,7 +5,8 @@
  *   sets     N requests of 1 port plus N blocks of 16 contiguous ports (N port sets)
  * from one range (20000-60999 minus the namespace's ephemeral range, which is moved to
  * 61000-65000 so the band is all usable), with the holds on, as berth up holds them; each
- * repetition gets a fresh lease directory and releases everything after. argv[2]: JSON
+ * repetition releases everything after (its lease names gone before the next; the leases
+ * are abstract socket names of the namespace, docs/leases.md). argv[2]: JSON
  * {n, reps}. Prints one JSON line: ms per pass for each shape.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

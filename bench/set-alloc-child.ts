@@ -63,7 +63,7 @@ for (let rep = 0; rep <= cfg.reps; rep++) {
       releaseMs[k]!.push(nowMs() - t1);
     }
   }
-  // The parts every attempt pays once, whatever the block size: the table, the lease dir, the plan.
+  // The parts every attempt pays once, whatever the block size: the socket table, the lease table (/proc/net/unix), the plan.
   let t = nowMs();
   const host = readHostMap({ localPorts: [source.range] });
   if (rep > 0) ms.hostMap!.push(nowMs() - t);

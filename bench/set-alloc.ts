@@ -2,7 +2,7 @@
  * Benchmark: allocation time of a port set (one port and a 100-port block) in a band where
  * half the ports are busy, against one port, and against 100 separate ports (the same
  * number of leases without the contiguity). Sockets are held by the child in a fresh
- * network namespace; the lease directory is private.
+ * network namespace, whose abstract socket names are the leases (docs/leases.md).
  */
 import { build } from 'esbuild';
 import { join } from 'node:path';

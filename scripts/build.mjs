@@ -28,6 +28,10 @@ import { basename, dirname, join, resolve } from 'node:path';
  *   never in a command bundle (LAZY below; the import() is lowered to a require). A module
  *   imported both ways is copied into both, so lazy modules must hold no state shared
  *   with the rest.
+ * - Each command bundle has V8's code cache beside it (<name>.cjs.cache, made here by this
+ *   node after the bundle's top level ran), loaded by src/cli/bundle-loader.ts instead of a
+ *   plain require(): 0.97× of `berth port`'s CPU (issue 31, docs/scale.md §2). A Node.js other
+ *   than the one that built rejects the cache and compiles the source as before.
  * - Not minified: esbuild's whitespace and syntax minification did not change the CPU time
  *   of loading port.cjs (20.7 ms either way, 31 runs each, issue 23), and internal-error
  *   stack traces keep readable lines.
@@ -48,10 +52,37 @@ const commandBundles = {
       if (args.kind !== 'dynamic-import' || resolve(args.importer) !== COMMANDS_INDEX) return undefined;
       const name = basename(args.path, '.js');
       commands.add(name);
-      return { path: `./cli/${name}.cjs`, external: true };
+      return { path: name, namespace: 'command-bundle' };
     });
+    // The import() becomes loadBundle(name): the bundle with its code cache (src/cli/bundle-loader.ts).
+    b.onLoad({ filter: /.*/, namespace: 'command-bundle' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(resolve('src/cli/bundle-loader.ts'))}).loadBundle(${JSON.stringify(args.path)});`,
+      resolveDir: resolve('src/cli'),
+      loader: 'js',
+    }));
   },
 };
+
+/*
+ * V8's code cache of a command bundle, written beside it as <bundle>.cache: the bundle compiled
+ * and its top level run (what loading it runs: no command) by this node, in a child of its own.
+ * Made by the node that builds; another Node.js rejects it and compiles the source instead.
+ */
+const CACHE_MAKER = `const { readFileSync, writeFileSync, renameSync } = require('node:fs');
+const { createRequire, wrap } = require('node:module');
+const { dirname } = require('node:path');
+const { Script } = require('node:vm');
+const [file, out] = process.argv.slice(1);
+const script = new Script(wrap(readFileSync(file, 'utf8')), { filename: file });
+const mod = { exports: {} };
+script.runInThisContext().call(mod.exports, mod.exports, createRequire(file), mod, file, dirname(file));
+writeFileSync(out + '.tmp', script.createCachedData());
+renameSync(out + '.tmp', out);`;
+
+function makeCodeCache(file) {
+  const r = spawnSync(process.execPath, ['-e', CACHE_MAKER, file, `${file}.cache`], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  if (r.status !== 0) throw new Error(`code cache of ${file}: ${r.stderr.trim()}`);
+}
 
 /* Modules imported with import() by command code, each built as dist/cli/lazy/<name>.cjs. */
 const LAZY = { [resolve('src/layout/parse.ts')]: 'layout-parse' };
@@ -98,6 +129,7 @@ try {
       build({ ...common, format: 'cjs', entryPoints: [entry], outfile: join(tmp, 'cli', 'lazy', `${name}.cjs`), packages: 'external', logOverride: { 'empty-import-meta': 'error' } }),
     ),
   );
+  for (const name of commands) makeCodeCache(resolve(tmp, 'cli', `${name}.cjs`));
   // The watchdog that stops a dead berth's services (src/launch/watchdog.ts): started with
   // the first service of `run`/`up`, so nothing of it is loaded by `berth port`.
   await build({ ...common, format: 'cjs', entryPoints: ['src/stack/record/watchdog-entry.ts'], outfile: join(tmp, 'watchdog.cjs'), packages: 'external' });

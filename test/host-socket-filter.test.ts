@@ -84,3 +84,24 @@ test('localPorts: a damaged row on a wanted port is still skipped and counted; r
   assert.equal(t.skipped, 2);
   assert.equal(parseTcpTable(text, 4, LE).skipped, 3);
 });
+
+test("localPorts: rows printed as the kernel does (\"%4d: \"), below and above 10,000 rows, filter as the full parse does", () => {
+  const hex4 = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
+  const lines = [HEADER4];
+  for (let i = 0; i < 12_000; i++) {
+    lines.push(`${String(i).padStart(4)}: 0100007F:${hex4(20000 + (i % 3000))} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 ${100000 + i} 1 0000000000000000 100 0 0 10 0`);
+  }
+  // The fixed column holds a colon but no port: decided by the full parse, never misread.
+  lines.push('   9: 0100007F:ZZZZ 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 7 1 0000000000000000 100 0 0 10 0');
+  for (const family of [4, 6] as const) {
+    const text = family === 4 ? lines.join('\n') : lines.map((l, k) => (k === 0 ? l : l.replace('0100007F:', '0000000000000000FFFF00000100007F:').replace(' 00000000:0000 ', ` ${'0'.repeat(32)}:0000 `))).join('\n');
+    const bytes = Buffer.from(`${text}\n`);
+    const all = parseTcpBuffer(bytes, family, LE);
+    assert.equal(all.rows.length, 12_000);
+    for (const ranges of [[{ lo: 20000, hi: 20009 }], [{ lo: 22990, hi: 23005 }], [{ lo: 1, hi: 19999 }]]) {
+      const only = parseTcpBuffer(bytes, family, { ...LE, localPorts: ranges });
+      assert.deepEqual(only.rows, all.rows.filter((r) => inAny(r.localPort, ranges)), `${family} ${JSON.stringify(ranges)}`);
+      assert.equal(only.skipped, all.skipped);
+    }
+  }
+});

@@ -1,7 +1,7 @@
 import { BerthError, EXIT } from '../errors.js';
 import { commands } from './commands/index.js';
 import { systemErrorAsBerth } from '../util/system-error.js';
-import { ignoreWriteErrors } from '../util/closed-output.js';
+import { guardStdio } from '../util/closed-output.js';
 import { armEarlySignals } from './early-signals.js';
 import { checkEventsFd, sendEvent } from './events-fd.js';
 
@@ -61,8 +61,7 @@ function isBerthError(e: unknown): e is BerthError {
 }
 
 // `berth inspect | head -1`: a reader that went away ends berth's output, never berth (every command).
-ignoreWriteErrors(process.stdout);
-ignoreWriteErrors(process.stderr);
+guardStdio();
 
 // `run` and `up --events-fd N`: the machine channel (events-fd.ts), checked by main() first.
 const argv = process.argv.slice(2);

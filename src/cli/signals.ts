@@ -1,4 +1,4 @@
-import { ignoreWriteErrors } from '../util/closed-output.js';
+import { guardStdio } from '../util/closed-output.js';
 import { takeEarlySignal } from './early-signals.js';
 
 /** What `berth run` and `berth up` pass on to their services instead of dying at once. */
@@ -10,8 +10,7 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  * would otherwise kill berth and orphan its services): supervision goes on.
  */
 export async function withSignals<T>(onSignal: (sig: NodeJS.Signals, cause?: 'stdin-eof') => void, body: () => Promise<T>, o: { stdinEof?: boolean } = {}): Promise<T> {
-  ignoreWriteErrors(process.stdout);
-  ignoreWriteErrors(process.stderr);
+  guardStdio();
   const onOsSignal = (sig: NodeJS.Signals) => onSignal(sig);
   for (const s of SIGNALS) process.on(s, onOsSignal);
   // One that came while the command started (early-signals.ts) is this handler's now.

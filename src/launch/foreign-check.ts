@@ -1,11 +1,10 @@
 import { EXIT } from '../errors.js';
-import { normalizeRanges } from '../host/intervals.js';
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
 import { forgetTurn } from '../host/proc-turn.js';
-import { readSockets, readSocketsAsync } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/types.js';
 import { candidatePorts, checkedPorts, findForeign, foreignWarning } from './foreign.js';
 import { iso, type LaunchState } from './state.js';
+import { tablePoller } from './port-watch.js';
 import { fail } from './stop.js';
 import type { ForeignListener } from './types.js';
 
@@ -101,16 +100,25 @@ function record(s: LaunchState, found: ForeignListener[]): void {
   s.emit({ type: 'foreign', listeners: found, t: iso() });
 }
 
+/**
+ * The LISTEN rows of `ports` from the launches' shared read (port-watch.ts): one begun after
+ * this call, so nothing that listened before it is missed, and shared with every launch asking
+ * meanwhile. A read of its own per replica made the foreign check cost 256 whole-table reads at
+ * a 256-replica start, twice the rest of berth's CPU (issue 31).
+ */
+async function listenersNow(s: LaunchState, ports: readonly number[]): Promise<SocketRow[]> {
+  const poller = tablePoller(s.procRoot);
+  const looks = ports.map((p) => poller.look(p, 0).rows);
+  return (await Promise.all(looks)).flat();
+}
+
 /** At readiness: a foreign listener on any of its ports and the replica is not ready (69). false: the launch ended. */
 export async function checkForeignAtReady(s: LaunchState): Promise<boolean> {
   const ports = [...candidatePorts(s.assigned(), s.o.sharedPorts ?? [])];
   if (ports.length === 0 || !s.tree) return true;
-  const ranges = normalizeRanges(ports.map((p) => ({ lo: p, hi: p })));
   for (let i = 0; i < HIDDEN_LOOKS + 1; i++) {
-    const opts = { procRoot: s.procRoot, localPorts: ranges, listenOnly: true };
-    // The first look is synchronous: no event may run between the probe's success and ready,
-    // or a service that exits right after answering its probe fails as "exited before ready".
-    const rows = (i === 0 ? readSockets(opts) : await readSocketsAsync(opts)).rows;
+    // Asynchronous is safe: readyPending is set, so an exit meanwhile is a ready service's (supervise.ts).
+    const rows = await listenersNow(s, ports);
     if (s.settled) return false;
     const found = lookForeign(s, rows);
     if (found.length > 0) {

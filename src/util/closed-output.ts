@@ -15,3 +15,32 @@ export function ignoreWriteErrors(w: NodeJS.WritableStream | null | undefined): 
   guarded.add(e);
   e.on('error', () => {});
 }
+
+let stdioGuarded = false;
+
+/**
+ * ignoreWriteErrors for process.stdout and process.stderr, attached when each is first used:
+ * Node creates a stdio stream on first access, which costs `berth port` (it writes with
+ * write(2) and never needs them) about 3 ms of its start-up (issue 31). Idempotent.
+ */
+export function guardStdio(): void {
+  if (stdioGuarded) return;
+  stdioGuarded = true;
+  for (const name of ['stdout', 'stderr'] as const) {
+    const d = Object.getOwnPropertyDescriptor(process, name);
+    const get = d?.get;
+    if (!get || !d.configurable) {
+      ignoreWriteErrors(process[name]);
+      continue;
+    }
+    Object.defineProperty(process, name, {
+      configurable: true,
+      enumerable: d.enumerable ?? true,
+      get() {
+        const stream = get.call(process) as NodeJS.WriteStream;
+        ignoreWriteErrors(stream);
+        return stream;
+      },
+    });
+  }
+}
