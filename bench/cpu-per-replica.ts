@@ -51,9 +51,9 @@ try {
       const cpu = s.cpuMs + (s.watchdogCpuMs ?? 0);
       v.cpu.push(cpu);
       const prof = res.profiles[0] ? ` profile ${res.profiles[0]} (${summarizeProfile(res.profiles[0], []).totalMs.toFixed(0)} ms sampled)` : '';
-      process.stdout.write(
-        `${v.label} run ${r + 1}: berth ${s.cpuMs.toFixed(0)} + watchdog ${s.watchdogCpuMs ?? 0} ms = ${(cpu / n).toFixed(1)} ms/replica, ready ${s.readyMs.toFixed(0)} ms, teardown ${s.teardownMs.toFixed(0)} ms, load ${before} -> ${load()}${prof}\n`,
-      );
+      const what = `berth ${s.cpuMs.toFixed(0)} + watchdog ${s.watchdogCpuMs ?? 0} ms = ${(cpu / n).toFixed(1)} ms/replica`;
+      const when = `ready ${s.readyMs.toFixed(0)} ms, teardown ${s.teardownMs.toFixed(0)} ms, load ${before} -> ${load()}`;
+      process.stdout.write(`${v.label} run ${r + 1}: ${what}, ${when}${prof}\n`);
     }
   }
   for (const v of variants) {
