@@ -59,7 +59,7 @@ async function concurrent(ctx: BenchContext, script: string, lib: string, store:
 }
 
 export async function benchLeaseDomain(ctx: BenchContext): Promise<Section> {
-  const title = '14. Leases: kernel names vs the file store';
+  const title = '15. Leases: kernel names vs the file store';
   const base = fileStoreBaseline(ctx);
   const child = join(ctx.tmp, 'lease-domain-child.mjs');
   const concChild = join(ctx.tmp, 'lease-conc-child.mjs');
