@@ -1,6 +1,6 @@
 /**
  * A stand-in for `srun` in bench/multinode-emulation.ts: berth's coordinator runs
- * `srun --nodes=N … --nodelist=LIST --input=all … -- AGENT…` (src/slurm/agents.ts
+ * `srun --nodes=N … --nodelist=LIST --input=all … -- AGENT…` (src/slurm/agent-step.ts
  * agentStepArgv) and this starts one agent per node of LIST on this host, with the
  * variables Slurm gives a step's task (SLURMD_NODENAME, SLURM_NODEID, SLURM_PROCID,
  * SLURM_STEP_ID, SLURM_STEP_NODELIST), and hands its stdin to every agent (--input=all).
@@ -15,7 +15,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { expandHostlist } from '../src/slurm/hostlist.js';
-import { writeNodeFile, type NodeFile } from '../src/slurm/agents.js';
+import { writeNodeFile, type NodeFile } from '../src/stack/multi-node/node-files.js';
 
 const argv = process.argv.slice(2);
 const dash = argv.indexOf('--');

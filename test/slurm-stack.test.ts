@@ -122,7 +122,8 @@ test('nodes: errors name the line: bad values, node dependencies some nodes cann
 
 test('multi-node plan: agents on the first M nodes; nodes: N beyond the allocation is 65; one node runs locally', async () => {
   const { planNodes, agentServices, externalEndpoints } = await import('../src/stack/multi-node/index.js');
-  const { agentStepArgv, nodeKey } = await import('../src/slurm/agents.js');
+  const { agentStepArgv } = await import('../src/slurm/agent-step.js');
+  const { nodeKey } = await import('../src/stack/multi-node/node-files.js');
   const s = parseStack(
     `services:
   engine: { nodes: all, command: [e, "{port}"] }

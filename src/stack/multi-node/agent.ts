@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { redactText } from '../../util/redact.js';
-import { keepNodeFile, nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from '../../slurm/agents.js';
+import { keepNodeFile, nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from './node-files.js';
 import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../run/orchestrate.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { agentStepArgv } from '../../slurm/agents.js';
+import { agentStepArgv } from '../../slurm/agent-step.js';
 import { formatControl, type ControlLine } from './agent-control.js';
 import { tasksEnded } from './task-ended.js';
 

@@ -1,6 +1,6 @@
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { writeCoordinatorFile, type NodeFile } from '../../slurm/agents.js';
+import { writeCoordinatorFile, type NodeFile } from './node-files.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { requireSlurmProgram } from '../../slurm/programs.js';

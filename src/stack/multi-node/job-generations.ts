@@ -1,5 +1,5 @@
 import type { Reservation } from '../../allocate/types.js';
-import type { NodeFile } from '../../slurm/agents.js';
+import type { NodeFile } from './node-files.js';
 import type { ServiceSpec } from '../file/spec.js';
 import type { ControlLine } from './agent-control.js';
 import type { NodeFailure } from './node-failure.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCoordinatorFile } from '../../slurm/agents.js';
+import { readCoordinatorFile } from './node-files.js';
 import { conditionStatus, type ReplicaStatus } from '../file/graph.js';
 import type { StackHandle } from '../run/orchestrate.js';
 import type { Endpoint } from '../file/placeholders.js';

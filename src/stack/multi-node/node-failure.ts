@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { EXIT } from '../../errors.js';
-import { nodeRunDir, type NodeFile } from '../../slurm/agents.js';
+import { nodeRunDir, type NodeFile } from './node-files.js';
 import type { StackFailure, StackResult } from '../run/orchestrate.js';
 import { serviceNodes, type NodePlan } from './plan.js';
 

@@ -1,6 +1,6 @@
 import { leaseListened } from '../../allocate/lease-listened.js';
 import type { Reservation } from '../../allocate/types.js';
-import { archiveNodeFile, readNodeFile, type NodeFile } from '../../slurm/agents.js';
+import { archiveNodeFile, readNodeFile, type NodeFile } from './node-files.js';
 import type { ServiceSpec } from '../file/spec.js';
 
 /*

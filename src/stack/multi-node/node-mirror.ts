@@ -1,4 +1,4 @@
-import type { NodeFile } from '../../slurm/agents.js';
+import type { NodeFile } from './node-files.js';
 import type { ReplicaUpdate } from '../record/endpoints.js';
 import type { SharedPorts } from '../record/result.js';
 import { reachAt } from './plan.js';

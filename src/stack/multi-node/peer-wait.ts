@@ -1,4 +1,4 @@
-import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from '../../slurm/agents.js';
+import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from './node-files.js';
 import { readInputFile } from '../../util/safe-file.js';
 import type { Endpoint } from '../file/placeholders.js';
 import { placeholdersOf } from '../file/placeholders.js';

@@ -1,5 +1,5 @@
 import { BerthError, EXIT } from '../../errors.js';
-import type { NodeFile, NodeReplica } from '../../slurm/agents.js';
+import type { NodeFile, NodeReplica } from './node-files.js';
 import { readSlurmEnv, type SlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import type { GraphNode } from '../file/graph.js';

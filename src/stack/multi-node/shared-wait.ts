@@ -1,4 +1,4 @@
-import { readCoordinatorFile, readNodeFile } from '../../slurm/agents.js';
+import { readCoordinatorFile, readNodeFile } from './node-files.js';
 import type { ServiceSpec, StackSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { onNode, reachAt } from './plan.js';
