@@ -19,7 +19,7 @@ export { BerthError, EXIT, type ExitCode } from './errors.js';
 export * from './host/index.js';
 export * from './layout/index.js';
 export * from './allocate/index.js';
-export { hasSourceOptions, resolvePortSource, type ResolveSourceContext, type SourceOptions } from './allocate/source-options.js';
+export * from './source/index.js';
 export type { Duration } from './util/option-names.js';
 export * from './stack/index.js';
 export * from './launch/index.js';

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { BERTH } from './helpers/cli.js';
 import { requireNetns, runInNetns } from './helpers/netns.js';
 import { formatPayload, MAX_STAMP_MS, parsePayload } from '../src/allocate/lease-names.js';
-import { reserve } from '../src/allocate/reserve.js';
+import { reserve } from '../src/source/reserve.js';
 import { MAX_TTL_MS } from '../src/util/duration.js';
 
 test('berth port --ttl beyond 8784h is 64 with nothing leased; 8784h is a live lease with its expiry', async (t) => {

@@ -20,7 +20,7 @@ export type ChildScript = (typeof CHILD_SCRIPTS)[number];
 
 /** Where each src module that a BerthApi name comes from lives, for the fallback bundle. */
 const SRC_OF: Record<BerthName, string> = {
-  reserve: 'src/allocate/reserve.ts',
+  reserve: 'src/source/reserve.ts',
   readHostMap: 'src/host/read-host.ts',
   parseTcpTable: 'src/host/socket-table.ts',
 };

@@ -1,8 +1,13 @@
-// Public face of the allocator: leases, holds and race-free reserve().
-export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, ReserveOptions, Strategy } from './types.js';
-export { DEFAULT_TTL_MS, reserve } from './reserve.js';
+/*
+ * allocate/: race-free leases and holds of ports from a resolved PortSource (reserveSet,
+ * allocatePorts, allocateNamedSet): candidates, leases in the network namespace, held
+ * sockets, retry. Which ports a caller may use is source/'s, which sits above.
+ * May import: src/layout (the default band's well-known ports), src/host, src/util, src/errors.
+ */
+export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, Strategy } from './types.js';
+export { DEFAULT_TTL_MS } from './reserve.js';
 export { reserveSet, type SetOptions, type SetRequest } from './reserve-set.js';
-export { describeNamedSet, namedReservation, namedSetRequests, reserveNamedSet, type NamedRequestBase, type NamedReservation } from './reserve-named.js';
+export { describeNamedSet, namedReservation, namedSetRequests, type NamedRequestBase, type NamedReservation } from './reserve-named.js';
 export { blockPorts, blockStartsWithout, freeRuns, planBlockStarts, type BlockPlan } from './plan-block.js';
 export * from './port-set.js';
 export { busyPorts, emptyReport, planCandidates, sourceRanges, type Plan, type PlanHost, type PlanInput } from './plan.js';

@@ -1,10 +1,9 @@
 import { BerthError, EXIT } from '../errors.js';
 import { rangeSize } from '../host/intervals.js';
 import { describeAssigned, portSetProblem, type AssignedPorts, type PortEntry } from './port-set.js';
-import { resolveReserveOptions } from './reserve-options.js';
 import { reserveSet, type SetRequest } from './reserve-set.js';
-import { checkLeaseName, setOptions } from './reserve.js';
-import type { PortSource, Reservation, ReserveOptions } from './types.js';
+import { checkLeaseName, foldOptionNames, setOptions } from './reserve.js';
+import type { AllocateOptions, PortSource, Reservation } from './types.js';
 
 /*
  * A named port set (port-set.ts) allocated as one reserveSet: one request per entry, from
@@ -110,15 +109,20 @@ function describeRange(s: PortSource): string {
   return s.kind === 'port' ? String(s.port) : `${s.range.lo}-${s.range.hi}`;
 }
 
-/**
- * Lease a named port set from one source (ReserveOptions' source, default band), all or
- * none: singles held (unless hold: false), blocks and windows leased and unheld. Throws
- * BerthError 64 (bad set, window without a band instance, count/block options, which a set
- * replaces), 69 with the entry that could not be met, 74 when out of file descriptors.
- */
-export async function reserveNamedSet(entries: readonly PortEntry[], o: ReserveOptions): Promise<NamedReservation> {
+/** A set gives each entry its size: a caller's count or block is a misuse (BerthError 64). */
+export function checkNoSetSize(o: Pick<AllocateOptions, 'count' | 'block'>): void {
   if (o.count !== undefined || o.block !== undefined) throw new BerthError(EXIT.USAGE, 'a port set gives each entry its size: count and block do not apply');
-  const opts = await resolveReserveOptions(o);
+}
+
+/**
+ * Lease a named port set from one resolved source, all or none: singles held (unless hold:
+ * false), blocks and windows leased and unheld. Throws BerthError 64 (bad set, window without
+ * a band instance, count/block options, which a set replaces), 69 with the entry that could
+ * not be met, 74 when out of file descriptors.
+ */
+export async function allocateNamedSet(entries: readonly PortEntry[], o: AllocateOptions): Promise<NamedReservation> {
+  checkNoSetSize(o);
+  const opts = foldOptionNames(o);
   checkLeaseName(opts.name);
   const base: NamedRequestBase = {
     source: opts.source,

@@ -2,11 +2,11 @@ import { BerthError, EXIT } from '../errors.js';
 import { ownerCheck } from '../host/proc-facts.js';
 import { processStartTime } from '../host/proc-stat.js';
 import { timerProblem, TTL } from '../util/duration.js';
+import { durationMs, eitherName } from '../util/option-names.js';
 import { USER_NAME_CHARS } from './lease-names.js';
 import { MAX_BLOCK } from './port-set.js';
-import { resolveReserveOptions } from './reserve-options.js';
 import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
-import type { PortSource, Reservation, ReserveOptions } from './types.js';
+import type { AllocateOptions, PortSource, Reservation } from './types.js';
 
 export { DEFAULT_TTL_MS };
 
@@ -25,14 +25,25 @@ function checkSource(s: PortSource): void {
   if (!isPort(lo) || !isPort(hi) || lo > hi) throw usage(`range ${lo}-${hi} is not a range LO-HI of ports 1-65535 with LO <= HI`);
 }
 
+/** AllocateOptions with the CLI-named options (owner, ttl) folded into ownerPid/ttlMs. */
+export type FoldedOptions = Omit<AllocateOptions, 'owner' | 'ttl'>;
+
+export function foldOptionNames(o: AllocateOptions): FoldedOptions {
+  const { owner, ttl, ...out } = o;
+  const ownerPid = eitherName('owner', owner, 'ownerPid', o.ownerPid);
+  if (ownerPid !== undefined) out.ownerPid = ownerPid;
+  const ttlMs = eitherName('ttl', ttl === undefined ? undefined : durationMs('ttl', ttl), 'ttlMs', o.ttlMs);
+  if (ttlMs !== undefined) out.ttlMs = ttlMs;
+  return out;
+}
+
 /**
- * Lease and hold `count` distinct ports of a source, all or none (design.md §2
+ * Lease and hold `count` distinct ports of a resolved source, all or none (design.md §2
  * Reservation; the engine is reserve-set.ts). Throws BerthError 69 explaining every
  * excluded port, 74 when out of file descriptors (the limit is named), 64 for bad options.
  */
-export async function reserve(options: ReserveOptions): Promise<Reservation> {
-  // Without a source, the default band, like `berth port` (reserve-options.ts).
-  const opts = await resolveReserveOptions(options);
+export async function allocatePorts(options: AllocateOptions): Promise<Reservation> {
+  const opts = foldOptionNames(options);
   const count = blockCount(opts) ?? opts.count ?? 1;
   if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
   checkSource(opts.source);
@@ -72,7 +83,7 @@ export function checkLeaseName(name: string | undefined, flag = 'name'): void {
 }
 
 /** `block` checked: a block size, which excludes count > 1; undefined without a block. */
-export function blockCount(o: Pick<ReserveOptions, 'block' | 'count'>): number | undefined {
+export function blockCount(o: Pick<AllocateOptions, 'block' | 'count'>): number | undefined {
   if (o.block === undefined) return undefined;
   if (!Number.isInteger(o.block) || o.block < 1 || o.block > MAX_BLOCK) throw usage(`block ${o.block}: expected a whole number of ports from 1 to ${MAX_BLOCK}`);
   if (o.count !== undefined && o.count !== 1) throw usage(`block ${o.block} with count ${o.count}: a block is one run of contiguous ports; ask for one or the other`);
@@ -80,7 +91,7 @@ export function blockCount(o: Pick<ReserveOptions, 'block' | 'count'>): number |
 }
 
 /** The set-wide options of reserve()-style options: owner (checked alive), ttl, hold, where the leases live. */
-export function setOptions(opts: Pick<ReserveOptions, 'ownerPid' | 'ttlMs' | 'hold' | 'procRoot' | 'contentionMs' | 'signal'>): SetOptions {
+export function setOptions(opts: Pick<AllocateOptions, 'ownerPid' | 'ttlMs' | 'hold' | 'procRoot' | 'contentionMs' | 'signal'>): SetOptions {
   const set: SetOptions = {};
   if (opts.ownerPid !== undefined) {
     if (!(Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 && opts.ownerPid <= MAX_PID)) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would end at once`);

@@ -39,30 +39,12 @@ export interface Lease extends LeaseRecord {
 export type Strategy = 'lowest' | 'random';
 
 /**
- * SOURCE as `berth port` and `berth run` spell it (design.md §4), for library callers:
- * at most one of `port`, `range`, `layout`/`band` (with `instance`), `source`. With none,
- * the default band, exactly as the CLI does.
+ * Options of the allocator: a resolved source and `berth port`'s other flags under their own
+ * names (count, owner, ttl, name, strategy, allowEphemeral). reserve() takes them with SOURCE
+ * options instead of the source (source/options.ts).
  */
-export interface SourceOptions {
-  /** A resolved source, or 'resv': the ports of `srun --resv-ports` (SLURM_STEP_RESV_PORTS). */
-  source?: PortSource | 'resv';
-  /** `--port P`: exactly this port. */
-  port?: number;
-  /** `--range LO-HI`: any port of this inclusive range ('20000-20999' or {lo, hi}). */
-  range?: PortRange | string;
-  /** `--layout FILE`: a layout file; needs `band`. */
-  layout?: string;
-  /** `--band NAME`: a band of `layout`, or "default" (the built-in band) without one. */
-  band?: string;
-  /** `--instance N|auto|gpu`: one instance's window of the band (auto: BERTH_INSTANCE, else SLURM_LOCALID; gpu: the job's lowest GPU). */
-  instance?: number | 'auto' | 'gpu';
-}
-
-/**
- * Options of reserve(): `berth port`'s flags under their own names (source options, count,
- * owner, ttl, name, strategy, allowEphemeral). Without a source, the default band.
- */
-export interface ReserveOptions extends SourceOptions {
+export interface AllocateOptions {
+  source: PortSource;
   /** `--owner PID` (same as ownerPid). */
   owner?: number;
   /** `--ttl DUR`: '10s', '5m' or ms (same as ttlMs). */

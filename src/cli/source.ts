@@ -1,8 +1,7 @@
-import { resolvePortSource, type SourceOptions } from '../allocate/source-options.js';
 import type { PortSource } from '../allocate/types.js';
 import type { HostSysctls } from '../host/types.js';
-import { requireDefaultBand } from '../layout/default-band.js';
-import { DEFAULT_BAND } from '../layout/default-layout.js';
+import type { SourceOptions } from '../source/options.js';
+import { resolvePortSource } from '../source/resolve.js';
 import { usage } from './command.js';
 import { parseCount, parsePort, parseRange } from './values.js';
 
@@ -42,7 +41,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
  * One of --port P, --range LO-HI, --layout FILE --band NAME [--instance N|auto|gpu], or
  * --source resv (the ports srun reserved for this step); with none, the default band
  * (largest span above the unprivileged start outside the ephemeral range). The flags are
- * parsed here; what they mean is the library's (allocate/source-options.ts), so
+ * parsed here; what they mean is the library's (source/resolve.ts), so
  * reserve()/launch() resolve them the same way. `env` is where Slurm's variables are read.
  */
 export async function resolveSource(command: string, values: SourceValues, host: HostSysctls, env: NodeJS.ProcessEnv = process.env): Promise<PortSource> {
@@ -61,10 +60,6 @@ export async function resolveSource(command: string, values: SourceValues, host:
   if (instance !== undefined) {
     if (instance !== 'auto' && instance !== 'gpu' && !/^\d+$/.test(instance)) throw usage(command, `--instance ${JSON.stringify(instance)}: expected a whole number ≥ 0, auto or gpu`);
     o.instance = instance === 'auto' || instance === 'gpu' ? instance : parseCount(command, '--instance', instance, 0);
-  }
-  // No source but the built-in band, on a host that has none: 69 with the ranges and the fix.
-  if (port === undefined && range === undefined && source === undefined && layout === undefined && (band ?? DEFAULT_BAND) === DEFAULT_BAND) {
-    requireDefaultBand(host, 'a source: --port P, --range LO-HI or --layout FILE --band NAME');
   }
   return resolvePortSource(o, { host, env, flag: (n) => `--${n}`, usage: (m) => usage(command, m) });
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { IMPLICIT_SET, portSetProblem } from '../allocate/port-set.js';
-import { hasSourceOptions } from '../allocate/source-options.js';
+import { hasSourceOptions } from '../source/options.js';
 import { checkLeaseName } from '../allocate/reserve.js';
 import { BerthError, EXIT } from '../errors.js';
 import { removeReplaceable } from '../util/atomic-write.js';

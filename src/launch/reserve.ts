@@ -1,7 +1,5 @@
-import { reserveNamedSet } from '../allocate/reserve-named.js';
-import { reserve as reservePorts } from '../allocate/reserve.js';
-import { pickSourceOptions } from '../allocate/source-options.js';
-import type { ReserveOptions } from '../allocate/types.js';
+import { pickSourceOptions, type ReserveOptions } from '../source/options.js';
+import { reserve as reservePorts, reserveNamedSet } from '../source/reserve.js';
 import { capName, USER_NAME_CHARS } from '../allocate/lease-names.js';
 import { BerthError, EXIT } from '../errors.js';
 import { iso, type LaunchState } from './state.js';

@@ -1,6 +1,6 @@
 import type { AssignedPorts, PortEntry } from '../allocate/port-set.js';
 import type { NamedReservation } from '../allocate/reserve-named.js';
-import type { SourceOptions } from '../allocate/source-options.js';
+import type { SourceOptions } from '../source/options.js';
 import type { PortSource, Reservation } from '../allocate/types.js';
 import type { Duration } from '../util/option-names.js';
 import type { LearnEntry } from './learn.js';

@@ -1,8 +1,10 @@
 import { constants } from 'node:os';
-import { checkLeaseName, DEFAULT_TTL_MS, reserve } from '../../allocate/reserve.js';
+import { checkLeaseName, DEFAULT_TTL_MS } from '../../allocate/reserve.js';
 import { BerthError } from '../../errors.js';
-import type { Reservation, ReserveOptions, Strategy } from '../../allocate/types.js';
-import { reserveNamedSet, type NamedReservation } from '../../allocate/reserve-named.js';
+import type { Reservation, Strategy } from '../../allocate/types.js';
+import type { NamedReservation } from '../../allocate/reserve-named.js';
+import type { ReserveOptions } from '../../source/options.js';
+import { reserve, reserveNamedSet } from '../../source/reserve.js';
 import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
 import { TTL } from '../../util/duration.js';

@@ -3,6 +3,7 @@ import type { PortEntry } from '../../allocate/port-set.js';
 import type { PortRange } from '../../host/types.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import type { Layout } from '../../layout/types.js';
+import { parseRangeText } from '../../source/range-text.js';
 import { didYouMean, kindOf, toUint } from '../../util/yaml-source.js';
 import type { Draft } from './cross-check.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
@@ -59,7 +60,7 @@ export function readSourceKey(key: SourceKey, v: Node | null | undefined, kLine:
       break;
     }
     case 'range': {
-      const range = text === undefined ? undefined : parseRangeText(text);
+      const range = text === undefined ? undefined : portRange(text);
       if (!range) fail(`range must be LO-HI with 1 ≤ LO ≤ HI ≤ 65535 (e.g. 20000-20099), found ${kindOf(v)}`, true);
       else d.source = setSource(d, { kind: 'range', range, line: kLine }, label, r);
       break;
@@ -116,12 +117,7 @@ export function resolvePorts(d: Draft, layout: Layout | undefined, layoutBroken:
   }
 }
 
-function parseRangeText(text: string): PortRange | undefined {
-  const t = text.trim();
-  const dash = t.indexOf('-');
-  if (dash < 0) return undefined;
-  const lo = toUint(t.slice(0, dash).trim());
-  const hi = toUint(t.slice(dash + 1).trim());
-  if (lo === undefined || hi === undefined || lo < 1 || hi > 65535 || lo > hi) return undefined;
-  return { lo, hi };
+function portRange(text: string): PortRange | undefined {
+  const r = parseRangeText(text);
+  return r && r.lo >= 1 && r.hi <= 65535 && r.lo <= r.hi ? r : undefined;
 }

@@ -1,8 +1,8 @@
 import type { PortSource } from '../../allocate/types.js';
 import { BerthError, EXIT } from '../../errors.js';
 import type { HostSysctls } from '../../host/types.js';
-import { requireDefaultBand } from '../../layout/default-band.js';
-import { instanceWindow } from '../../layout/windows.js';
+import { bandSource } from '../../source/band-source.js';
+import { requireDefaultBand } from '../../source/default-band.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /**
@@ -22,18 +22,9 @@ export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: n
       return { kind: 'port', port: p.port };
     case 'range':
       return { kind: 'range', range: { lo: p.range.lo, hi: p.range.hi } };
-    case 'default': {
-      const band = requireDefaultBand(host, 'the service a band, port or range', `service "${service.name}": `);
-      return { kind: 'band', band: band.name, range: { lo: band.lo, hi: band.hi } };
-    }
-    case 'band': {
-      const src: PortSource = { kind: 'band', band: p.band.name, range: { lo: p.band.lo, hi: p.band.hi } };
-      if (stack.layout) src.layoutFile = stack.layout.source;
-      if (p.band.window !== undefined) {
-        src.instance = p.instance + (gpu ?? replica);
-        src.range = instanceWindow(p.band, src.instance);
-      }
-      return src;
-    }
+    case 'default':
+      return bandSource(requireDefaultBand(host, 'the service a band, port or range', `service "${service.name}": `));
+    case 'band':
+      return bandSource(p.band, p.band.window === undefined ? undefined : p.instance + (gpu ?? replica), stack.layout?.source);
   }
 }

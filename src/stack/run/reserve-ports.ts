@@ -2,7 +2,7 @@ import { leasedEntries } from '../../allocate/port-set.js';
 import { namedReservation, namedSetRequests, type NamedReservation } from '../../allocate/reserve-named.js';
 import { setOptions } from '../../allocate/reserve.js';
 import { reserveSet, type SetRequest } from '../../allocate/reserve-set.js';
-import type { PortSource, Reservation, ReserveOptions } from '../../allocate/types.js';
+import type { AllocateOptions, PortSource, Reservation } from '../../allocate/types.js';
 import { BerthError, EXIT } from '../../errors.js';
 import { readSysctls } from '../../host/sysctl.js';
 import type { HostSysctls } from '../../host/types.js';
@@ -113,8 +113,8 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
   return replicaSource(st.spec, rep.svc.spec, rep.index, st.host ?? ({} as HostSysctls), rep.gpu?.gpu);
 }
 
-function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
-  const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
+function reserveOptions(st: StackRun, rep: Replica, source: PortSource): AllocateOptions {
+  const ro: AllocateOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
   // Without it the set never lets the event loop see a signal until it is complete (issue 22 §17).
   ro.signal = st.reserveAbort.signal;
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
