@@ -1,41 +1,27 @@
 import { BerthError, EXIT } from '../errors.js';
-import type { PortSource } from '../allocate/types.js';
+import type { PortRange } from '../host/types.js';
 import { resolveInstance, stepResvPorts } from '../slurm/instance.js';
-import type { ResolveSourceContext } from './options.js';
 
-/*
- * The sources Slurm decides: an instance number from the job's task or GPUs, and the ports
- * srun reserved for the step. Slurm's misuse errors (64) are reported as the caller's misuse.
- */
-
-export function resolveInstanceOption(value: number | string, env: NodeJS.ProcessEnv, flag: NonNullable<ResolveSourceContext['flag']>, usage: NonNullable<ResolveSourceContext['usage']>): number {
-  if (value !== 'auto' && value !== 'gpu') {
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw usage(`${flag('instance')} ${JSON.stringify(value)}: expected a whole number ≥ 0, auto or gpu`);
-    return value;
-  }
-  try {
-    return resolveInstance(value, env).instance;
-  } catch (e) {
-    // Missing variables are a misuse by the caller; bad values (65) name their variable as they are.
-    if (e instanceof BerthError && e.exitCode === EXIT.USAGE) throw usage(e.message);
-    throw e;
-  }
-}
+/** What Slurm decides of a source: an instance number, or the ports srun reserved for the step. */
+export type SlurmDecides = { instance: number } | { resv: PortRange } | undefined;
 
 /**
- * SLURM_STEP_RESV_PORTS as a range source. Slurm may hand out several runs (it wraps around
- * its port range and skips ports other steps hold); a range source is one run, so the
- * longest is used (the first of equals) — enough for the usual one port per task.
+ * `instance: auto|gpu` from the job's task or GPUs, or with `resv` SLURM_STEP_RESV_PORTS as
+ * one range. Slurm may hand out several runs (it wraps around its port range and skips ports
+ * other steps hold); a range source is one run, so the longest is used (the first of equals),
+ * enough for the usual one port per task. Missing variables are a misuse by the caller
+ * (`usage`); bad values (65) name their variable as they are.
  */
-export function resvSource(env: NodeJS.ProcessEnv, usage: NonNullable<ResolveSourceContext['usage']>): PortSource {
-  let runs;
+export function slurmDecides(instance: 'auto' | 'gpu' | undefined, resv: boolean, env: NodeJS.ProcessEnv, usage: (message: string) => BerthError): SlurmDecides {
   try {
-    runs = stepResvPorts(env);
+    if (instance !== undefined) return { instance: resolveInstance(instance, env).instance };
+    if (!resv) return undefined;
+    const runs = stepResvPorts(env);
+    let best = runs[0]!;
+    for (const r of runs) if (r.hi - r.lo > best.hi - best.lo) best = r;
+    return { resv: { lo: best.lo, hi: best.hi } };
   } catch (e) {
     if (e instanceof BerthError && e.exitCode === EXIT.USAGE) throw usage(e.message);
     throw e;
   }
-  let best = runs[0]!;
-  for (const r of runs) if (r.hi - r.lo > best.hi - best.lo) best = r;
-  return { kind: 'range', range: { lo: best.lo, hi: best.hi } };
 }

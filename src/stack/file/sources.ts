@@ -1,8 +1,9 @@
 import type { PortSource } from '../../allocate/types.js';
 import { BerthError, EXIT } from '../../errors.js';
 import type { HostSysctls } from '../../host/types.js';
+import { builtInLayout } from '../../layout/default-band.js';
+import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import { bandSource } from '../../source/band-source.js';
-import { requireDefaultBand } from '../../source/default-band.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /**
@@ -23,7 +24,7 @@ export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: n
     case 'range':
       return { kind: 'range', range: { lo: p.range.lo, hi: p.range.hi } };
     case 'default':
-      return bandSource(requireDefaultBand(host, 'the service a band, port or range', `service "${service.name}": `));
+      return bandSource(builtInLayout(host, DEFAULT_BAND, 'the service a band, port or range', `service "${service.name}": `).bands[0]!);
     case 'band':
       return bandSource(p.band, p.band.window === undefined ? undefined : p.instance + (gpu ?? replica), stack.layout?.source);
   }

@@ -1,9 +1,9 @@
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
 import type { HostSysctls } from '../host/types.js';
-import { DEFAULT_BAND, defaultLayout, usableFloor } from '../layout/default-layout.js';
-import { portRangeCommand, suggestedEphemeral } from '../layout/ephemeral-fix.js';
-import type { Band } from '../layout/types.js';
+import { DEFAULT_BAND, defaultLayout, usableFloor } from './default-layout.js';
+import { portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
+import type { Layout } from './types.js';
 
 /*
  * The built-in band, or why there is none. A host whose ephemeral range covers every
@@ -13,12 +13,13 @@ import type { Band } from '../layout/types.js';
  */
 
 /**
- * The "default" band of this host. Throws BerthError(69) when there is none; `who` starts
- * the message ('service "web": '), `alternative` says what to give instead of the band.
+ * The built-in layout of this host. Throws BerthError(69) when `band`, the band asked of it,
+ * is "default" and the host has none; `who` starts the message ('service "web": '),
+ * `alternative` says what to give instead of the band.
  */
-export function requireDefaultBand(host: HostSysctls, alternative: string, who = ''): Band {
-  const band = defaultLayout(host).bands.find((b) => b.name === DEFAULT_BAND);
-  if (band) return band;
+export function builtInLayout(host: HostSysctls, band: string, alternative: string, who = ''): Layout {
+  const layout = defaultLayout(host);
+  if (band !== DEFAULT_BAND || layout.bands.length > 0) return layout;
   const e = host.ephemeral;
   const reserved = host.reserved.length === 0 ? 'none' : host.reserved.map(formatRange).join(',');
   // The fix `berth doctor` gives for this host (check.ts, "no-bands"): the default layout has no band to warn about.
