@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { leasesOf } from '../src/allocate/leases.js';
-import { escapeValue, formatPorts, leaseTable, listNames, NAME_BYTES, parsePayload, parsePorts, portName, recordNames, unescapeValue, type ListedName, type RecordInfo } from '../src/allocate/lease-names.js';
+import { NAME_BYTES, portName } from '../src/allocate/lease-names.js';
+import { escapeValue, formatPorts, parsePayload, parsePorts, recordNames, unescapeValue, type RecordInfo } from '../src/allocate/lease-record.js';
+import { leaseTable, listNames, type ListedName } from '../src/allocate/lease-table.js';
 import { knownLeases } from '../src/allocate/competitors.js';
 import { firstCover } from '../src/allocate/lease-cover.js';
 import { seeded } from './helpers/seeded.js';

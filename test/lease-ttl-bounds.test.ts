@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BERTH } from './helpers/cli.js';
 import { requireNetns, runInNetns } from './helpers/netns.js';
-import { formatPayload, MAX_STAMP_MS, parsePayload } from '../src/allocate/lease-names.js';
+import { formatPayload, MAX_STAMP_MS, parsePayload } from '../src/allocate/lease-record.js';
 import { reserve } from '../src/source/reserve.js';
 import { MAX_TTL_MS } from '../src/util/duration.js';
 

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HOLDER_ARGV0 } from '../src/allocate/lease-holder.js';
 import { isTargeted, splitHolders, verdict, watchedPid, type HoldingProc, type ReleaseCandidate } from '../src/allocate/release-plan.js';
-import { listNames, NAME_BYTES, provenPortInodes } from '../src/allocate/lease-names.js';
+import { NAME_BYTES } from '../src/allocate/lease-names.js';
+import { listNames, provenPortInodes } from '../src/allocate/lease-table.js';
 
 const NS = 4026531836;
 const tailHolder = (pid: number, owner: number, uid = 1000, pidns = NS): HoldingProc => ({ pid, uid, pidns, ppid: 1, argv: [HOLDER_ARGV0, `--pid=${owner}`, '-s', '0.2', '-f', '/dev/null'] });

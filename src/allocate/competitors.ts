@@ -4,7 +4,7 @@ import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange } from '../host/types.js';
 import { allocatorsByPort, recordsByPort } from './lease-cover.js';
-import type { LeaseTable } from './lease-names.js';
+import type { LeaseTable } from './lease-table.js';
 import { busyPorts, type Plan } from './plan.js';
 import type { BlockPlan } from './plan-block.js';
 

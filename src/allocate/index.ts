@@ -17,5 +17,7 @@ export { leaseHandles } from './held.js';
 export { currentLeases, leasesOf, scanLeases, type LeaseListOptions, type LeaseState, type ListedLease } from './leases.js';
 export { releaseJob, releaseLeases, type ReleaseFilter, type ReleaseResult } from './lease-release.js';
 export { readLeaseTable } from './lease-domain.js';
-export { leaseTable, listNames, portName, USER_NAME_CHARS, type LeaseTable, type ListedName, type RecordInfo } from './lease-names.js';
+export { portName, USER_NAME_CHARS } from './lease-names.js';
+export type { RecordInfo } from './lease-record.js';
+export { leaseTable, listNames, type LeaseTable, type ListedName } from './lease-table.js';
 export { HOLDER_ARGV0 } from './lease-holder.js';

@@ -1,4 +1,5 @@
-import type { AllocatorClaim, LeaseTable, ListedRecord, PortRun } from './lease-names.js';
+import type { PortRun } from './lease-record.js';
+import type { AllocatorClaim, LeaseTable, ListedRecord } from './lease-table.js';
 
 /*
  * Which claim covers which listed port, bounded by what is bound rather than by what names

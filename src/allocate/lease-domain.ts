@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
-import { leaseTable, listNames, type LeaseTable } from './lease-names.js';
+import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 
 /*
  * The lease domain: names in the network namespace's abstract Unix socket space

@@ -3,7 +3,7 @@ import { readEnvValue, readPidns, readProcFacts } from '../host/proc-facts.js';
 import { readNetns } from '../host/read-host.js';
 import { readUnixTable } from './lease-domain.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
-import { leaseTable, listNames, provenPortInodes } from './lease-names.js';
+import { leaseTable, listNames, provenPortInodes } from './lease-table.js';
 import { leasesOf, type LeaseListOptions, type LeaseState, type ListedLease } from './leases.js';
 import { isTargeted, verdict, type Caller, type HoldingProc, type ReleaseCandidate } from './release-plan.js';
 

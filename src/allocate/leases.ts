@@ -5,7 +5,8 @@ import { readLeaseTable } from './lease-domain.js';
 import { readProcFacts } from '../host/proc-facts.js';
 import { splitHolders, type HoldingProc } from './release-plan.js';
 import { allocatorsByPort, recordsByPort } from './lease-cover.js';
-import type { LeaseTable, ParsedRecord } from './lease-names.js';
+import type { ParsedRecord } from './lease-record.js';
+import type { LeaseTable } from './lease-table.js';
 import type { Lease } from './types.js';
 
 /*

@@ -3,7 +3,8 @@ import { BerthError, EXIT } from '../errors.js';
 import { bindName, closeName, type NameHold } from './lease-domain.js';
 import { endHolder, spawnHolder, type HolderSpec } from './lease-holder.js';
 import { processStartTime } from '../host/proc-stat.js';
-import { allocatorName, randomId, recordNames, type RecordInfo } from './lease-names.js';
+import { allocatorName, randomId } from './lease-names.js';
+import { recordNames, type RecordInfo } from './lease-record.js';
 import { HeldReservation, type HoldShape, type Taken } from './held.js';
 import type { AllocationReport } from './types.js';
 

@@ -1,4 +1,3 @@
-import type net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
 import { inRanges, normalizeRanges } from '../host/intervals.js';
 import { readHostMap } from '../host/read-host.js';
@@ -7,15 +6,16 @@ import { userName } from '../util/user-name.js';
 import { hull, knownLeases, nameCompetitors, type Attempt, type Failure } from './competitors.js';
 import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
-import { giveBack, unholdTaken, type Taken } from './held.js';
-import { addressFailure, closeServer, holdPort, holdUdp, type HoldError } from './hold.js';
-import { bindName, closeName, descriptorError, readLeaseTable, rememberFdLimit } from './lease-domain.js';
-import type { HolderSpec } from './lease-holder.js';
-import { capName, portName, type RecordInfo } from './lease-names.js';
+import { aborted, signalsSeen, sleep } from './allocation-abort.js';
+import { giveBack, type Taken } from './held.js';
+import { closeName, readLeaseTable, rememberFdLimit } from './lease-domain.js';
+import { capName } from './lease-names.js';
 import { planCandidates, sourceRanges, type Plan } from './plan.js';
-import { blockPorts, planBlockStarts, type BlockPlan } from './plan-block.js';
+import { planBlockStarts, type BlockPlan } from './plan-block.js';
 import { bindAllocator, commitSet, type CommitRequest } from './reserve-commit.js';
-import { readPidns } from '../host/proc-facts.js';
+import { holderOf, recordOf } from './set-record.js';
+import { takeBlock } from './take-block.js';
+import { takePort } from './take-port.js';
 import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './types.js';
 
 /*
@@ -28,8 +28,10 @@ import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from 
  * of the network namespace's lease domain, lease-domain.ts), binds each port's name (the
  * lease: EADDRINUSE means someone else has it) and holds the port. When every request has
  * its ports, the set is committed (reserve-commit.ts: a record per request, and a holder
- * process when the lease must outlive us). When one cannot, everything is given back; if the competitors in the way are transient (contention.ts) the attempt is
- * repeated after a jittered backoff, else the allocation fails with 69 and names them.
+ * process when the lease must outlive us, set-record.ts). When one cannot, everything is given
+ * back; if the competitors in the way are transient (contention.ts) the attempt is repeated
+ * after a jittered backoff, else the allocation fails with 69 and names them. A port is
+ * taken by take-port.ts, a block's run by take-block.ts.
  */
 
 /** `berth port`'s lease lifetime when there is no owner pid and no explicit ttl. */
@@ -76,32 +78,6 @@ export interface SetOptions {
 /** Which request of a set failed, for callers that reserve several at once (berth up). */
 export interface SetFailureDetails {
   request: number;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
-
-/**
- * One turn of the event loop. Leasing and binding a port complete without one (the bind is
- * synchronous, 'listening' comes on nextTick), so a signal that arrives meanwhile would
- * only be seen after the whole set is committed; this lets the caller's handler abort first.
- */
-function signalsSeen(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-function aborted(signal: AbortSignal | undefined): unknown {
-  const r: unknown = signal?.reason;
-  return r instanceof Error ? r : new BerthError(EXIT.TEMPFAIL, 'allocation interrupted; nothing was leased');
 }
 
 function unavailable(f: Failure, count: number): BerthError {
@@ -166,7 +142,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
       // Requests from the same source share one plan and a cursor over its candidates (planning
       // per request made N requests from one range cost N × its size).
       const plans = new Map<string, { plan: Plan; next: number }>();
-      const blockPlans = new Map<string, { bp: BlockPlan; next: number }>();
+      const blockPlans = new Map<string, { plan: BlockPlan; next: number }>();
       try {
         for (let i = 0; i < requests.length && failure === undefined; i++) {
           const req = requests[i]!;
@@ -206,12 +182,14 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
           const take = (port: number, holdAddress: string | undefined) => takePort(port, plan.report, lease(port), host.ipv6, holdAddress, udp);
           if (req.block === true) {
             // One block plan per source and size, with a cursor: the starts before it were tried.
-            const bkey = `${planKey}#${req.count}#${req.strategy ?? 'lowest'}`;
-            let bs = blockPlans.get(bkey);
-            if (!bs) blockPlans.set(bkey, (bs = { bp: planBlockStarts(plan.candidates.filter((p) => !mine.has(p)), req.count, req.strategy ?? 'lowest'), next: 0 }));
-            const bp = bs.bp;
-            const run = await takeBlock(bp, req.count, take, got, o.signal, mine, bs);
-            if (run === undefined) failure = { request: i, plan, got: 0, attempt, block: bp, own: plan.candidates.filter((p) => mine.has(p)) };
+            const blockKey = `${planKey}#${req.count}#${req.strategy ?? 'lowest'}`;
+            let blockCursor = blockPlans.get(blockKey);
+            if (!blockCursor) {
+              const starts = planBlockStarts(plan.candidates.filter((p) => !mine.has(p)), req.count, req.strategy ?? 'lowest');
+              blockPlans.set(blockKey, (blockCursor = { plan: starts, next: 0 }));
+            }
+            const run = await takeBlock(blockCursor.plan, req.count, take, got, o.signal, mine, blockCursor);
+            if (run === undefined) failure = { request: i, plan, got: 0, attempt, block: blockCursor.plan, own: plan.candidates.filter((p) => mine.has(p)) };
             else for (const p of run) mine.add(p);
             continue;
           }
@@ -230,7 +208,9 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             got.push(t);
             mine.add(port);
           }
-          if (got.length < req.count) failure = { request: i, plan, got: got.length, attempt, own: plan.candidates.filter((p) => mine.has(p) && !got.some((t) => t.lease.port === p)) };
+          if (got.length < req.count) {
+            failure = { request: i, plan, got: got.length, attempt, own: plan.candidates.filter((p) => mine.has(p) && !got.some((t) => t.lease.port === p)) };
+          }
         }
         if (failure === undefined) {
           if (o.signal) await signalsSeen();
@@ -241,7 +221,13 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             return {
               taken: got,
               report: reports[i]!,
-              shape: { block, ipv6: host.ipv6, procRoot, ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}), ...(req.udp === true && !block ? { udp: true } : {}) },
+              shape: {
+                block,
+                ipv6: host.ipv6,
+                procRoot,
+                ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}),
+                ...(req.udp === true && !block ? { udp: true } : {}),
+              },
               record: recordOf(got, block, uid, o, expiresAt, req.name),
             };
           });
@@ -267,126 +253,5 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
     }
   } finally {
     if (allocator) await closeName(allocator);
-  }
-}
-
-/** A holder process keeps the lease when it must outlive us: another process's or a ttl's. */
-function holderOf(o: SetOptions): HolderSpec | undefined {
-  const other = o.owner !== undefined && o.owner.pid !== process.pid;
-  if (!other && o.ttlMs === undefined) return undefined;
-  return {
-    ...(o.owner !== undefined ? { ownerPid: o.owner.pid, ...(o.owner.start ? { ownerStart: o.owner.start } : {}) } : {}),
-    ...(o.ttlMs !== undefined ? { ttlMs: o.ttlMs } : {}),
-  };
-}
-
-function recordOf(got: readonly Taken[], block: boolean, uid: number, o: SetOptions, expiresAt: number | undefined, name: string | undefined): RecordInfo {
-  const env = process.env;
-  // An owner pid means something only in its PID namespace: the record says which (a label; release reads the holder's own).
-  const pidns = o.owner && o.owner.pid !== process.pid ? readPidns('/proc', 'self') : undefined;
-  return {
-    uid,
-    pid: process.pid,
-    // run/up own their leases themselves: an owner only when it is another process (fewer bytes: one name per record, mostly).
-    ...(o.owner && o.owner.pid !== process.pid ? { owner: o.owner.pid, ...(pidns !== undefined ? { pidns } : {}) } : {}),
-    ...(expiresAt !== undefined ? { expiresAt } : {}),
-    ...(env.SLURM_JOB_ID ? { job: env.SLURM_JOB_ID } : {}),
-    ...(env.SLURM_STEP_ID ? { step: env.SLURM_STEP_ID } : {}),
-    kind: block ? 'block' : 'single',
-    ports: got.map((t) => t.lease.port),
-    ...(name !== undefined ? { name } : {}),
-  };
-}
-
-/**
- * Lease and hold one whole run of a block: the first start (in the plan's order) whose
- * every port can be had. A run that loses a port to a race or a stranger is given back at
- * once, and every later start whose run contains a lost port is skipped. The ports of a run
- * are taken together, up to BLOCK_CHUNK at a time (one turn of the event loop for all their
- * binds); a block larger than that lets go of each chunk's holds once they are proved.
- * Returns the run's ports, pushed onto `got`, or undefined when no start worked (the
- * reasons are in the report).
- */
-async function takeBlock(
-  bp: BlockPlan,
-  count: number,
-  take: (port: number, holdAddress: string | undefined) => Promise<Taken | undefined>,
-  got: Taken[],
-  signal: AbortSignal | undefined,
-  mine: ReadonlySet<number> = new Set(),
-  cursor: { next: number } = { next: 0 },
-): Promise<number[] | undefined> {
-  const lost: number[] = [];
-  for (; cursor.next < bp.starts.length; cursor.next++) {
-    const start = bp.starts[cursor.next]!;
-    if (lost.some((p) => p >= start && p < start + count)) continue;
-    let overlaps = false;
-    for (let p = start; p < start + count && !overlaps; p++) overlaps = mine.has(p);
-    if (overlaps) continue;
-    if (signal) await signalsSeen();
-    if (signal?.aborted) throw aborted(signal);
-    const ports = blockPorts(start, count);
-    const run: Taken[] = [];
-    let error: unknown;
-    let failed = false;
-    for (let k = 0; k < count && !failed; k += BLOCK_CHUNK) {
-      const chunk = ports.slice(k, k + BLOCK_CHUNK);
-      // Blocks are never handed over as fds: they are proved bindable on the wildcard, the strictest claim.
-      const results = await Promise.allSettled(chunk.map((p) => take(p, undefined)));
-      results.forEach((r, j) => {
-        if (r.status === 'rejected') error ??= r.reason;
-        else if (r.value === undefined) lost.push(chunk[j]!);
-        else run.push(r.value);
-      });
-      failed = error !== undefined || run.length < k + chunk.length;
-      // Proved: the lease keeps other allocators off, and a block is not held once allocated
-      // anyway. Letting go chunk by chunk keeps a 4096-port block within 1024 descriptors.
-      if (count > BLOCK_CHUNK) await Promise.all(run.slice(k).map(unholdTaken));
-    }
-    if (!failed) {
-      got.push(...run);
-      cursor.next++;
-      return ports;
-    }
-    await giveBack(run);
-    if (error !== undefined) throw error;
-  }
-  return undefined;
-}
-
-/** Ports of a block bound at once: bounded so that a large block does not run out of file descriptors. */
-const BLOCK_CHUNK = 256;
-
-/** Lease (its name) and hold one port; undefined, with the reason in `report`, when it cannot be had. */
-async function takePort(port: number, report: AllocationReport, lease: Lease, ipv6: boolean, holdAddress: string | undefined, udp = false): Promise<Taken | undefined> {
-  const name = await bindName(portName(port));
-  if (name === undefined) {
-    report.excluded.raced.push({ port, reason: 'leased concurrently' });
-    return undefined;
-  }
-  let server: net.Server;
-  try {
-    server = await holdPort(port, ipv6, holdAddress);
-  } catch (e) {
-    await closeName(name);
-    const code = (e as HoldError).code ?? 'UNKNOWN';
-    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, `holding port ${port}`);
-    const bad = holdAddress === undefined ? undefined : addressFailure(e, holdAddress);
-    if (bad) throw bad;
-    report.excluded.bindFailed.push({ port, code });
-    return undefined;
-  }
-  if (!udp) return { lease, name, server };
-  try {
-    return { lease, name, server, udp: await holdUdp(port, ipv6, holdAddress) };
-  } catch (e) {
-    await closeServer(server);
-    await closeName(name);
-    const code = (e as HoldError).code ?? 'UNKNOWN';
-    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, `holding the UDP side of port ${port}`);
-    const bad = holdAddress === undefined ? undefined : addressFailure(e, holdAddress);
-    if (bad) throw bad;
-    report.excluded.bindFailed.push({ port, code, protocol: 'udp' });
-    return undefined;
   }
 }

@@ -16,11 +16,15 @@ import { slurmDecides } from './slurm-source.js';
 export async function resolvePortSource(o: SourceOptions, ctx: ResolveSourceContext = {}): Promise<PortSource> {
   const flag = ctx.flag ?? ((n) => n);
   const usage = ctx.usage ?? ((m) => new BerthError(EXIT.USAGE, m));
+  const portFlags = `${flag('port')} P, ${flag('range')} LO-HI`;
+  const bandFlags = `${flag('layout')} FILE ${flag('band')} NAME`;
   const named = typeof o.source === 'string' ? o.source : undefined;
   if (named !== undefined && named !== 'resv') throw usage(`${flag('source')} ${named}: the only named source is "resv" (the ports of 'srun --resv-ports')`);
   const given = [o.port !== undefined, o.range !== undefined, o.layout !== undefined || o.band !== undefined, o.source !== undefined].filter(Boolean).length;
-  if (given > 1) throw usage(`give one source: ${flag('port')} P, ${flag('range')} LO-HI, ${flag('layout')} FILE ${flag('band')} NAME, or ${flag('source')} resv`);
-  if (o.instance !== undefined && o.band === undefined) throw usage(`${flag('instance')} needs ${flag('band')} (and ${flag('layout')} FILE, unless the band is "default")`);
+  if (given > 1) throw usage(`give one source: ${portFlags}, ${bandFlags}, or ${flag('source')} resv`);
+  if (o.instance !== undefined && o.band === undefined) {
+    throw usage(`${flag('instance')} needs ${flag('band')} (and ${flag('layout')} FILE, unless the band is "default")`);
+  }
   const numbered = o.instance !== 'auto' && o.instance !== 'gpu';
   if (numbered && o.instance !== undefined && (typeof o.instance !== 'number' || !Number.isSafeInteger(o.instance) || o.instance < 0)) {
     throw usage(`${flag('instance')} ${JSON.stringify(o.instance)}: expected a whole number ≥ 0, auto or gpu`);
@@ -39,7 +43,7 @@ export async function resolvePortSource(o: SourceOptions, ctx: ResolveSourceCont
   // The YAML parser is loaded only when a layout file is named: most calls never need it.
   const layout = o.layout !== undefined
     ? (await import('../layout/parse.js')).loadLayout(o.layout)
-    : builtInLayout(ctx.host ?? readSysctls(ctx.procRoot ?? '/proc'), bandName, `a source: ${flag('port')} P, ${flag('range')} LO-HI or ${flag('layout')} FILE ${flag('band')} NAME`);
+    : builtInLayout(ctx.host ?? readSysctls(ctx.procRoot ?? '/proc'), bandName, `a source: ${portFlags} or ${bandFlags}`);
   const bands = layout.bands.map((b) => b.name).join(', ');
   if (o.band === undefined && o.layout !== undefined) throw usage(`${flag('layout')} ${o.layout} needs ${flag('band')} NAME (one of: ${bands})`);
   const found = layout.bands.find((b) => b.name === bandName);

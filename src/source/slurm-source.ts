@@ -12,7 +12,7 @@ export type SlurmDecides = { instance: number } | { resv: PortRange } | undefine
  * enough for the usual one port per task. Missing variables are a misuse by the caller
  * (`usage`); bad values (65) name their variable as they are.
  */
-export function slurmDecides(instance: 'auto' | 'gpu' | undefined, resv: boolean, env: NodeJS.ProcessEnv, usage: (message: string) => BerthError): SlurmDecides {
+export function slurmDecides(instance: 'auto' | 'gpu' | undefined, resv: boolean, env: NodeJS.ProcessEnv, usage: (m: string) => BerthError): SlurmDecides {
   try {
     if (instance !== undefined) return { instance: resolveInstance(instance, env).instance };
     if (!resv) return undefined;
