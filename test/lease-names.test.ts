@@ -1,5 +1,5 @@
 /**
- * The lease protocol's names (src/allocate/lease-names.ts, docs/leases.md) as data:
+ * The lease protocol's names (src/allocate/lease-names.ts, lease-record.ts, lease-table.ts; docs/leases.md) as data:
  * formatting, parsing, and what hostile or malformed names can and cannot do. Pure.
  */
 import assert from 'node:assert/strict';

@@ -54,7 +54,7 @@ export interface HoldShape {
 
 /** Where a reservation's lease lives besides its ports' names: its record, and a holder process. */
 export interface LeaseKeeping {
-  /** The names of the lease record (lease-names.ts); closed after the ports' names. */
+  /** The names of the lease record (lease-record.ts); closed after the ports' names. */
   records: NameHold[];
   /** The holder process of an --owner/--ttl lease (lease-holder.ts), shared by a set's reservations. */
   holder?: ChildProcess;

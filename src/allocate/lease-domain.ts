@@ -100,7 +100,7 @@ export function readUnixTable(procRoot = '/proc'): string {
   }
 }
 
-/** Every lease name of this network namespace, sorted out (lease-names.ts). */
+/** Every lease name of this network namespace, sorted out (lease-table.ts). */
 export function readLeaseTable(procRoot = '/proc'): LeaseTable {
   return leaseTable(listNames(readUnixTable(procRoot)));
 }

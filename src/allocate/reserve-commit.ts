@@ -10,7 +10,7 @@ import type { AllocationReport } from './types.js';
 
 /*
  * The end of an allocation: every port of the set has its name (and its hold), so the set
- * is committed by binding one record per request (lease-names.ts), and, for a lease that
+ * is committed by binding one record per request (lease-record.ts), and, for a lease that
  * must outlive the caller (--owner of another process, --ttl), handed to a holder process.
  * Until its record exists a port's name says "a set in progress": other allocators retry
  * rather than fail, and never hand it out.

@@ -51,7 +51,7 @@ export const GRACE: TimerRule = { zero: true };
 /**
  * The longest lease ttl: 366 days. Its holder (`sleep`) could wait longer, but a lease that
  * outlives a year is a forgotten one, and the bound keeps every expiry a record can state
- * (now + ttl, in ms) well inside what readers accept (lease-names.ts MAX_STAMP_MS).
+ * (now + ttl, in ms) well inside what readers accept (allocate/lease-record.ts MAX_STAMP_MS).
  */
 export const MAX_TTL_MS = 8784 * UNITS.h!;
 
