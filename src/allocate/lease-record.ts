@@ -86,13 +86,6 @@ export function parsePorts(text: string): PortRun[] | undefined {
   return out.length > 0 ? out : undefined;
 }
 
-/** How many ports some runs hold. */
-export function runsSize(runs: readonly PortRun[]): number {
-  let n = 0;
-  for (const r of runs) n += r.hi - r.lo + 1;
-  return n;
-}
-
 /**
  * The largest number a record field may hold (15 digits: every such number is exact in a
  * double). Readers refuse a record with a larger one, so writers never write one: an

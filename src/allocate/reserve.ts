@@ -25,10 +25,8 @@ function checkSource(s: PortSource): void {
   if (!isPort(lo) || !isPort(hi) || lo > hi) throw usage(`range ${lo}-${hi} is not a range LO-HI of ports 1-65535 with LO <= HI`);
 }
 
-/** AllocateOptions with the CLI-named options (owner, ttl) folded into ownerPid/ttlMs. */
-export type FoldedOptions = Omit<AllocateOptions, 'owner' | 'ttl'>;
-
-export function foldOptionNames(o: AllocateOptions): FoldedOptions {
+/** The options with the CLI-named ones (owner, ttl) folded into ownerPid/ttlMs. */
+export function foldOptionNames(o: AllocateOptions): Omit<AllocateOptions, 'owner' | 'ttl'> {
   const { owner, ttl, ...out } = o;
   const ownerPid = eitherName('owner', owner, 'ownerPid', o.ownerPid);
   if (ownerPid !== undefined) out.ownerPid = ownerPid;
