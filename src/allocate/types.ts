@@ -1,7 +1,7 @@
 import type { PortRange } from '../host/types.js';
 import type { Duration } from '../util/option-names.js';
 
-/** Where ports come from (design.md §4 SOURCE). */
+/** Where ports come from (SOURCE in the README's Commands). */
 export type PortSource =
   | { kind: 'port'; port: number }
   | { kind: 'range'; range: PortRange }
@@ -85,10 +85,6 @@ export interface AllocateOptions {
   udp?: boolean;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
-  /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
-  stateDir?: string;
-  /** @deprecated Ignored, like BERTH_LEASE_DIR: there is no lease directory any more. */
-  leaseDir?: string;
   /**
    * How long to keep retrying while the ports are taken by transient competitors (another
    * allocator mid-way, a lease or hold being given back, a lost race), in ms. Default 2500.

@@ -1,5 +1,5 @@
 /*
- * source/: which ports a caller may use. SOURCE options (design.md §4: a port, a range, a
+ * source/: which ports a caller may use. SOURCE options (the README's Commands: a port, a range, a
  * layout's band or one instance's window of it, `instance: auto|gpu` from Slurm's task or
  * GPUs, `source: 'resv'` from srun's reservation) become a PortSource here, and the built-in
  * default band is asked for here once for the CLI and the library (layout/default-band.ts). reserve() and

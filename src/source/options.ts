@@ -3,7 +3,7 @@ import type { AllocateOptions, PortSource } from '../allocate/types.js';
 import type { PortRange, HostSysctls } from '../host/types.js';
 
 /**
- * SOURCE as `berth port` and `berth run` spell it (design.md §4), for library callers:
+ * SOURCE as `berth port` and `berth run` spell it (the README's Commands), for library callers:
  * at most one of `port`, `range`, `layout`/`band` (with `instance`), `source`. With none,
  * the default band, exactly as the CLI does.
  */
