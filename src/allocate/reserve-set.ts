@@ -13,7 +13,7 @@ import { capName } from './lease-names.js';
 import { planCandidates, sourceRanges, type Plan } from './plan.js';
 import { planBlockStarts, type BlockPlan } from './plan-block.js';
 import { bindAllocator, commitSet, type CommitRequest } from './reserve-commit.js';
-import { holderOf, recordOf } from './set-record.js';
+import { holderOf, recordOf, type LeaseLife } from './set-record.js';
 import { takeBlock } from './take-block.js';
 import { takePort } from './take-port.js';
 import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './types.js';
@@ -63,11 +63,7 @@ export interface SetRequest {
   udp?: boolean;
 }
 
-export interface SetOptions {
-  /** Owner of every lease: it lives while this pid lives (another process than ours: a holder process keeps it). */
-  owner?: { pid: number; start?: number };
-  /** The lease ends after this long (a holder process keeps it). */
-  ttlMs?: number;
+export interface SetOptions extends LeaseLife {
   /** Keep the holds open (default true). */
   hold?: boolean;
   procRoot?: string;

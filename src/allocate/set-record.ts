@@ -2,12 +2,19 @@ import { readPidns } from '../host/proc-facts.js';
 import type { Taken } from './held.js';
 import type { HolderSpec } from './lease-holder.js';
 import type { RecordInfo } from './lease-record.js';
-import type { SetOptions } from './reserve-set.js';
 
 /* What a committed request leaves: its lease record, and a holder process when the lease must outlive us. */
 
+/** How long a set's leases live. */
+export interface LeaseLife {
+  /** Owner of every lease: it lives while this pid lives (another process than ours: a holder process keeps it). */
+  owner?: { pid: number; start?: number };
+  /** The lease ends after this long (a holder process keeps it). */
+  ttlMs?: number;
+}
+
 /** A holder process keeps the lease when it must outlive us: another process's or a ttl's. */
-export function holderOf(o: SetOptions): HolderSpec | undefined {
+export function holderOf(o: LeaseLife): HolderSpec | undefined {
   const other = o.owner !== undefined && o.owner.pid !== process.pid;
   if (!other && o.ttlMs === undefined) return undefined;
   return {
@@ -16,9 +23,7 @@ export function holderOf(o: SetOptions): HolderSpec | undefined {
   };
 }
 
-type Expiry = number | undefined;
-
-export function recordOf(got: readonly Taken[], block: boolean, uid: number, o: SetOptions, expiresAt: Expiry, name: string | undefined): RecordInfo {
+export function recordOf(got: readonly Taken[], block: boolean, uid: number, o: LeaseLife, expiresAt: number | undefined, name?: string): RecordInfo {
   const env = process.env;
   // An owner pid means something only in its PID namespace: the record says which (a label; release reads the holder's own).
   const pidns = o.owner && o.owner.pid !== process.pid ? readPidns('/proc', 'self') : undefined;
