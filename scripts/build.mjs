@@ -130,9 +130,9 @@ try {
     ),
   );
   for (const name of commands) makeCodeCache(resolve(tmp, 'cli', `${name}.cjs`));
-  // The watchdog that stops a dead berth's services (src/launch/watchdog.ts): started with
+  // The watchdog that stops a dead berth's services (src/launch/watchdog/): started with
   // the first service of `run`/`up`, so nothing of it is loaded by `berth port`.
-  await build({ ...common, format: 'cjs', entryPoints: ['src/stack/record/watchdog-entry.ts'], outfile: join(tmp, 'watchdog.cjs'), packages: 'external' });
+  await build({ ...common, format: 'cjs', entryPoints: ['src/cli/watchdog-entry.ts'], outfile: join(tmp, 'watchdog.cjs'), packages: 'external' });
   chmodSync(join(tmp, 'berth.cjs'), 0o755);
   writeFileSync(join(tmp, 'berth.js'), "#!/usr/bin/env node\nimport './berth.cjs';\n", { mode: 0o755 });
   // A concurrent build may put its dist/cli back between our rm and rename: retry.

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { guardRun, useWatchdogEntry } from '../src/launch/watchdog.js';
+import { guardRun, useWatchdogEntry } from '../src/launch/watchdog/index.js';
 
 test('a watchdog that keeps exiting: one warning naming it and what it means, after the respawns', async () => {
   const said: string[] = [];

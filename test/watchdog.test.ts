@@ -1,5 +1,5 @@
 /**
- * The watchdog's side (src/launch/watchdog-process.ts) on real processes: what berth tells it
+ * The watchdog's side (src/launch/watchdog/watch.ts) on real processes: what berth tells it
  * over the pipe, and what it does when the pipe ends without the launches having ended —
  * SIGTERM to the tree at once (group, double-forked daemons by their marker), SIGKILL after
  * the grace — and how it marks a stack's endpoints.json afterwards (src/stack/record/run-gone.ts).
@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { parseStatIds } from '../src/launch/process-tree.js';
-import { watch } from '../src/launch/watchdog-process.js';
-import { formatMessage, parseIpc, parseMessage, type IpcMessage, type WatchMessage } from '../src/launch/watchdog-protocol.js';
+import { watch } from '../src/launch/watchdog/watch.js';
+import { formatMessage, parseIpc, parseMessage, type IpcMessage, type WatchMessage } from '../src/launch/watchdog/protocol.js';
 import { markRunGone } from '../src/stack/record/run-gone.js';
 import { pidsWithEnv, waitGone } from './helpers/procs.js';
 

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
+import { watchdogMain } from '../../launch/watchdog/index.js';
 import { loadStack } from '../../stack/file/load.js';
 import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node/index.js';
 import { runStack, type RunStackOptions } from '../../stack/run/orchestrate.js';
+import { markRunGone } from '../../stack/record/run-gone.js';
 import { formatFailure, formatStackReady, shownPath } from '../../stack/record/stack-messages.js';
-import { watchdogMain } from '../../stack/record/watchdog-main.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { eventsFdNumber, sendEvent } from '../events-fd.js';
@@ -113,8 +114,8 @@ export const upCommand: Command = {
       },
       true,
     );
-    // The watchdog of a berth process (src/launch/watchdog.ts starts it this way in the single executable).
-    if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog));
+    // The watchdog of a berth process (launch/watchdog/program.ts starts it this way in the single executable).
+    if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog), markRunGone);
     const runDir = values['run-dir'] === undefined ? undefined : parsePathArg('up', '--run-dir', values['run-dir']);
     // Checked by main.ts before anything was opened (events-fd.ts).
     const events = eventsFdNumber(values['events-fd']);
