@@ -34,7 +34,7 @@ export type ReaderChoice = 'auto' | 'ss' | 'proc';
 
 /**
  * Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used. On the benchmark's quiet
- * 2-core machine (bench/busy-host.ts, docs/benchmarks.md §14) a 100-port read cost 1.5 / 11 /
+ * 2-core machine (bench/busy-host.ts, docs/scale.md §2) a 100-port read cost 1.5 / 11 /
  * 95 ms through /proc at 500 / 5,000 / 50,000 sockets and 18 / 21 / 40 ms through `ss`: the
  * two cross near 10,000.
  */

@@ -1,5 +1,5 @@
 /*
- * Learned ports (issue 28): ports the service chooses itself (bind to port 0, a program that
+ * Learned ports: ports the service chooses itself (bind to port 0, a program that
  * picks a random port) and berth learns once the service has them. Pure: which listener is
  * which learned entry, from the tree's listeners and the port numbers its output lines gave.
  *

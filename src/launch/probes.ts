@@ -7,7 +7,7 @@ import { formatDuration } from '../util/duration.js';
  * answer is in: a normal close leaves a TIME_WAIT socket whose local port is either the
  * probe's source port or, when the service closes first, the service's own port P — and a
  * TIME_WAIT on P blocks the next bind(P) by a service that does not set SO_REUSEADDR
- * (design.md §1). The HTTP probe reads the whole response before resetting, so the service
+ * (docs/run.md). The HTTP probe reads the whole response before resetting, so the service
  * never sees a reset mid-write (and never logs a broken-pipe traceback). It does not ask for
  * `Connection: close`: a server told so closes first, and if berth dies (SIGKILL) between the
  * answer and its reset, the kernel's FIN from berth's side completes that close and leaves

@@ -29,7 +29,7 @@ export interface FileOwner {
 /** Throws UnsafeFileError unless `path` is missing or a regular file owned by the caller (or by `owner`, see above). */
 export function checkReplaceable(path: string, owner?: FileOwner): void {
   try {
-    // issue 22 §5: no other user's link or directory on the way
+    // no other user's link or directory on the way
     if (owner === undefined) checkPathSafely(path);
     else {
       checkPathSafely(dirname(path)); // judges every folder above the owner's directory

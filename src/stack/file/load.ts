@@ -176,7 +176,7 @@ export function parseStack(text: string, file: string, baseDir: string): StackSp
   const p = new StackParser(text, file, resolve(baseDir));
   const spec = p.parse();
   if (p.problems.length > 0 || !spec) throw p.error();
-  checkNulBytes(spec); // issue 22 §12: a "\0" would otherwise crash the replica at spawn
+  checkNulBytes(spec); // a "\0" would otherwise crash the replica at spawn
   return spec;
 }
 

@@ -1,5 +1,5 @@
 /*
- * Bounds on what a config template may render to (issue 22 §7). Nested list sections
+ * Bounds on what a config template may render to. Nested list sections
  * multiply: 40 nested {{#e.replicas}} over 2 replicas render 2^40 copies, which would pin a
  * core with every signal waiting behind the synchronous render, and 5,000 levels overflow
  * the stack. Both are found from the parsed template and the context before anything is

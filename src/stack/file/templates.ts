@@ -161,7 +161,7 @@ export function templateProblems(text: string, context: object, file: string, op
     const p = syntaxProblem(e as Error, text, opts.tags ?? ['{{', '}}']);
     return [`${file}:${p.line}: ${p.text}`];
   }
-  const bound = templateBoundProblem(spans, text, context, file, { lookup, sectionView }); // issue 22 §7
+  const bound = templateBoundProblem(spans, text, context, file, { lookup, sectionView });
   if (bound !== undefined) return [bound];
   const problems: Problem[] = [];
   checkSpans(spans, [context], lineIndex(text), problems, new Set(opts.outerNames ?? []));

@@ -115,7 +115,7 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
 
 function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
   const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
-  // Without it the set never lets the event loop see a signal until it is complete (issue 22 §17).
+  // Without it the set never lets the event loop see a signal until it is complete.
   ro.signal = st.reserveAbort.signal;
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
   if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
