@@ -126,7 +126,14 @@ try {
       }),
     ),
     ...Object.entries(LAZY).map(([entry, name]) =>
-      build({ ...common, format: 'cjs', entryPoints: [entry], outfile: join(tmp, 'cli', 'lazy', `${name}.cjs`), packages: 'external', logOverride: { 'empty-import-meta': 'error' } }),
+      build({
+        ...common,
+        format: 'cjs',
+        entryPoints: [entry],
+        outfile: join(tmp, 'cli', 'lazy', `${name}.cjs`),
+        packages: 'external',
+        logOverride: { 'empty-import-meta': 'error' },
+      }),
     ),
   );
   for (const name of commands) makeCodeCache(resolve(tmp, 'cli', `${name}.cjs`));
@@ -153,7 +160,11 @@ try {
 }
 
 // The library finds dist/watchdog.cjs through __dirname, as the CommonJS bundles do.
-const esmDirname = "import { dirname as __berthDirname } from 'node:path'; import { fileURLToPath as __berthFileURLToPath } from 'node:url'; const __dirname = __berthDirname(__berthFileURLToPath(import.meta.url));";
+const esmDirname = [
+  "import { dirname as __berthDirname } from 'node:path';",
+  "import { fileURLToPath as __berthFileURLToPath } from 'node:url';",
+  'const __dirname = __berthDirname(__berthFileURLToPath(import.meta.url));',
+].join(' ');
 await build({ ...common, format: 'esm', entryPoints: ['src/index.ts'], outfile: 'dist/index.js', packages: 'external', banner: { js: esmDirname } });
 
 // tsconfig.json type-checks everything (CLI included); tsconfig.build.json emits the library's declarations.

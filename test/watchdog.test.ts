@@ -48,7 +48,8 @@ test('protocol: messages round-trip; malformed lines are ignored, not fatal', ()
     { op: 'runDirEnd', path: '/tmp/r' },
   ];
   for (const m of msgs) assert.deepEqual(parseMessage(formatMessage(m).trim()), m);
-  for (const bad of ['', 'nul', '{', '[]', 'null', '{"op":"pid","id":"a","pid":-1,"start":0}', '{"op":"runDir","path":"relative"}', '{"op":"kill","pid":1}', '{"op":"run","id":"a","marker":"","graceMs":1}']) {
+  const bads = ['', 'nul', '{', '[]', 'null', '{"op":"pid","id":"a","pid":-1,"start":0}', '{"op":"runDir","path":"relative"}', '{"op":"kill","pid":1}'];
+  for (const bad of [...bads, '{"op":"run","id":"a","marker":"","graceMs":1}']) {
     assert.equal(parseMessage(bad), undefined, bad);
   }
 });
@@ -152,15 +153,16 @@ test('release: the watchdog answers once it has closed every lease socket berth 
 test('markRunGone: live replicas become exited with the reason, once; another run\'s document is not touched', () => {
   const dir = mkdtempSync(join(tmpdir(), 'berth-run-gone-'));
   try {
+    const since = '2026-01-01T00:00:00.000Z';
     const doc = {
       stack: 's.yaml',
       runDir: dir,
       pid: 4242,
       updated: '2026-01-01T00:00:00.000Z',
       replicas: [
-        { service: 'web', replica: 0, host: '127.0.0.1', port: 20000, url: 'http://127.0.0.1:20000', pid: 10, state: 'ready', since: '2026-01-01T00:00:00.000Z' },
-        { service: 'job', replica: 0, host: null, port: null, url: null, pid: 11, state: 'exited', since: '2026-01-01T00:00:00.000Z' },
-        { service: 'late', replica: 0, host: null, port: 20001, url: 'http://127.0.0.1:20001', pid: null, state: 'pending', since: '2026-01-01T00:00:00.000Z' },
+        { service: 'web', replica: 0, host: '127.0.0.1', port: 20000, url: 'http://127.0.0.1:20000', pid: 10, state: 'ready', since },
+        { service: 'job', replica: 0, host: null, port: null, url: null, pid: 11, state: 'exited', since },
+        { service: 'late', replica: 0, host: null, port: 20001, url: 'http://127.0.0.1:20001', pid: null, state: 'pending', since },
       ],
     };
     writeFileSync(join(dir, 'endpoints.json'), JSON.stringify(doc));

@@ -178,16 +178,19 @@ export const upCommand: Command = {
         if (j.status !== 0 && result.failure) tell(`berth: ${formatFailure(result)}`);
         break;
       }
-      case 'signal':
+      case 'signal': {
         // The exit status stays 128+15: --stop-on-stdin-eof stops as SIGTERM does.
-        if (parentGone && result.signal === 'SIGTERM') tell(`berth: stopped because the parent went away (stdin EOF); stack torn down, exit ${result.exitCode} (run directory: ${where})`);
-        else tell(`berth: stopped by ${result.signal}; stack torn down, exit ${result.exitCode} (run directory: ${where})`);
+        const why = parentGone && result.signal === 'SIGTERM' ? 'because the parent went away (stdin EOF)' : `by ${result.signal}`;
+        tell(`berth: stopped ${why}; stack torn down, exit ${result.exitCode} (run directory: ${where})`);
         break;
+      }
       default:
         tell(`berth: every service has exited; stack stopped (run directory: ${where})`);
     }
     const lost = result.writeFailures?.length ?? 0;
-    if (lost > 0 && result.exitCode === EXIT.IOERR) tell(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)`);
+    if (lost > 0 && result.exitCode === EXIT.IOERR) {
+      tell(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)`);
+    }
     return result.exitCode;
   },
 };

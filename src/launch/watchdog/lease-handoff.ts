@@ -21,7 +21,7 @@ import { parseIpc, type IpcMessage } from './protocol.js';
  * the names of every lease it held are gone, and the next allocator finds the ports free.
  */
 
-/** How long berth waits for the watchdog to say it closed a launch's lease sockets (about 1 ms when it is alive; its start-up, when the launch was that short). */
+/** How long berth waits for the watchdog to say it closed a launch's lease sockets (about 1 ms alive; its start-up, when the launch was that short). */
 const ACK_MS = 1_000;
 /** After killing an unresponsive watchdog, how long to wait for the kernel to close its descriptors. */
 const KILL_WAIT_MS = 1_000;
