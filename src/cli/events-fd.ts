@@ -43,8 +43,10 @@ export function checkEventsFd(command: string, argv: readonly string[], proc = '
   const value = eventsFdArg(argv);
   if (value === undefined) return undefined;
   const fd = eventsFdNumber(value);
-  if (fd === undefined) throw usage(command, `--events-fd ${JSON.stringify(value)}: give an open file descriptor number, 1 or more (e.g. --events-fd 3 with 3>events.jsonl)`);
-  const refuse = (why: string) => usage(command, `--events-fd ${fd}: ${why}; open it for writing and give it to berth (e.g. 3>events.jsonl in a shell, Python's pass_fds)`);
+  if (fd === undefined)
+    throw usage(command, `--events-fd ${JSON.stringify(value)}: give an open file descriptor number, 1 or more (e.g. --events-fd 3 with 3>events.jsonl)`);
+  const refuse = (why: string) =>
+    usage(command, `--events-fd ${fd}: ${why}; open it for writing and give it to berth (e.g. 3>events.jsonl in a shell, Python's pass_fds)`);
   try {
     fstatSync(fd);
   } catch {

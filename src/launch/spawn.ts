@@ -53,11 +53,12 @@ export async function spawn(s: LaunchState): Promise<boolean> {
       : [{ r: s.reservation!, port: port!, name: s.name }];
     for (const h of held) {
       const fd = h.r.holdFd(h.port);
-      if (fd === undefined) {
-        const which = `port ${h.port}${handed ? ` ("${h.name}")` : ''}`;
-        const why = 'the reservation was made without a hold, or already handed over';
-        throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for ${which} (${why})`);
-      }
+      if (fd === undefined)
+        throw new BerthError(
+          EXIT.SOFTWARE,
+          `fd handoff: berth holds no listening socket for port ${h.port}${handed ? ` ("${h.name}")` : ''} (the reservation was made without a hold, or ` +
+            `already handed over)`,
+        );
       fds.push(fd);
     }
     // Only the TCP socket is handed over: the UDP side (--udp) is the service's to bind.
@@ -75,8 +76,10 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   const marker = `BERTH_RUN_ID=${s.runId}`;
   // The child is born in a cgroup of its own where berth may make one (host/cgroup.ts): what
   // it forks stays there, whatever it does to its session, group and environment.
-  const noCgroup = s.procRoot !== '/proc' ? `a /proc of its own (${s.procRoot})` : process.env.BERTH_CGROUP === 'off' ? 'BERTH_CGROUP=off' : undefined;
-  const cg = noCgroup === undefined ? makeRunCgroup(s.runId) : { why: noCgroup };
+  const cg =
+    s.procRoot === '/proc' && process.env.BERTH_CGROUP !== 'off'
+      ? makeRunCgroup(s.runId)
+      : { why: s.procRoot !== '/proc' ? `a /proc of its own (${s.procRoot})` : 'BERTH_CGROUP=off' };
   if (typeof cg === 'string') s.cgroup = cg;
   else s.cgroupWhy = cg.why;
   // Before the spawn: a berth killed right after it still has its service found by the marker.

@@ -86,7 +86,12 @@ export function makePrivateDir(path: string, recursive: boolean, w: PrivateDirWo
     return recursive ? mkdirParents(path) : mkdirOne(path);
   } catch (e) {
     if (e instanceof UnsafePathError) {
-      throw refuse(path, w, `cannot be used safely: ${e.message}`, `use a path whose every directory and link is yours or root's, and not writable by others (see docs/run.md)`);
+      throw refuse(
+        path,
+        w,
+        `cannot be used safely: ${e.message}`,
+        `use a path whose every directory and link is yours or root's, and not writable by others (see docs/run.md)`,
+      );
     }
     throw refuse(path, w, `cannot be created (${errCode(e)})`, w.todo.create);
   }

@@ -137,7 +137,11 @@ export async function reserveNextShared(st: StackRun, svc: Service, old: NamedRe
   let got: Reservation[] = [];
   if (fresh.length > 0) {
     const ro = reserveOptions(st, rep, source);
-    const requests = namedSetRequests(fresh, { source, name: `${st.spec.file}:${spec.name}`, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) });
+    const requests = namedSetRequests(fresh, {
+      source,
+      name: `${st.spec.file}:${spec.name}`,
+      ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}),
+    });
     got = await reserveSet(requests, setOptions(ro));
   }
   let next = 0;

@@ -88,8 +88,12 @@ export class StackRun {
     const deep = socketPathProblems(spec, this.run.path);
     if (deep.length > 0) throw new BerthError(EXIT.USAGE, deep.join('\n'), { path: this.run.path });
     this.runGuard = guardRunDir(this.run.path);
-    const { stdout = process.stdout, stderr = process.stderr } = o;
-    this.console = new StackConsole({ stdout, stderr, status: o.status ?? 'off', env: this.env });
+    this.console = new StackConsole({
+      stdout: o.stdout === undefined ? process.stdout : o.stdout,
+      stderr: o.stderr === undefined ? process.stderr : o.stderr,
+      status: o.status ?? 'off',
+      env: this.env,
+    });
     // Said as berth's warnings are: above the status display, and to the caller's onWarning.
     this.writeFailures = new WriteFailures((text) => {
       this.console.message(text);
@@ -125,8 +129,13 @@ export class StackRun {
     let ev: StackEvent;
     try {
       const g = generationOf(rep);
-      const { name: service, scheme } = rep.svc.spec;
-      ev = this.run.update({ service, replica: rep.index, scheme, ...(g !== undefined ? { generation: g } : {}), ...u });
+      ev = this.run.update({
+        service: rep.svc.spec.name,
+        replica: rep.index,
+        scheme: rep.svc.spec.scheme,
+        ...(g !== undefined ? { generation: g } : {}),
+        ...u,
+      });
     } catch (e) {
       // The run directory is the stack's record: without it, stop (once).
       if (!this.writeBroken) {
