@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type net from 'node:net';
 import { LeaseHandoff } from './lease-handoff.js';
 import { watchdogArgv } from './program.js';
 import { formatMessage, type WatchMessage } from './protocol.js';
@@ -21,7 +20,7 @@ export class Watchdog {
   private child: ChildProcess | undefined;
   /** What a new watchdog must be told: registration key → its messages so far. */
   private readonly live = new Map<string, string[]>();
-  private readonly leases = new LeaseHandoff(
+  readonly leases = new LeaseHandoff(
     () => this.child,
     () => this.flush(),
   );
@@ -61,14 +60,6 @@ export class Watchdog {
     const text = this.pending;
     this.pending = '';
     if (text !== '') this.child?.stdin?.write(text);
-  }
-
-  hold(id: string, handles: readonly net.Server[]): Promise<void> {
-    return this.leases.hold(id, handles);
-  }
-
-  release(id: string): Promise<void> {
-    return this.leases.release(id);
   }
 
   private start(): void {

@@ -20,12 +20,12 @@ export function guardRun(id: string, marker: string, graceMs: number, cgroup?: s
   const w = watchdog();
   w.say(id, { op: 'run', id, marker, graceMs, ...(cgroup !== undefined ? { cgroup } : {}) });
   return {
-    holdLeases: (handles) => w.hold(id, handles),
+    holdLeases: (handles) => w.leases.hold(id, handles),
     spawned: (pid, start) => w.say(id, { op: 'pid', id, pid, start }),
     member: (pid, start) => w.say(id, { op: 'member', id, pid, start }),
     ended: () => {
       w.say(id, { op: 'end', id });
-      return w.release(id);
+      return w.leases.release(id);
     },
   };
 }
