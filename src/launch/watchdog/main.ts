@@ -11,16 +11,6 @@ export async function watchdogMain(berthPid: number, markRunDir: (dir: string, b
   // In a session of its own already; a hangup or Ctrl-C meant for berth's terminal is not for it.
   process.on('SIGINT', () => {});
   process.on('SIGHUP', () => {});
-  await watch(process.stdin, {
-    afterStop: (runDirs) => {
-      for (const dir of runDirs) {
-        try {
-          markRunDir(dir, berthPid);
-        } catch {
-          // unwritable: the dead pid in the document still tells readers
-        }
-      }
-    },
-  });
+  await watch(process.stdin, { markRunDir: (dir) => markRunDir(dir, berthPid) });
   return 0;
 }

@@ -17,10 +17,6 @@ export interface WatchState {
   runDirs: Set<string>;
 }
 
-export function emptyState(): WatchState {
-  return { runs: new Map(), runDirs: new Set() };
-}
-
 export function applyMessage(s: WatchState, m: WatchMessage): void {
   switch (m.op) {
     case 'run':

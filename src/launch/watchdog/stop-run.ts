@@ -38,9 +38,9 @@ function signal(pid: number, sig: NodeJS.Signals): boolean {
 }
 
 /** Stops one run's process tree: TERM now, KILL after its grace. */
-export async function stopRun(run: Run, procRoot = '/proc'): Promise<StopReport> {
+export async function stopRun(run: Run): Promise<StopReport> {
   const cgroup = run.cgroup !== undefined ? { cgroup: run.cgroup } : {};
-  const tree = new ProcessTree(procRoot, run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0, ...cgroup });
+  const tree = new ProcessTree('/proc', run.pid ?? -1, run.marker, [], { rootStart: run.start ?? 0, ...cgroup });
   for (const m of run.members) tree.adopt(m.pid, m.start);
   const t0 = performance.now();
   const killAt = t0 + run.graceMs;

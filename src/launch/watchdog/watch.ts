@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import { KeptLeases } from './kept-leases.js';
 import { parseMessage, type IpcMessage } from './protocol.js';
-import { applyMessage, emptyState } from './state.js';
+import { applyMessage, type WatchState } from './state.js';
 import { stopRun, type StopReport } from './stop-run.js';
 
 /*
@@ -13,13 +13,12 @@ import { stopRun, type StopReport } from './stop-run.js';
  */
 
 export interface WatchOptions {
-  procRoot?: string;
   /** Where lease sockets arrive ('message' events with a handle); default this process's IPC channel, if any. */
   ipc?: EventEmitter;
   /** How to answer berth on that channel; default process.send. */
   reply?: (m: IpcMessage) => void;
-  /** After every run is stopped: the stacks' run directories to mark (berth is gone). */
-  afterStop?: (runDirs: string[]) => void;
+  /** After every run is stopped: mark a stack's run directory (berth is gone); throws when it cannot. */
+  markRunDir?: (dir: string) => void;
 }
 
 /**
@@ -27,7 +26,7 @@ export interface WatchOptions {
  * with what it found left over (empty when berth ended every launch itself).
  */
 export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promise<StopReport & { runs: number }> {
-  const state = emptyState();
+  const state: WatchState = { runs: new Map(), runDirs: new Set() };
   const leases = new KeptLeases(o.reply ?? ((m: IpcMessage) => process.send?.(m, undefined, {}, () => {})));
   const ipc = o.ipc ?? ((process as unknown as { channel?: unknown }).channel ? process : undefined);
   ipc?.on('message', (m: unknown, h: unknown) => leases.receive(m, h));
@@ -52,16 +51,18 @@ export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promi
       void (async () => {
         const reports = await Promise.all(
           [...state.runs].map(async ([id, run]) => {
-            const rep = await stopRun(run, o.procRoot);
+            const rep = await stopRun(run);
             leases.close(id);
             return rep;
           }),
         );
         leases.closeAll();
-        try {
-          if (state.runDirs.size > 0) o.afterStop?.([...state.runDirs]);
-        } catch {
-          // a run directory that cannot be rewritten: the dead pid in it still tells readers
+        for (const dir of state.runDirs) {
+          try {
+            o.markRunDir?.(dir);
+          } catch {
+            // a run directory that cannot be rewritten: the dead pid in it still tells readers
+          }
         }
         const sum = (k: keyof StopReport) => reports.reduce((a, r) => a + r[k], 0);
         resolve({ runs: reports.length, termed: sum('termed'), killed: sum('killed'), left: sum('left') });
