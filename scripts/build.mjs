@@ -126,13 +126,20 @@ try {
       }),
     ),
     ...Object.entries(LAZY).map(([entry, name]) =>
-      build({ ...common, format: 'cjs', entryPoints: [entry], outfile: join(tmp, 'cli', 'lazy', `${name}.cjs`), packages: 'external', logOverride: { 'empty-import-meta': 'error' } }),
+      build({
+        ...common,
+        format: 'cjs',
+        entryPoints: [entry],
+        outfile: join(tmp, 'cli', 'lazy', `${name}.cjs`),
+        packages: 'external',
+        logOverride: { 'empty-import-meta': 'error' },
+      }),
     ),
   );
   for (const name of commands) makeCodeCache(resolve(tmp, 'cli', `${name}.cjs`));
-  // The watchdog that stops a dead berth's services (src/launch/watchdog.ts): started with
+  // The watchdog that stops a dead berth's services (src/launch/watchdog/): started with
   // the first service of `run`/`up`, so nothing of it is loaded by `berth port`.
-  await build({ ...common, format: 'cjs', entryPoints: ['src/stack/record/watchdog-entry.ts'], outfile: join(tmp, 'watchdog.cjs'), packages: 'external' });
+  await build({ ...common, format: 'cjs', entryPoints: ['src/cli/watchdog-entry.ts'], outfile: join(tmp, 'watchdog.cjs'), packages: 'external' });
   chmodSync(join(tmp, 'berth.cjs'), 0o755);
   writeFileSync(join(tmp, 'berth.js'), "#!/usr/bin/env node\nimport './berth.cjs';\n", { mode: 0o755 });
   // A concurrent build may put its dist/cli back between our rm and rename: retry.
@@ -153,7 +160,11 @@ try {
 }
 
 // The library finds dist/watchdog.cjs through __dirname, as the CommonJS bundles do.
-const esmDirname = "import { dirname as __berthDirname } from 'node:path'; import { fileURLToPath as __berthFileURLToPath } from 'node:url'; const __dirname = __berthDirname(__berthFileURLToPath(import.meta.url));";
+const esmDirname = [
+  "import { dirname as __berthDirname } from 'node:path';",
+  "import { fileURLToPath as __berthFileURLToPath } from 'node:url';",
+  'const __dirname = __berthDirname(__berthFileURLToPath(import.meta.url));',
+].join(' ');
 await build({ ...common, format: 'esm', entryPoints: ['src/index.ts'], outfile: 'dist/index.js', packages: 'external', banner: { js: esmDirname } });
 
 // tsconfig.json type-checks everything (CLI included); tsconfig.build.json emits the library's declarations.

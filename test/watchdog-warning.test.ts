@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { guardRun, useWatchdogEntry } from '../src/launch/watchdog.js';
+import { guardRun, useWatchdogEntry } from '../src/launch/watchdog/index.js';
 
 test('a watchdog that keeps exiting: one warning naming it and what it means, after the respawns', async () => {
   const said: string[] = [];
@@ -22,7 +22,9 @@ test('a watchdog that keeps exiting: one warning naming it and what it means, af
     while (said.length === 0 && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(said.length, 1, `one warning: ${JSON.stringify(said)}`);
-    assert.match(said[0]!, new RegExp(`^berth: warning: its watchdog \\(${process.execPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\) does not run \\(it exited 4 times, last with status 1\\); if berth is killed with SIGKILL, its services are not stopped for it\\n$`));
+    const program = process.execPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const warning = `^berth: warning: its watchdog \\(${program}\\) does not run \\(it exited 4 times, last with status 1\\); `;
+    assert.match(said[0]!, new RegExp(`${warning}if berth is killed with SIGKILL, its services are not stopped for it\\n$`));
   } finally {
     guard.ended();
     process.stderr.write = write;

@@ -1,5 +1,5 @@
 /**
- * The watchdog's side (src/launch/watchdog-process.ts) on real processes: what berth tells it
+ * The watchdog's side (src/launch/watchdog/watch.ts) on real processes: what berth tells it
  * over the pipe, and what it does when the pipe ends without the launches having ended —
  * SIGTERM to the tree at once (group, double-forked daemons by their marker), SIGKILL after
  * the grace — and how it marks a stack's endpoints.json afterwards (src/stack/record/run-gone.ts).
@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { parseStatIds } from '../src/launch/process-tree.js';
-import { watch } from '../src/launch/watchdog-process.js';
-import { formatMessage, parseIpc, parseMessage, type IpcMessage, type WatchMessage } from '../src/launch/watchdog-protocol.js';
+import { watch } from '../src/launch/watchdog/watch.js';
+import { formatMessage, parseIpc, parseMessage, type IpcMessage, type WatchMessage } from '../src/launch/watchdog/protocol.js';
 import { markRunGone } from '../src/stack/record/run-gone.js';
 import { pidsWithEnv, waitGone } from './helpers/procs.js';
 
@@ -48,7 +48,8 @@ test('protocol: messages round-trip; malformed lines are ignored, not fatal', ()
     { op: 'runDirEnd', path: '/tmp/r' },
   ];
   for (const m of msgs) assert.deepEqual(parseMessage(formatMessage(m).trim()), m);
-  for (const bad of ['', 'nul', '{', '[]', 'null', '{"op":"pid","id":"a","pid":-1,"start":0}', '{"op":"runDir","path":"relative"}', '{"op":"kill","pid":1}', '{"op":"run","id":"a","marker":"","graceMs":1}']) {
+  const bads = ['', 'nul', '{', '[]', 'null', '{"op":"pid","id":"a","pid":-1,"start":0}', '{"op":"runDir","path":"relative"}', '{"op":"kill","pid":1}'];
+  for (const bad of [...bads, '{"op":"run","id":"a","marker":"","graceMs":1}']) {
     assert.equal(parseMessage(bad), undefined, bad);
   }
 });
@@ -152,15 +153,16 @@ test('release: the watchdog answers once it has closed every lease socket berth 
 test('markRunGone: live replicas become exited with the reason, once; another run\'s document is not touched', () => {
   const dir = mkdtempSync(join(tmpdir(), 'berth-run-gone-'));
   try {
+    const since = '2026-01-01T00:00:00.000Z';
     const doc = {
       stack: 's.yaml',
       runDir: dir,
       pid: 4242,
       updated: '2026-01-01T00:00:00.000Z',
       replicas: [
-        { service: 'web', replica: 0, host: '127.0.0.1', port: 20000, url: 'http://127.0.0.1:20000', pid: 10, state: 'ready', since: '2026-01-01T00:00:00.000Z' },
-        { service: 'job', replica: 0, host: null, port: null, url: null, pid: 11, state: 'exited', since: '2026-01-01T00:00:00.000Z' },
-        { service: 'late', replica: 0, host: null, port: 20001, url: 'http://127.0.0.1:20001', pid: null, state: 'pending', since: '2026-01-01T00:00:00.000Z' },
+        { service: 'web', replica: 0, host: '127.0.0.1', port: 20000, url: 'http://127.0.0.1:20000', pid: 10, state: 'ready', since },
+        { service: 'job', replica: 0, host: null, port: null, url: null, pid: 11, state: 'exited', since },
+        { service: 'late', replica: 0, host: null, port: 20001, url: 'http://127.0.0.1:20001', pid: null, state: 'pending', since },
       ],
     };
     writeFileSync(join(dir, 'endpoints.json'), JSON.stringify(doc));

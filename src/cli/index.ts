@@ -3,6 +3,8 @@
  * loads that command's own bundle (commands/, one file per command, bundle-loader.ts), so
  * `berth port` parses no YAML. Beside it what every command shares: argument values,
  * SOURCE flags (source.ts), signals (early-signals.ts, signals.ts), stdout, --events-fd.
+ * watchdog-entry.ts is dist/watchdog.cjs's entry: the watchdog (src/launch/watchdog/) given
+ * the stack's mark of a dead berth's run directory.
  * May import: every folder below it (src/stack, src/launch, src/report, src/allocate,
  * src/layout, src/slurm, src/host, src/util, src/errors). Nothing imports src/cli.
  */

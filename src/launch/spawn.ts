@@ -9,7 +9,7 @@ import { childEnv, execPlan, findPerl, substitute } from './spawn-plan.js';
 import { DEFAULT_STOP_GRACE_MS, iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
 import { onChildExit } from './supervise.js';
-import { guardRun } from './watchdog.js';
+import { guardRun } from './watchdog/index.js';
 import { leaseHandles } from '../allocate/held.js';
 
 /**

@@ -14,7 +14,7 @@ import type { ProbeResult } from './probes.js';
 import type { ProcessTree } from './process-tree.js';
 import type { RunDir } from './run-dir.js';
 import type { ExecPlan } from './spawn-plan.js';
-import type { RunGuard } from './watchdog.js';
+import type { RunGuard } from './watchdog/index.js';
 import type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
 
 /*

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
+import { watchdogMain } from '../../launch/watchdog/index.js';
 import { loadStack } from '../../stack/file/load.js';
 import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node/index.js';
 import { runStack, type RunStackOptions } from '../../stack/run/orchestrate.js';
+import { markRunGone } from '../../stack/record/run-gone.js';
 import { formatFailure, formatStackReady, shownPath } from '../../stack/record/stack-messages.js';
-import { watchdogMain } from '../../stack/record/watchdog-main.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { eventsFdNumber, sendEvent } from '../events-fd.js';
@@ -113,8 +114,8 @@ export const upCommand: Command = {
       },
       true,
     );
-    // The watchdog of a berth process (src/launch/watchdog.ts starts it this way in the single executable).
-    if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog));
+    // The watchdog of a berth process (launch/watchdog/program.ts starts it this way in the single executable).
+    if (values.watchdog !== undefined) return watchdogMain(Number(values.watchdog), markRunGone);
     const runDir = values['run-dir'] === undefined ? undefined : parsePathArg('up', '--run-dir', values['run-dir']);
     // Checked by main.ts before anything was opened (events-fd.ts).
     const events = eventsFdNumber(values['events-fd']);
@@ -177,16 +178,19 @@ export const upCommand: Command = {
         if (j.status !== 0 && result.failure) tell(`berth: ${formatFailure(result)}`);
         break;
       }
-      case 'signal':
+      case 'signal': {
         // The exit status stays 128+15: --stop-on-stdin-eof stops as SIGTERM does.
-        if (parentGone && result.signal === 'SIGTERM') tell(`berth: stopped because the parent went away (stdin EOF); stack torn down, exit ${result.exitCode} (run directory: ${where})`);
-        else tell(`berth: stopped by ${result.signal}; stack torn down, exit ${result.exitCode} (run directory: ${where})`);
+        const why = parentGone && result.signal === 'SIGTERM' ? 'because the parent went away (stdin EOF)' : `by ${result.signal}`;
+        tell(`berth: stopped ${why}; stack torn down, exit ${result.exitCode} (run directory: ${where})`);
         break;
+      }
       default:
         tell(`berth: every service has exited; stack stopped (run directory: ${where})`);
     }
     const lost = result.writeFailures?.length ?? 0;
-    if (lost > 0 && result.exitCode === EXIT.IOERR) tell(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)`);
+    if (lost > 0 && result.exitCode === EXIT.IOERR) {
+      tell(`berth: exit 74: ${lost} file${lost === 1 ? '' : 's'} of the run could not be written (said above; endpoints.json lists them under writeFailures)`);
+    }
     return result.exitCode;
   },
 };

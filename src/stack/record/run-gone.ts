@@ -4,7 +4,7 @@ import { writeFileAtomic } from '../../util/atomic-write.js';
 import { applyUpdate, formatEvent, type EndpointsDocument } from './endpoints.js';
 
 /*
- * After berth died, its watchdog (src/launch/watchdog-process.ts) has stopped the services;
+ * After berth died, its watchdog (src/launch/watchdog/) has stopped the services;
  * the run directory must not keep claiming them. Every replica not already exited or failed
  * becomes `exited` with a detail saying why, events.jsonl gets the same lines berth would
  * have written, and the document gets `ended`, so a reader needs no liveness check of its

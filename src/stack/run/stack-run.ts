@@ -1,6 +1,6 @@
 import { BerthError, EXIT } from '../../errors.js';
 import type { HostSysctls } from '../../host/types.js';
-import { guardRunDir } from '../../launch/watchdog.js';
+import { guardRunDir } from '../../launch/watchdog/index.js';
 import { gpuReplicas, type GpuReplica } from '../../slurm/replicas.js';
 import { deferred } from '../../util/deferred.js';
 import type { GraphNode, ReplicaStatus } from '../file/graph.js';

@@ -1,5 +1,5 @@
 /*
- * What berth tells its watchdog (watchdog.ts → watchdog-process.ts): one JSON object a line
+ * What berth tells its watchdog (berth-side.ts → watch.ts): one JSON object a line
  * over a pipe whose only writer is berth. Everything is said before it matters: a run's
  * marker before its service is spawned, so a berth killed in between still leaves the
  * watchdog able to find the service by the marker in its environment.
