@@ -1,5 +1,5 @@
 /**
- * Exit codes of the CLI contract (design.md §4, sysexits). Library callers see the
+ * Exit codes of the CLI contract (the README's Exit codes, sysexits). Library callers see the
  * same numbers on BerthError.exitCode so a launcher can map failures the same way.
  */
 export const EXIT = {

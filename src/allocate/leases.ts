@@ -41,10 +41,6 @@ export interface LeaseListOptions {
   procRoot?: string;
   /** Look up the holding processes (walks /proc/<pid>/fd). Default true. */
   holders?: boolean;
-  /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
-  stateDir?: string;
-  /** @deprecated Ignored, like BERTH_LEASE_DIR: there is no lease directory any more. */
-  leaseDir?: string;
 }
 
 function toLease(port: number, r: ParsedRecord, netns: string): Lease {

@@ -60,7 +60,7 @@ export function busyPorts(sockets: readonly SocketRow[], ranges: readonly PortRa
   const busy = new Map<number, SocketRow>();
   for (const r of sockets) {
     // Any state, either family, either protocol: each blocks a bind of the port (TIME_WAIT
-    // included, see design §1; a UDP socket blocks the UDP side, which berth cannot know the
+    // included, see docs/leases.md; a UDP socket blocks the UDP side, which berth cannot know the
     // service will not want, and a service told a port holds it as a whole).
     if (!inRanges(r.localPort, ranges)) continue;
     const prev = busy.get(r.localPort);

@@ -20,7 +20,7 @@ import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from 
 
 /*
  * One allocation: several requests (a port source and a count each) leased and held as
- * one set, all or none (design.md §2 Port set). `berth port --count 4` is one request; a
+ * one set, all or none (docs/leases.md). `berth port --count 4` is one request; a
  * stack's replicas are one request each, in one set, so two stacks competing for the same
  * ports never end up each holding half of what they need.
  *

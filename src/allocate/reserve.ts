@@ -26,7 +26,7 @@ function checkSource(s: PortSource): void {
 }
 
 /**
- * Lease and hold `count` distinct ports of a source, all or none (design.md §2
+ * Lease and hold `count` distinct ports of a source, all or none (docs/leases.md
  * Reservation; the engine is reserve-set.ts). Throws BerthError 69 explaining every
  * excluded port, 74 when out of file descriptors (the limit is named), 64 for bad options.
  */

@@ -1,7 +1,7 @@
 import type { PortRange } from '../host/types.js';
 import type { Duration } from '../util/option-names.js';
 
-/** Where ports come from (design.md §4 SOURCE). */
+/** Where ports come from (SOURCE in the README's Commands). */
 export type PortSource =
   | { kind: 'port'; port: number }
   | { kind: 'range'; range: PortRange }
@@ -39,7 +39,7 @@ export interface Lease extends LeaseRecord {
 export type Strategy = 'lowest' | 'random';
 
 /**
- * SOURCE as `berth port` and `berth run` spell it (design.md §4), for library callers:
+ * SOURCE as `berth port` and `berth run` spell it (the README's Commands), for library callers:
  * at most one of `port`, `range`, `layout`/`band` (with `instance`), `source`. With none,
  * the default band, exactly as the CLI does.
  */
@@ -103,10 +103,6 @@ export interface ReserveOptions extends SourceOptions {
   udp?: boolean;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
-  /** @deprecated Ignored: leases are the network namespace's (docs/leases.md), not files. Kept so old callers compile. */
-  stateDir?: string;
-  /** @deprecated Ignored, like BERTH_LEASE_DIR: there is no lease directory any more. */
-  leaseDir?: string;
   /**
    * How long to keep retrying while the ports are taken by transient competitors (another
    * allocator mid-way, a lease or hold being given back, a lost race), in ms. Default 2500.

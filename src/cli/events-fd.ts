@@ -5,7 +5,7 @@ import { usage } from './command.js';
  * `--events-fd N` (berth run, berth up): berth's machine channel, one JSON object per line
  * on a file descriptor the caller opened for it (Python's pass_fds). A service's stdout and
  * stderr pass through unchanged and never carry these lines, so a program reading fd N cannot
- * be fooled by a service that prints text looking like berth's (issue 32 item 16).
+ * be fooled by a service that prints text looking like berth's.
  *
  * main.ts checks the descriptor and writes the closing object ({"event":"exit"} or
  * {"event":"error"}); the command writes the ones before it. Each runs in its own bundle, so
@@ -43,8 +43,10 @@ export function checkEventsFd(command: string, argv: readonly string[], proc = '
   const value = eventsFdArg(argv);
   if (value === undefined) return undefined;
   const fd = eventsFdNumber(value);
-  if (fd === undefined) throw usage(command, `--events-fd ${JSON.stringify(value)}: give an open file descriptor number, 1 or more (e.g. --events-fd 3 with 3>events.jsonl)`);
-  const refuse = (why: string) => usage(command, `--events-fd ${fd}: ${why}; open it for writing and give it to berth (e.g. 3>events.jsonl in a shell, Python's pass_fds)`);
+  if (fd === undefined)
+    throw usage(command, `--events-fd ${JSON.stringify(value)}: give an open file descriptor number, 1 or more (e.g. --events-fd 3 with 3>events.jsonl)`);
+  const refuse = (why: string) =>
+    usage(command, `--events-fd ${fd}: ${why}; open it for writing and give it to berth (e.g. 3>events.jsonl in a shell, Python's pass_fds)`);
   try {
     fstatSync(fd);
   } catch {

@@ -83,7 +83,10 @@ main(argv).then(
       process.exitCode = e.exitCode;
     } else {
       process.stderr.write(`berth: internal error (a bug in berth; please report it with this text):\n${(e as Error)?.stack ?? String(e)}\n`);
-      sendEvent(events, { event: 'error', error: { exitCode: EXIT.SOFTWARE, message: `internal error (a bug in berth): ${(e as Error)?.message ?? String(e)}` } });
+      sendEvent(events, {
+        event: 'error',
+        error: { exitCode: EXIT.SOFTWARE, message: `internal error (a bug in berth): ${(e as Error)?.message ?? String(e)}` },
+      });
       process.exitCode = EXIT.SOFTWARE;
     }
   },

@@ -9,7 +9,11 @@ const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
  * berth), and with a closed stdout or stderr ending only berth's writing there (EPIPE
  * would otherwise kill berth and orphan its services): supervision goes on.
  */
-export async function withSignals<T>(onSignal: (sig: NodeJS.Signals, cause?: 'stdin-eof') => void, body: () => Promise<T>, o: { stdinEof?: boolean } = {}): Promise<T> {
+export async function withSignals<T>(
+  onSignal: (sig: NodeJS.Signals, cause?: 'stdin-eof') => void,
+  body: () => Promise<T>,
+  o: { stdinEof?: boolean } = {},
+): Promise<T> {
   guardStdio();
   const onOsSignal = (sig: NodeJS.Signals) => onSignal(sig);
   for (const s of SIGNALS) process.on(s, onOsSignal);
@@ -25,7 +29,11 @@ export async function withSignals<T>(onSignal: (sig: NodeJS.Signals, cause?: 'st
       process.stdin.off('end', eof!).off('close', eof!);
       onSignal('SIGTERM', 'stdin-eof');
     };
-    process.stdin.on('data', () => {}).on('error', () => {}).on('end', eof).on('close', eof);
+    process.stdin
+      .on('data', () => {})
+      .on('error', () => {})
+      .on('end', eof)
+      .on('close', eof);
   }
   try {
     return await body();

@@ -16,7 +16,7 @@ export const SOURCE_HELP = `SOURCE (one of; default: the built-in "default" band
                                gpu = the window of the job's lowest GPU index
   --source resv                the ports Slurm reserved for this step (srun --resv-ports)`;
 
-/** parseArgs option definitions for SOURCE (design.md §4), shared by `port` and `run`. */
+/** parseArgs option definitions for SOURCE (the README's Commands), shared by `port` and `run`. */
 export const sourceOptions = {
   port: { type: 'string' },
   range: { type: 'string' },

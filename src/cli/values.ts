@@ -21,7 +21,11 @@ export function parseRange(command: string, flag: string, text: string): PortRan
 /** A whole number ≥ min; at most `max` (default: Number.MAX_SAFE_INTEGER, so a count never rounds). */
 export function parseCount(command: string, flag: string, text: string, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   if (!/^\d+$/.test(text) || Number(text) < min) throw usage(command, `${flag} ${JSON.stringify(text)}: expected an integer ≥ ${min}`);
-  if (Number(text) > max) throw usage(command, `${flag} ${text}: at most ${max}${max === MAX_PORTS ? ' (there are no more TCP ports)' : max === MAX_PID ? ' (the largest pid Linux gives)' : ''}`);
+  if (Number(text) > max)
+    throw usage(
+      command,
+      `${flag} ${text}: at most ${max}${max === MAX_PORTS ? ' (there are no more TCP ports)' : max === MAX_PID ? ' (the largest pid Linux gives)' : ''}`,
+    );
   return Number(text);
 }
 

@@ -111,7 +111,10 @@ export function makeRunCgroup(id: string): string | { why: string } {
     return dir;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-    return { why: `cannot create a cgroup under ${base.dir} (${code}${code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? ': root, or a delegated cgroup subtree, is needed' : ''})` };
+    return {
+      why: `cannot create a cgroup under ${base.dir} (${code}${code === 'EACCES' || code === 'EROFS' || code === 'EPERM' ? ': root, or a delegated cgroup ' +
+        'subtree, is needed' : ''})`,
+    };
   }
 }
 

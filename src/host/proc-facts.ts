@@ -101,10 +101,16 @@ export function ownerCheck(procRoot: string, pid: number, self = process.pid): {
   } catch {
     me = undefined;
   }
-  if (me !== String(self)) return { why: `${procRoot} does not show this process's PID namespace (/proc/self is ${me ?? 'unreadable'}, this process is ${self}): mount a /proc of this namespace (unshare --pid --fork --mount-proc), or give no --owner` };
+  if (me !== String(self))
+    return {
+      why: `${procRoot} does not show this process's PID namespace (/proc/self is ${me ?? 'unreadable'}, this process is ${self}): mount a /proc of this ` +
+        `namespace (unshare --pid --fork --mount-proc), or give no --owner`,
+    };
   const f = readProcFacts(procRoot, pid);
-  if (f === undefined || f.dead || f.startTime === undefined) return { why: `owner pid ${pid} is not a running process of this PID namespace; the lease would end at once` };
+  if (f === undefined || f.dead || f.startTime === undefined)
+    return { why: `owner pid ${pid} is not a running process of this PID namespace; the lease would end at once` };
   if (f.tgid !== pid) return { why: `owner pid ${pid} is a thread of process ${f.tgid ?? '?'}, not a process: give the process's pid (e.g. $$ of a shell)` };
-  if (pid === self) return { why: `owner pid ${pid} is this berth process itself, which exits at once: give the pid of the process the lease is for (e.g. $$)` };
+  if (pid === self)
+    return { why: `owner pid ${pid} is this berth process itself, which exits at once: give the pid of the process the lease is for (e.g. $$)` };
   return { start: f.startTime };
 }

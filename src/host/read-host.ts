@@ -51,7 +51,7 @@ export function readNetns(procRoot = '/proc'): string {
   }
 }
 
-/** The host port map (design §2): sysctls, every TCP and UDP socket, and owners when asked. */
+/** The host port map: sysctls, every TCP and UDP socket, and owners when asked. */
 export function readHostMap(opts: ReadHostOptions = {}): HostMap {
   const procRoot = opts.procRoot ?? '/proc';
   const read = readSockets({

@@ -34,7 +34,7 @@ export type ReaderChoice = 'auto' | 'ss' | 'proc';
 
 /**
  * Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used. On the benchmark's quiet
- * 2-core machine (bench/busy-host.ts, docs/benchmarks.md §14) a 100-port read cost 1.5 / 11 /
+ * 2-core machine (bench/busy-host.ts, docs/scale.md §2) a 100-port read cost 1.5 / 11 /
  * 95 ms through /proc at 500 / 5,000 / 50,000 sockets and 18 / 21 / 40 ms through `ss`: the
  * two cross near 10,000.
  */
@@ -222,7 +222,12 @@ function fromSs(r: SsExit, q: Query, ssPath: string): SocketRead | undefined {
 }
 
 function readViaSs(q: Query, ssPath: string): SocketRead | undefined {
-  const r = cp().spawnSync(ssPath, ssArgs(q.ports, q.listenOnly, q.udp), { ...SS_OPTIONS, stdio: ['ignore', 'pipe', 'pipe'], timeout: SS_DEADLINE_MS, killSignal: 'SIGKILL' });
+  const r = cp().spawnSync(ssPath, ssArgs(q.ports, q.listenOnly, q.udp), {
+    ...SS_OPTIONS,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: SS_DEADLINE_MS,
+    killSignal: 'SIGKILL',
+  });
   const timedOut = (r.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
   // spawnSync killed `ss` itself; whatever it started is in its group.
   if (timedOut || r.signal !== null) killGroup(r.pid);
@@ -302,7 +307,8 @@ function prepare(opts: ReadSocketsOptions): { procRoot: string; q: Query; empty?
   const procRoot = opts.procRoot ?? '/proc';
   const ports = opts.localPorts === undefined ? undefined : normalizeRanges(opts.localPorts);
   const q: Query = { ports, listenOnly: opts.listenOnly === true, udp: opts.udp === true };
-  if (ports !== undefined && ports.length === 0) return { procRoot, q, empty: { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) } };
+  if (ports !== undefined && ports.length === 0)
+    return { procRoot, q, empty: { rows: [], skipped: 0, via: 'proc', ipv6: existsSync(join(procRoot, 'net', 'tcp6')) } };
   return { procRoot, q };
 }
 

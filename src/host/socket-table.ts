@@ -277,7 +277,7 @@ function portOutside(b: Uint8Array, start: number, end: number, family: 4 | 6, r
   const len = family === 4 ? 8 : 32;
   // The kernel prints "%4d: ADDR:PORT": below 10,000 rows the port is at a fixed column. Found
   // there without walking the line, as most rows of a busy table are passed over here, and a
-  // short-lived `berth port` runs this loop uncompiled (2,700 rows: 3.7 ms walked, issue 31).
+  // short-lived `berth port` runs this loop uncompiled (2,700 rows: 3.7 ms walked).
   let i = start + 6;
   if (!(b[start + 4] === 58 /* : */ && b[start + 5] === 32 && isDigit(b[start + 3]))) {
     i = tokenEnd(b, skipWs(b, start, end), end); // "sl:"
@@ -350,7 +350,7 @@ export function parseTcpBuffer(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpO
   return { rows: into, skipped };
 }
 
-/** Every local port with a socket in any state: all of them block a plain bind() (design §1). */
+/** Every local port with a socket in any state: all of them block a plain bind() (docs/leases.md). */
 export function portsInUse(rows: readonly SocketRow[] | SocketTable): Set<number> {
   const list = Array.isArray(rows) ? rows : (rows as SocketTable).rows;
   const out = new Set<number>();

@@ -51,7 +51,7 @@ export interface HostSysctls {
   unprivilegedStart: number;
 }
 
-/** What the kernel says now (design.md §2 "Host port map"). */
+/** What the kernel says now (docs/leases.md). */
 export interface HostMap extends HostSysctls {
   /** e.g. "net:[4026531833]"; ports are per network namespace. */
   netns: string;

@@ -74,8 +74,10 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
     const head = outside(i.name, l.protocol === 'udp' ? `UDP ${port}` : String(port), i.set);
     const message =
       eph !== undefined
-        ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: declare a port for it (${hint}) and pass that to the program's flag for it`
-        : `${head}; nothing leases ${port} for it, so another allocator may hand it out: declare a port for it (${hint}) and pass that to the program's flag for it`;
+        ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: declare a port for it ` +
+          `(${hint}) and pass that to the program's flag for it`
+        : `${head}; nothing leases ${port} for it, so another allocator may hand it out: declare a port for it (${hint}) and pass that to the program's ` +
+          `flag for it`;
     const f: AuditFinding = { port, address: l.address, ephemeral: eph !== undefined, message, ...(l.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
     if (l.pid !== undefined) f.pid = l.pid;
     if (l.command !== undefined) f.command = l.command;
@@ -86,7 +88,9 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
 
 /** "api listens on 8000 outside its ports (http 20000)", or for a service without ports "… but has no port". */
 function outside(name: string, what: string, set: readonly AssignedPorts[]): string {
-  return set.length === 0 ? `${name} listens on ${what} but has no port (none was asked for it)` : `${name} listens on ${what} outside its ports (${describeSet(set)})`;
+  return set.length === 0
+    ? `${name} listens on ${what} but has no port (none was asked for it)`
+    : `${name} listens on ${what} outside its ports (${describeSet(set)})`;
 }
 
 /** Whether a finding is one the service said to expect (LaunchOptions.strays). */
@@ -104,7 +108,13 @@ function portList(ports: readonly number[]): string {
  * or for several (a Jupyter kernel's six ZMQ ports) one message naming every port once
  * instead of a line each. `strayHint` is how to acknowledge strays the program picks itself.
  */
-export function auditWarning(name: string, set: readonly AssignedPorts[], found: readonly AuditFinding[], ephemeral: readonly PortRange[], hints: { block: string; strays?: string }): string {
+export function auditWarning(
+  name: string,
+  set: readonly AssignedPorts[],
+  found: readonly AuditFinding[],
+  ephemeral: readonly PortRange[],
+  hints: { block: string; strays?: string },
+): string {
   const strays = hints.strays ? `; if the program picks them itself and cannot be told which, acknowledge them (${hints.strays})` : '';
   if (found.length === 1) return found[0]!.message + (found[0]!.ephemeral ? strays : '');
   const udp = found.every((f) => f.protocol === 'udp') ? 'UDP ' : '';
@@ -116,7 +126,8 @@ export function auditWarning(name: string, set: readonly AssignedPorts[], found:
     parts.push(`${portList(eph)} inside the unreserved ephemeral range ${ranges}, where any outgoing connection may take them`);
   }
   if (other.length > 0) parts.push(`${portList(other)} leased by nothing, so another allocator may hand ${other.length === 1 ? 'it' : 'them'} out`);
-  return `${outside(name, `${found.length} ${udp}ports`, set)}: ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for them${eph.length > 0 ? strays : ''}`;
+  return `${outside(name, `${found.length} ${udp}ports`, set)}: ${parts.join('; ')}: put them in a block (${hints.block}) or set the program's flags for ` +
+    `them${eph.length > 0 ? strays : ''}`;
 }
 
 /**

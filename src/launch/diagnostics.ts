@@ -64,7 +64,12 @@ export function snapshotHost(procRoot: string, port: number | undefined): HostSn
             uid: r.uid,
             inode: r.inode,
             holder: describeOwner(map, r),
-            owners: (map.owners?.get(r.inode) ?? []).map((o) => ({ pid: o.pid, comm: o.comm, cmdline: redactArgv(o.cmdline), ...(o.uid !== undefined ? { uid: o.uid } : {}) })),
+            owners: (map.owners?.get(r.inode) ?? []).map((o) => ({
+              pid: o.pid,
+              comm: o.comm,
+              cmdline: redactArgv(o.cmdline),
+              ...(o.uid !== undefined ? { uid: o.uid } : {}),
+            })),
           })),
   };
 }

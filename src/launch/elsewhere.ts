@@ -20,7 +20,9 @@ function list(ports: readonly number[]): string {
 /** The line (pure): what the tree listens on instead, for how long, and what to do. */
 export function elsewhereWarning(name: string, port: number, other: readonly number[], forMs: number, timeoutMs: number): string {
   const wait = timeoutMs >= 60_000 ? `${(timeoutMs / 60_000).toFixed(timeoutMs % 60_000 === 0 ? 0 : 1)}m` : `${(timeoutMs / 1000).toFixed(1)}s`;
-  return `${name}: has listened on ${list(other)} for ${(forMs / 1000).toFixed(0)}s, but not on its port ${port}, which berth waits for (up to its ready timeout, ${wait}): pass the port to it ({port} in its command, $PORT, or the program's flag for its port), or, if it picks its own port, declare it learned (port: learn)`;
+  return `${name}: has listened on ${list(other)} for ${(forMs / 1000).toFixed(0)}s, but not on its port ${port}, which berth waits for (up to its ready ` +
+    `timeout, ${wait}): pass the port to it ({port} in its command, $PORT, or the program's flag for its port), or, if it picks its own port, declare it ` +
+      `learned (port: learn)`;
 }
 
 /** Watch the tree during the ownership wait; the returned function ends the watch. */
@@ -32,7 +34,15 @@ export function watchElsewhere(s: LaunchState, timeoutMs: number): () => void {
     soonListenSnapshot(s.procRoot, (snap) => {
       if (s.settled || said || s.phase !== 'ownership') return;
       const mine = setPorts([...s.assigned(), ...(s.o.sharedPorts ?? [])]);
-      const other = [...new Set(treeListeners(s.procRoot, s.tree!, snap.listening.filter((r) => !mine.has(r.localPort))).map((l) => l.port))].sort((a, b) => a - b);
+      const other = [
+        ...new Set(
+          treeListeners(
+            s.procRoot,
+            s.tree!,
+            snap.listening.filter((r) => !mine.has(r.localPort)),
+          ).map((l) => l.port),
+        ),
+      ].sort((a, b) => a - b);
       if (other.length === 0) return void (since = undefined);
       since ??= now();
       const forMs = now() - since;

@@ -104,7 +104,7 @@ function record(s: LaunchState, found: ForeignListener[]): void {
  * The LISTEN rows of `ports` from the launches' shared read (port-watch.ts): one begun after
  * this call, so nothing that listened before it is missed, and shared with every launch asking
  * meanwhile. A read of its own per replica made the foreign check cost 256 whole-table reads at
- * a 256-replica start, twice the rest of berth's CPU (issue 31).
+ * a 256-replica start, twice the rest of berth's CPU.
  */
 async function listenersNow(s: LaunchState, ports: readonly number[]): Promise<SocketRow[]> {
   const poller = tablePoller(s.procRoot);

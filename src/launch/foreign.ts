@@ -50,13 +50,23 @@ function commandText(o: SocketOwner): string {
  * is the proof; no option of another process's socket has to be read.
  */
 export function sharesReuseport(stranger: SocketRow, tree: readonly SocketRow[]): boolean {
-  return tree.some((t) => t.family === stranger.family && t.localPort === stranger.localPort && t.localAddress === stranger.localAddress && t.state === 'LISTEN' && stranger.state === 'LISTEN');
+  return tree.some(
+    (t) =>
+      t.family === stranger.family &&
+      t.localPort === stranger.localPort &&
+      t.localAddress === stranger.localAddress &&
+      t.state === 'LISTEN' &&
+      stranger.state === 'LISTEN',
+  );
 }
 
 /** "pid 4242 (python3 srv.py) uid 1000 listening on 127.0.0.1:22000, sharing …" */
 export function describeForeign(f: Omit<ForeignListener, 'message'>): string {
   const addr = f.family === 6 ? `[${f.address}]:${f.port}` : `${f.address}:${f.port}`;
-  const who = f.pid !== undefined ? `pid ${f.pid} (${f.command ?? '?'}) uid ${f.uid}${f.pids.length > 1 ? ` (with pids ${f.pids.slice(1).join(', ')})` : ''}` : `a process of uid ${f.uid} (not visible to berth)`;
+  const who =
+    f.pid !== undefined
+      ? `pid ${f.pid} (${f.command ?? '?'}) uid ${f.uid}${f.pids.length > 1 ? ` (with pids ${f.pids.slice(1).join(', ')})` : ''}`
+      : `a process of uid ${f.uid} (not visible to berth)`;
   const how = f.reuseport ? ', and shares the listener through SO_REUSEPORT: the kernel splits new connections between it and the service' : '';
   return `${who} listening on ${addr}${how}`;
 }
@@ -77,7 +87,15 @@ export function findForeign(i: ForeignInput): ForeignListener[] {
   for (const r of [...i.rows].sort((a, b) => a.localPort - b.localPort || a.family - b.family)) {
     if (i.treeInodes.has(r.inode)) continue;
     const owners = i.owners.get(r.inode) ?? [];
-    const f: Omit<ForeignListener, 'message'> = { port: r.localPort, address: r.localAddress, family: r.family, uid: r.uid, inode: r.inode, pids: owners.map((o) => o.pid), reuseport: sharesReuseport(r, tree) };
+    const f: Omit<ForeignListener, 'message'> = {
+      port: r.localPort,
+      address: r.localAddress,
+      family: r.family,
+      uid: r.uid,
+      inode: r.inode,
+      pids: owners.map((o) => o.pid),
+      reuseport: sharesReuseport(r, tree),
+    };
     if (owners[0] !== undefined) {
       f.pid = owners[0].pid;
       f.command = commandText(owners[0]);
@@ -90,6 +108,7 @@ export function findForeign(i: ForeignInput): ForeignListener[] {
 /** The console's one line for the findings of one look: "engine/0: port 22000 has a foreign listener: …". */
 export function foreignWarning(name: string, found: readonly ForeignListener[]): string {
   const ports = [...new Set(found.map((f) => f.port))];
-  const head = `${name}: ${ports.length === 1 ? `port ${ports[0]} has` : `ports ${ports.join(', ')} have`} ${found.length === 1 ? 'a listener' : 'listeners'} outside the service's process tree`;
+  const which = ports.length === 1 ? `port ${ports[0]} has` : `ports ${ports.join(', ')} have`;
+  const head = `${name}: ${which} ${found.length === 1 ? 'a listener' : 'listeners'} outside the service's process tree`;
   return `${head}: ${found.map((f) => f.message).join('; ')}`;
 }

@@ -1,5 +1,17 @@
 // Public face of `berth run` as a library: launch a service on a held port and supervise it.
-export type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, LaunchHandle, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec, StrayRule } from './types.js';
+export type {
+  AuditFinding,
+  ExitInfo,
+  ForeignListener,
+  Handoff,
+  LaunchEvent,
+  LaunchHandle,
+  LaunchOptions,
+  LaunchPhase,
+  ReadyInfo,
+  ReadySpec,
+  StrayRule,
+} from './types.js';
 export { exitStatus, launch, LaunchError } from './launch.js';
 export { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
 export { chooseProbeHost, hostPort } from './probe-host.js';

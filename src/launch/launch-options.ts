@@ -9,7 +9,12 @@ import type { LaunchOptions } from './types.js';
 export function resolveLaunchOptions(o: LaunchOptions): LaunchOptions {
   if (o.readyTimeout === undefined && o.stopGrace === undefined) return o;
   const { readyTimeout, stopGrace, ...out } = o;
-  const ready = eitherName('readyTimeout', readyTimeout === undefined ? undefined : durationMs('readyTimeout', readyTimeout), 'readyTimeoutMs', o.readyTimeoutMs);
+  const ready = eitherName(
+    'readyTimeout',
+    readyTimeout === undefined ? undefined : durationMs('readyTimeout', readyTimeout),
+    'readyTimeoutMs',
+    o.readyTimeoutMs,
+  );
   if (ready !== undefined) out.readyTimeoutMs = ready;
   const grace = eitherName('stopGrace', stopGrace === undefined ? undefined : durationMs('stopGrace', stopGrace), 'stopGraceMs', o.stopGraceMs);
   if (grace !== undefined) out.stopGraceMs = grace;

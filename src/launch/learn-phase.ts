@@ -68,15 +68,29 @@ export async function learnPorts(s: LaunchState): Promise<boolean> {
   }
 }
 
-async function commit(s: LaunchState, ports: Map<string, number>, snap: ListenSnapshot, listeners: readonly { port: number; pid?: number }[]): Promise<boolean> {
+async function commit(
+  s: LaunchState,
+  ports: Map<string, number>,
+  snap: ListenSnapshot,
+  listeners: readonly { port: number; pid?: number }[],
+): Promise<boolean> {
   const learned: AssignedPorts[] = [];
   for (const e of s.o.learn!) {
     const port = ports.get(e.name)!;
     const got = await leaseListened(port, `${s.name}/${e.name}`, s.procRoot);
     if ('leasedBy' in got) {
       const l = got.leasedBy;
-      const who = l ? `${l.name !== undefined ? `"${l.name}", ` : ''}${l.pid !== undefined ? `pid ${l.pid}` : `made by pid ${l.createdBy}`}${l.state === 'pending' ? ', a set still being allocated' : ''}` : 'a lease that ended as berth looked';
-      fail(s, EXIT.UNAVAILABLE, `${s.name}: it chose port ${port} ("${e.name}") itself, but that port is leased to ${who}: two services would answer on it; give "${e.name}" a leased port instead of learn, or keep the program off that range`, { port, entry: e.name });
+      const who = l
+        ? `${l.name !== undefined ? `"${l.name}", ` : ''}${l.pid !== undefined ? `pid ${l.pid}` : `made by pid ` +
+          `${l.createdBy}`}${l.state === 'pending' ? ', a set still being allocated' : ''}`
+        : 'a lease that ended as berth looked';
+      fail(
+        s,
+        EXIT.UNAVAILABLE,
+        `${s.name}: it chose port ${port} ("${e.name}") itself, but that port is leased to ${who}: two services would answer on it; give ` +
+          `"${e.name}" a leased port instead of learn, or keep the program off that range`,
+        { port, entry: e.name },
+      );
       return false;
     }
     s.learnedLeases.push(got.reservation);
@@ -103,5 +117,6 @@ async function commit(s: LaunchState, ports: Map<string, number>, snap: ListenSn
 export function learnDeadlineText(s: LaunchState): string {
   const listens = [...new Set(s.learnListeners.map((l) => l.port))].sort((a, b) => a - b);
   const lines = [...s.learnMatches].map(([name, ms]) => `"${name}" matched ${ms.length} line(s), the last: ${JSON.stringify(ms[ms.length - 1]!.line)}`);
-  return `no learned port: ${s.learnWaiting ?? 'the tree listened on nothing'}; its tree listened on ${listens.length > 0 ? listens.join(', ') : 'no port'}${lines.length > 0 ? `; ${lines.join('; ')}` : ''}`;
+  return `no learned port: ${s.learnWaiting ?? 'the tree listened on nothing'}; its tree listened on ` +
+    `${listens.length > 0 ? listens.join(', ') : 'no port'}${lines.length > 0 ? `; ${lines.join('; ')}` : ''}`;
 }

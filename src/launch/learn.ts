@@ -1,5 +1,5 @@
 /*
- * Learned ports (issue 28): ports the service chooses itself (bind to port 0, a program that
+ * Learned ports: ports the service chooses itself (bind to port 0, a program that
  * picks a random port) and berth learns once the service has them. Pure: which listener is
  * which learned entry, from the tree's listeners and the port numbers its output lines gave.
  *
@@ -54,7 +54,8 @@ export function learnEntriesProblem(entries: readonly LearnEntry[]): string | un
   }
   const bare = entries.filter((e) => e.pattern === undefined);
   if (entries.length > 1 && bare.length > 0) {
-    return `${entries.length} ports are learned (${entries.map((e) => e.name).join(', ')}), so each needs a pattern telling its listener from the others', and ${bare.map((e) => `"${e.name}"`).join(', ')} has none: write NAME: { learn: 'REGEX' } with one group for the port`;
+    return `${entries.length} ports are learned (${entries.map((e) => e.name).join(', ')}), so each needs a pattern telling its listener from the others', ` +
+      `and ${bare.map((e) => `"${e.name}"`).join(', ')} has none: write NAME: { learn: 'REGEX' } with one group for the port`;
   }
   return undefined;
 }
@@ -74,7 +75,12 @@ export function portOfLine(re: RegExp, line: string): number | undefined {
  * lines gave, oldest first (the newest that the tree listens on wins: a restart of a worker
  * inside the tree prints again).
  */
-export function learnFrom(entries: readonly LearnEntry[], listeners: readonly LearnListener[], known: ReadonlySet<number>, matched: ReadonlyMap<string, readonly number[]>): LearnState {
+export function learnFrom(
+  entries: readonly LearnEntry[],
+  listeners: readonly LearnListener[],
+  known: ReadonlySet<number>,
+  matched: ReadonlyMap<string, readonly number[]>,
+): LearnState {
   const listened = [...new Set(listeners.map((l) => l.port).filter((p) => !known.has(p)))].sort((a, b) => a - b);
   const ports = new Map<string, number>();
   const missing: string[] = [];
@@ -82,14 +88,24 @@ export function learnFrom(entries: readonly LearnEntry[], listeners: readonly Le
     if (e.pattern === undefined) {
       if (listened.length === 1) ports.set(e.name, listened[0]!);
       else if (listened.length === 0) missing.push(`"${e.name}": its tree listens on no port yet`);
-      else return { state: 'waiting', why: `"${e.name}": its tree listens on ${listened.length} ports (${listened.join(', ')}), and without a pattern berth cannot tell which is "${e.name}": write ${e.name}: { learn: 'REGEX' } (or --learn REGEX) with one group for the port, over the line the program prints`, ambiguous: listened };
+      else
+        return {
+          state: 'waiting',
+          why: `"${e.name}": its tree listens on ${listened.length} ports (${listened.join(', ')}), and without a pattern berth cannot tell which is ` +
+            `"${e.name}": write ${e.name}: { learn: 'REGEX' } (or --learn REGEX) with one group for the port, over the line the program prints`,
+          ambiguous: listened,
+        };
       continue;
     }
     const seen = matched.get(e.name) ?? [];
     const port = [...seen].reverse().find((p) => listened.includes(p) && ![...ports.values()].includes(p));
     if (port !== undefined) ports.set(e.name, port);
     else if (seen.length === 0) missing.push(`"${e.name}": no line matched ${JSON.stringify(e.pattern)}`);
-    else missing.push(`"${e.name}": lines gave ${[...new Set(seen)].join(', ')}, but its tree does not listen there${listened.length > 0 ? ` (it listens on ${listened.join(', ')})` : ''}`);
+    else
+      missing.push(
+        `"${e.name}": lines gave ${[...new Set(seen)].join(', ')}, but its tree does not listen there${listened.length > 0 ? ` (it listens on ` +
+          `${listened.join(', ')})` : ''}`,
+      );
   }
   return missing.length === 0 ? { state: 'learned', ports } : { state: 'waiting', why: missing.join('; ') };
 }

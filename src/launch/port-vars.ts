@@ -23,7 +23,8 @@ export function portPlaceholderProblem(text: string, names: readonly string[]): 
   for (const m of text.matchAll(PLACEHOLDER_RE)) {
     const [name = '', field, ...rest] = m[1]!.split('.');
     if (!names.includes(name)) {
-      return `${m[0]} names no port of the set (its ports: ${names.join(', ')}${names.length === 1 && names[0] === 'port' ? '; declare more with --ports' : ''})`;
+      return `${m[0]} names no port of the set (its ports: ${names.join(', ')}${names.length === 1 && names[0] === 'port' ? '; declare more with ' +
+        '--ports' : ''})`;
     }
     if (rest.length > 0 || (field !== undefined && !PORT_FIELDS.includes(field as PortField))) {
       return `${m[0]}: after the port's name only .${PORT_FIELDS.join(', .')} may follow`;

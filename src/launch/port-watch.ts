@@ -32,7 +32,10 @@ export interface PortLook {
 }
 
 const now = () => performance.now();
-/** Reads of a big table cost tens of ms (the kernel walks all of it): the next read waits at least as long as the last one took (a longer gap made a loaded host slower to ready). */
+/**
+ * Reads of a big table cost tens of ms (the kernel walks all of it): the next read waits at
+ * least as long as the last one took (a longer gap made a loaded host slower to ready).
+ */
 const GAP_FACTOR = 1;
 
 export class TablePoller {

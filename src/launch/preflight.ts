@@ -68,15 +68,22 @@ export function filledAtMost(text: string, known: { name: string; host: string }
  * `original`: the command as written, when `command` has its placeholders filled in (the
  * message then says the growth is berth's doing). `limitsText`: /proc/self/limits.
  */
-export function execSizeProblem(command: readonly string[], env: NodeJS.ProcessEnv, limitsText: string | undefined, original?: readonly string[]): string | undefined {
+export function execSizeProblem(
+  command: readonly string[],
+  env: NodeJS.ProcessEnv,
+  limitsText: string | undefined,
+  original?: readonly string[],
+): string | undefined {
   const grown = original !== undefined && command.some((a, i) => a !== original[i]) ? ' once berth fills in its placeholders' : '';
   const { total, longest } = execBytes(command, env);
   if (longest.bytes > MAX_ARG_STRLEN) {
-    return `cannot start ${command[0]}: its ${longest.what} is ${kib(longest.bytes)}${longest.what.startsWith('argument') ? grown : ''}; Linux allows at most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`;
+    return `cannot start ${command[0]}: its ${longest.what} is ${kib(longest.bytes)}${longest.what.startsWith('argument') ? grown : ''}; Linux allows at ` +
+      `most ${kib(MAX_ARG_STRLEN)} per argument or variable (pass large data in a file instead)`;
   }
   const max = argMax(limitsText);
   if (total + BERTH_ADDS > max) {
-    return `cannot start ${command[0]}: its arguments and environment take ${kib(total)}${grown}; Linux allows ${kib(max)} in all (a quarter of the stack limit, ulimit -s) (pass large data in a file instead)`;
+    return `cannot start ${command[0]}: its arguments and environment take ${kib(total)}${grown}; Linux allows ${kib(max)} in all (a quarter of the stack ` +
+      `limit, ulimit -s) (pass large data in a file instead)`;
   }
   return undefined;
 }
@@ -104,7 +111,8 @@ function checkCwd(cwd: string): void {
     else accessSync(cwd, constants.X_OK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'cannot be entered (permission denied)' : `cannot be used (${code ?? (e as Error).message})`;
+    why =
+      code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'cannot be entered (permission denied)' : `cannot be used (${code ?? (e as Error).message})`;
   }
   if (why !== undefined) throw no(`the working directory ${cwd} ${why}; give an existing directory as cwd`);
 }

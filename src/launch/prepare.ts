@@ -20,7 +20,8 @@ import { DEFAULT_READY_TIMEOUT_MS, type LaunchState } from './state.js';
 /** Phase 0: everything that can be refused without touching a port; opens the logs, arms the deadline. */
 export function prepare(s: LaunchState): void {
   const o = s.o;
-  if (o.command.length === 0 || o.command[0] === '') throw new BerthError(EXIT.USAGE, 'no command to run: put it after --, e.g. berth run -- python3 -m http.server {port}');
+  if (o.command.length === 0 || o.command[0] === '')
+    throw new BerthError(EXIT.USAGE, 'no command to run: put it after --, e.g. berth run -- python3 -m http.server {port}');
   checkNoNul(o);
   s.spec = typeof o.ready === 'string' ? parseReadySpec(o.ready) : o.ready;
   checkReadyWithHandoff(s.spec, s.handoff);
@@ -37,7 +38,11 @@ export function prepare(s: LaunchState): void {
   }
   // The fd shim is perl (spawn-plan.ts); without it the service would get a non-blocking socket.
   if (s.handoff === 'fd' && findPerl(base) === undefined) {
-    throw new BerthError(EXIT.USAGE, `${s.name}: fd handoff needs perl on PATH (it passes the socket as a blocking fd 3 and sets LISTEN_PID; Debian/Ubuntu: perl-base, RHEL-like: perl-interpreter): install perl, or use the release handoff`);
+    throw new BerthError(
+      EXIT.USAGE,
+      `${s.name}: fd handoff needs perl on PATH (it passes the socket as a blocking fd 3 and sets LISTEN_PID; Debian/Ubuntu: perl-base, RHEL-like: ` +
+        `perl-interpreter): install perl, or use the release handoff`,
+    );
   }
   if (o.readyFile !== undefined) {
     try {
@@ -46,7 +51,12 @@ export function prepare(s: LaunchState): void {
       throw new BerthError(EXIT.IOERR, `cannot replace the ready file ${o.readyFile}: ${(e as Error).message}`);
     }
   }
-  s.runDir = createRunDir({ name: s.name, env: base, ...(o.diagDir !== undefined ? { diagDir: o.diagDir } : {}), ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}) });
+  s.runDir = createRunDir({
+    name: s.name,
+    env: base,
+    ...(o.diagDir !== undefined ? { diagDir: o.diagDir } : {}),
+    ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}),
+  });
   const lines = learnLineWatcher(s);
   const kick = (chunk: Buffer) => {
     lines?.(chunk);
@@ -63,7 +73,10 @@ function checkNoNul(o: LaunchState['o']): void {
   const ready = typeof o.ready === 'string' ? o.ready : o.ready?.kind === 'cmd' ? o.ready.command : o.ready?.kind === 'http' ? o.ready.url : undefined;
   const problems = nulProblems([
     ...o.command.map((w, i): [string, string] => [`command word ${i + 1}`, w]),
-    ...Object.entries(o.env ?? {}).flatMap(([k, v]): [string, string | undefined][] => [[`environment name ${JSON.stringify(k)}`, k], [`environment variable ${k.replace(/\0/g, '\\0')}`, v]]),
+    ...Object.entries(o.env ?? {}).flatMap(([k, v]): [string, string | undefined][] => [
+      [`environment name ${JSON.stringify(k)}`, k],
+      [`environment variable ${k.replace(/\0/g, '\\0')}`, v],
+    ]),
     ['cwd', o.cwd],
     ['name', o.name],
     ['ready', ready],
@@ -97,15 +110,23 @@ function checkPortSet(s: LaunchState): void {
   if (o.ports) {
     const problem = portSetProblem(o.ports);
     if (problem !== undefined) throw no(`--ports ${problem}`);
-    if (!s.learnPrimary && o.ports[0]!.kind !== 'single') throw no(`--ports: the first port "${o.ports[0]!.name}" is the primary ({port}, ownership, readiness) and must be a single port; put blocks after it, e.g. --ports http,${o.ports[0]!.name}=block:N`);
+    if (!s.learnPrimary && o.ports[0]!.kind !== 'single')
+      throw no(
+        `--ports: the first port "${o.ports[0]!.name}" is the primary ({port}, ownership, readiness) and must be a single port; put blocks after it, e.g. ` +
+          `--ports http,${o.ports[0]!.name}=block:N`,
+      );
     names = o.ports.map((e) => e.name);
     const one = o.port ?? (typeof o.source === 'object' && o.source.kind === 'port' ? o.source.port : undefined);
     if (one !== undefined && o.ports.length > 1) {
-      throw no(`--port ${one} is one port, but --ports ${o.ports.map((e) => e.name).join(',')} needs ${o.ports.length} entries of their own: give --range LO-HI or a --layout band instead`);
+      throw no(
+        `--port ${one} is one port, but --ports ${o.ports.map((e) => e.name).join(',')} needs ${o.ports.length} entries of their own: give --range LO-HI or ` +
+          `a --layout band instead`,
+      );
     }
   } else if (o.portSet) {
     const first = o.portSet.assigned[0];
-    if (!s.learnPrimary && first?.kind !== 'single') throw no(`the port set's first entry${first ? ` "${first.name}"` : ''} is the primary and must be a single port`);
+    if (!s.learnPrimary && first?.kind !== 'single')
+      throw no(`the port set's first entry${first ? ` "${first.name}"` : ''} is the primary and must be a single port`);
     names = o.portSet.assigned.map((a) => a.name);
   } else {
     names = s.learnPrimary ? [] : IMPLICIT_SET.map((e) => e.name);
@@ -132,13 +153,25 @@ function checkLearn(s: LaunchState): void {
   if (!s.subst) return;
   const learned = o.learn.map((e) => e.name);
   for (const [i, word] of o.command.entries()) {
-    const named = (s.learnPrimary && word.includes('{port}') ? ['{port}'] : []).concat(learned.filter((n) => word.includes(`{ports.${n}}`) || word.includes(`{ports.${n}.`)).map((n) => `{ports.${n}}`));
-    if (named.length > 0) throw no(`command word ${i + 1} names ${named[0]}, a port the service chooses itself (learn): it is known only once the service listens on it; the ready probe and dependents may name it, the command cannot`);
+    const named = (s.learnPrimary && word.includes('{port}') ? ['{port}'] : []).concat(
+      learned.filter((n) => word.includes(`{ports.${n}}`) || word.includes(`{ports.${n}.`)).map((n) => `{ports.${n}}`),
+    );
+    if (named.length > 0)
+      throw no(
+        `command word ${i + 1} names ${named[0]}, a port the service chooses itself (learn): it is known only once the service listens on it; the ready ` +
+          `probe and dependents may name it, the command cannot`,
+      );
   }
 }
 
 /** The run folder's <stream>.log, or the caller's file (appended to) when one is given. */
-function openLog(s: LaunchState, stream: 'stdout' | 'stderr', callerPath: string | undefined, through: NodeJS.WritableStream | null, kick: (chunk: Buffer) => void): OutputTee {
+function openLog(
+  s: LaunchState,
+  stream: 'stdout' | 'stderr',
+  callerPath: string | undefined,
+  through: NodeJS.WritableStream | null,
+  kick: (chunk: Buffer) => void,
+): OutputTee {
   const path = callerPath ?? join(s.runDir!.path, `${stream}.log`);
   try {
     const tee = new OutputTee(path, through, kick, callerPath !== undefined);
@@ -147,6 +180,10 @@ function openLog(s: LaunchState, stream: 'stdout' | 'stderr', callerPath: string
     return tee;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-    throw new BerthError(EXIT.IOERR, `${s.name}: cannot open the ${stream} log ${path} (${code}); give a writable ${callerPath !== undefined ? 'log path' : '--diag-dir'}`, { path });
+    throw new BerthError(
+      EXIT.IOERR,
+      `${s.name}: cannot open the ${stream} log ${path} (${code}); give a writable ${callerPath !== undefined ? 'log path' : '--diag-dir'}`,
+      { path },
+    );
   }
 }

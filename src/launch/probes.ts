@@ -7,7 +7,7 @@ import { formatDuration } from '../util/duration.js';
  * answer is in: a normal close leaves a TIME_WAIT socket whose local port is either the
  * probe's source port or, when the service closes first, the service's own port P — and a
  * TIME_WAIT on P blocks the next bind(P) by a service that does not set SO_REUSEADDR
- * (design.md §1). The HTTP probe reads the whole response before resetting, so the service
+ * (docs/run.md). The HTTP probe reads the whole response before resetting, so the service
  * never sees a reset mid-write (and never logs a broken-pipe traceback). It does not ask for
  * `Connection: close`: a server told so closes first, and if berth dies (SIGKILL) between the
  * answer and its reset, the kernel's FIN from berth's side completes that close and leaves
@@ -44,7 +44,8 @@ export function responseComplete(buf: Buffer): boolean {
   if (status === 204 || status === 304 || (status >= 100 && status < 200)) return true;
   const cl = /\r\ncontent-length:\s*(\d+)/.exec(headers);
   if (cl) return body >= Number(cl[1]);
-  if (/\r\ntransfer-encoding:[^\r]*chunked/.test(headers)) return buf.subarray(head + 4).includes('\r\n0\r\n\r\n') || buf.subarray(head + 4, head + 9).toString('latin1') === '0\r\n\r\n';
+  if (/\r\ntransfer-encoding:[^\r]*chunked/.test(headers))
+    return buf.subarray(head + 4).includes('\r\n0\r\n\r\n') || buf.subarray(head + 4, head + 9).toString('latin1') === '0\r\n\r\n';
   return false; // framed by close
 }
 
@@ -138,7 +139,12 @@ export function probeCmd(command: string, env: NodeJS.ProcessEnv, cwd: string | 
       clearTimeout(timer);
       const out = tail.trim();
       const why = timedOut ? `timed out after ${formatDuration(timeoutMs)}` : signal ? `killed by ${signal}` : `exit ${code}`;
-      resolve({ ok: code === 0 && !timedOut, detail: out ? `${why}: ${out.split('\n').slice(-3).join(' | ')}` : why, ms: elapsed(t0), ...(timedOut ? { timedOut } : {}) });
+      resolve({
+        ok: code === 0 && !timedOut,
+        detail: out ? `${why}: ${out.split('\n').slice(-3).join(' | ')}` : why,
+        ms: elapsed(t0),
+        ...(timedOut ? { timedOut } : {}),
+      });
     });
   });
 }

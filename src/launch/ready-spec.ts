@@ -16,7 +16,11 @@ export function parseReadySpec(text: string): ReadySpec {
     return { kind: 'cmd', command };
   }
   if (/^https?:\/\//i.test(t)) {
-    if (/^https:/i.test(t)) throw new BerthError(EXIT.USAGE, `--ready ${t}: https probes are not supported; probe the plain-http health endpoint, or use --ready "cmd:curl -sfk ${t}"`);
+    if (/^https:/i.test(t))
+      throw new BerthError(
+        EXIT.USAGE,
+        `--ready ${t}: https probes are not supported; probe the plain-http health endpoint, or use --ready "cmd:curl -sfk ${t}"`,
+      );
     let url: URL;
     try {
       url = new URL(standInPorts(substitutePort(t, 1)));

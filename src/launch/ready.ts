@@ -63,7 +63,9 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
     attempt = (t) => probeTcp(host, port!, t);
   } else {
     host = reachHost(s, undefined);
-    const command = s.subst ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name, ...portVars(s.assigned()) }) : fillLearned(s, spec.command);
+    const command = s.subst
+      ? substitute(spec.command, { ...(port !== undefined ? { port: String(port) } : {}), host, name: s.name, ...portVars(s.assigned()) })
+      : fillLearned(s, spec.command);
     attempt = (t) => probeCmd(command, s.env!, s.o.cwd, t);
   }
   let interval = PROBE_FIRST_MS;
@@ -131,9 +133,10 @@ export function onDeadline(s: LaunchState, timeoutMs: number): void {
       ? `the service did not listen on port ${s.port}${elsewhere(s)}`
       : s.phase === 'learn'
         ? learnDeadlineText(s)
-      : s.phase === 'probe'
-        ? `the probe ${fillPorts(s, formatReadySpec(s.spec!))} did not succeed (last: ${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
-        : `berth was still in phase ${s.phase}`;
+        : s.phase === 'probe'
+          ? `the probe ${fillPorts(s, formatReadySpec(s.spec!))} did not succeed (last: ` +
+            `${s.probe.last?.detail ?? 'no attempt finished'}, ${s.probe.attempts} attempts)`
+          : `berth was still in phase ${s.phase}`;
   fail(s, EXIT.TEMPFAIL, `${s.name}: not ready after ${(timeoutMs / 1000).toFixed(1)}s (${optionName(s.o, '--ready-timeout')}): ${where}`);
 }
 

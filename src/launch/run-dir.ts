@@ -58,7 +58,9 @@ const STATE_WORDS: PrivateDirWords = {
     symlink: 'remove the link, set BERTH_STATE_DIR to a private directory, or pass --diag-dir',
     notDir: 'remove it, set BERTH_STATE_DIR to a private directory, or pass --diag-dir',
     owner: 'set BERTH_STATE_DIR to a directory you own (mode 0700), or pass --diag-dir',
-    create: 'check permissions of its parent (an XDG_RUNTIME_DIR left from another user, as after su, is not usable: unset it), set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir',
+    create:
+      'check permissions of its parent (an XDG_RUNTIME_DIR left from another user, as after su, is not usable: unset it), set BERTH_STATE_DIR to a writable ' +
+        'private directory, or pass --diag-dir',
     subdir: (sub) => `set BERTH_STATE_DIR=${sub} (berth creates it 0700), or pass --diag-dir`,
   },
 };
@@ -81,11 +83,19 @@ function useDiagDir(dir: string): RunDir {
   try {
     names = readdirSync(path);
   } catch (e) {
-    throw new BerthError(EXIT.IOERR, `--diag-dir ${path} cannot be listed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give another --diag-dir`, { path });
+    throw new BerthError(
+      EXIT.IOERR,
+      `--diag-dir ${path} cannot be listed (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); give another --diag-dir`,
+      { path },
+    );
   }
   const old = names.filter((n) => RUN_FILES.includes(n));
   if (old.length > 0) {
-    throw new BerthError(EXIT.USAGE, `--diag-dir ${path} already holds a run (${old.join(', ')}); give a new --diag-dir (berth never mixes two runs in one folder, nor deletes the old one)`, { path });
+    throw new BerthError(
+      EXIT.USAGE,
+      `--diag-dir ${path} already holds a run (${old.join(', ')}); give a new --diag-dir (berth never mixes two runs in one folder, nor deletes the old one)`,
+      { path },
+    );
   }
   return { path, owned: false };
 }
@@ -104,7 +114,11 @@ export function createRunDir(opts: { diagDir?: string; stateDir?: string; name: 
     // Non-recursive: a name taken meanwhile is tried again under another.
     if (makePrivateDir(path, false, STATE_WORDS)) return { path, owned: true };
   }
-  throw new BerthError(EXIT.IOERR, `cannot create a run folder under ${runs}: every name tried exists; set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir`, { path: runs });
+  throw new BerthError(
+    EXIT.IOERR,
+    `cannot create a run folder under ${runs}: every name tried exists; set BERTH_STATE_DIR to a writable private directory, or pass --diag-dir`,
+    { path: runs },
+  );
 }
 
 export function removeRunDir(dir: RunDir): void {

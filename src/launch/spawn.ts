@@ -48,10 +48,17 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   if (port === undefined && !s.set) {
     // portless (or one learned port): nothing is held, nothing to hand over
   } else if (s.handoff === 'fd') {
-    const held = handed ? handed.map((a) => ({ r: s.set!.byName(a.name)!, port: a.ports[0]!, name: a.name })) : [{ r: s.reservation!, port: port!, name: s.name }];
+    const held = handed
+      ? handed.map((a) => ({ r: s.set!.byName(a.name)!, port: a.ports[0]!, name: a.name }))
+      : [{ r: s.reservation!, port: port!, name: s.name }];
     for (const h of held) {
       const fd = h.r.holdFd(h.port);
-      if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, `fd handoff: berth holds no listening socket for port ${h.port}${handed ? ` ("${h.name}")` : ''} (the reservation was made without a hold, or already handed over)`);
+      if (fd === undefined)
+        throw new BerthError(
+          EXIT.SOFTWARE,
+          `fd handoff: berth holds no listening socket for port ${h.port}${handed ? ` ("${h.name}")` : ''} (the reservation was made without a hold, or ` +
+            `already handed over)`,
+        );
       fds.push(fd);
     }
     // Only the TCP socket is handed over: the UDP side (--udp) is the service's to bind.
@@ -69,7 +76,10 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   const marker = `BERTH_RUN_ID=${s.runId}`;
   // The child is born in a cgroup of its own where berth may make one (host/cgroup.ts): what
   // it forks stays there, whatever it does to its session, group and environment.
-  const cg = s.procRoot === '/proc' && process.env.BERTH_CGROUP !== 'off' ? makeRunCgroup(s.runId) : { why: s.procRoot !== '/proc' ? `a /proc of its own (${s.procRoot})` : 'BERTH_CGROUP=off' };
+  const cg =
+    s.procRoot === '/proc' && process.env.BERTH_CGROUP !== 'off'
+      ? makeRunCgroup(s.runId)
+      : { why: s.procRoot !== '/proc' ? `a /proc of its own (${s.procRoot})` : 'BERTH_CGROUP=off' };
   if (typeof cg === 'string') s.cgroup = cg;
   else s.cgroupWhy = cg.why;
   // Before the spawn: a berth killed right after it still has its service found by the marker.

@@ -123,7 +123,7 @@ export class LaunchState {
   readyInfo: ReadyInfo | undefined;
   failure: LaunchError | undefined;
   stopReq: { signal: NodeJS.Signals } | undefined;
-  /** Aborted by a stop: a reservation under way stops at its next port (issue 22 item 17). */
+  /** Aborted by a stop: a reservation under way stops at its next port. */
   readonly reserveAbort = new AbortController();
   killTimer: NodeJS.Timeout | undefined;
   /** When the tree is sent SIGKILL (stop.ts armKill), set by the first stop. */

@@ -93,7 +93,12 @@ async function cleanupTree(s: LaunchState): Promise<void> {
 export function failIfTreeGone(s: LaunchState): boolean {
   if (s.childExit === undefined || descendantsAlive(s)) return false;
   const hint = s.childExit.code === 0 && s.o.exitZeroHint ? `; ${s.o.exitZeroHint}` : '';
-  fail(s, EXIT.SOFTWARE, `${s.name}: the service exited (status ${exitStatus(s.childExit.code, s.childExit.signal)}) and left no running process before it was ready (phase ${s.phase})${hint}`);
+  fail(
+    s,
+    EXIT.SOFTWARE,
+    `${s.name}: the service exited (status ${exitStatus(s.childExit.code, s.childExit.signal)}) and left no running process before it was ready (phase ` +
+      `${s.phase})${hint}`,
+  );
   return true;
 }
 
@@ -159,7 +164,10 @@ export async function finish(s: LaunchState): Promise<void> {
     // Learned ports are the launch's own, always: a restart may come back on others.
     await Promise.all(s.learnedLeases.map((r) => r.release()));
   } catch (e) {
-    s.warn(`could not release the lease${s.set ? 's of ports' : ' of port'} ${s.set ? s.set.assigned.map((a) => a.ports.join(',')).join(',') : s.port}: ${(e as Error).message}`);
+    s.warn(
+      `could not release the ` +
+        `lease${s.set ? 's of ports' : ' of port'} ${s.set ? s.set.assigned.map((a) => a.ports.join(',')).join(',') : s.port}: ${(e as Error).message}`,
+    );
   }
   // Before 'exited': once berth has seen its launches exit, no name of their leases is left in the namespace.
   await watchdogReleased;

@@ -64,7 +64,9 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   const own = [...s.assigned(), ...(s.o.sharedPorts ?? [])];
   const inSet = setPorts(own);
   const handed = s.handoff === 'fd' && s.set ? new Set(singles(s.set.assigned).map((a) => a.ports[0]!)) : new Set<number>();
-  const candidates = snap.listening.filter((r) => (!inSet.has(r.localPort) && !s.audited.has(r.localPort)) || (handed.has(r.localPort) && !s.lostHanded.has(r.localPort)));
+  const candidates = snap.listening.filter(
+    (r) => (!inSet.has(r.localPort) && !s.audited.has(r.localPort)) || (handed.has(r.localPort) && !s.lostHanded.has(r.localPort)),
+  );
   // UDP sockets bound outside the set: a port of the set covers its UDP side too.
   const udpCandidates = snap.udp.filter((r) => !inSet.has(r.localPort) && !s.auditedUdp.has(r.localPort));
   const all = treeListeners(s.procRoot, s.tree, [...candidates, ...udpCandidates]);
@@ -87,11 +89,26 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : '--ports …,NAME, then {ports.NAME} in its command';
   const hints = { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) };
   report(s, own, auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, portHint }), s.audited, snap, hints);
-  if (udpListeners.length > 0) report(s, own, auditListeners({ name: s.name, set: own, listeners: udpListeners, ephemeral: snap.ephemeral, reported: s.auditedUdp, portHint }), s.auditedUdp, snap, hints);
+  if (udpListeners.length > 0)
+    report(
+      s,
+      own,
+      auditListeners({ name: s.name, set: own, listeners: udpListeners, ephemeral: snap.ephemeral, reported: s.auditedUdp, portHint }),
+      s.auditedUdp,
+      snap,
+      hints,
+    );
 }
 
 /** Record one protocol's findings of an audit pass, and warn about them in one message. */
-function report(s: LaunchState, own: Parameters<typeof auditWarning>[1], found: AuditFinding[], audited: Set<number>, snap: ListenSnapshot, hints: Parameters<typeof auditWarning>[4]): void {
+function report(
+  s: LaunchState,
+  own: Parameters<typeof auditWarning>[1],
+  found: AuditFinding[],
+  audited: Set<number>,
+  snap: ListenSnapshot,
+  hints: Parameters<typeof auditWarning>[4],
+): void {
   if (found.length === 0) return;
   for (const f of found) {
     audited.add(f.port);

@@ -5,7 +5,7 @@ import type { PortSource, Reservation } from '../allocate/types.js';
 import type { Duration } from '../util/option-names.js';
 import type { LearnEntry } from './learn.js';
 
-/** How the held port passes to the service (design.md §2 "Handoff"). */
+/** How the held port passes to the service (docs/run.md). */
 export type Handoff = 'release' | 'fd';
 
 /** A parsed `--ready` value. */

@@ -22,7 +22,9 @@ export function wellKnownFindings(layout: Layout): Finding[] {
       severity: 'info',
       code: 'band-service-ports',
       band: b.name,
-      message: `${at}band "${b.name}" ${formatRange(b)} contains ${these} by default: ${describeWellKnown(hits)}. berth hands ${hits.length === 1 ? 'it' : 'them'} out like any port of the band (only the built-in default band skips such ports): if such a service runs on this host, whichever of the two binds second fails with EADDRINUSE`,
+      message: `${at}band "${b.name}" ${formatRange(b)} contains ${these} by default: ${describeWellKnown(hits)}. berth hands ` +
+        `${hits.length === 1 ? 'it' : 'them'} out like any port of the band (only the built-in default band skips such ports): if such a service runs on ` +
+          `this host, whichever of the two binds second fails with EADDRINUSE`,
       ranges: hits.map((h) => ({ lo: h.port, hi: h.port })),
     });
   }

@@ -94,7 +94,10 @@ class Checker {
     const s = this.suggestion(b);
     const size = rangeSize(b);
     if (!s) {
-      return { none: ` No run of ${plural(size, 'free port')} lies at or above ${this.floor}, outside the ephemeral range and clear of the other bands, so the band cannot simply move.` };
+      return {
+        none: ` No run of ${plural(size, 'free port')} lies at or above ${this.floor}, outside the ephemeral range and clear of the other bands, so the ` +
+          `band cannot simply move.`,
+      };
     }
     let shape = plural(size, 'port');
     if (b.window !== undefined && b.window > 1) {
@@ -106,7 +109,8 @@ class Checker {
         kind: 'band-range',
         band: b.name,
         range: s.range,
-        description: `move band "${b.name}" to ${formatRange(s.range)} (${shape}): outside the unreserved ephemeral range, at or above port ${this.floor}${others}`,
+        description: `move band "${b.name}" to ${formatRange(s.range)} (${shape}): outside the unreserved ephemeral range, at or above port ` +
+          `${this.floor}${others}`,
       },
     };
   }
@@ -119,11 +123,16 @@ class Checker {
     const next = this.suggestedEphemeral();
     const nowOpen = unreservedEphemeral(next, this.host.reserved);
     const hit = this.layout.bands.filter((b) => nowOpen.some((o) => intersectRanges(b, o)));
-    const warn = hit.length === 0 ? '' : ` ${hit.length === 1 ? 'Band' : 'Bands'} ${quoteNames(hit)} would then lie in the ephemeral range: reserve or move ${hit.length === 1 ? 'it' : 'them'} too.`;
+    const warn =
+      hit.length === 0
+        ? ''
+        : ` ${hit.length === 1 ? 'Band' : 'Bands'} ${quoteNames(hit)} would then lie in the ephemeral range: reserve or move ` +
+          `${hit.length === 1 ? 'it' : 'them'} too.`;
     return {
       kind: 'sysctl',
       command: portRangeCommand(next),
-      description: `set the ephemeral range to ${formatRange(next)} (${plural(sum(nowOpen), 'port')} for outgoing connections); needs root and applies at once; to keep it across reboots add "net.ipv4.ip_local_port_range = ${next.lo} ${next.hi}" to ${SYSCTL_CONF}.${warn}`,
+      description: `set the ephemeral range to ${formatRange(next)} (${plural(sum(nowOpen), 'port')} for outgoing connections); needs root and applies at ` +
+        `once; to keep it across reboots add "net.ipv4.ip_local_port_range = ${next.lo} ${next.hi}" to ${SYSCTL_CONF}.${warn}`,
     };
   }
 
@@ -132,7 +141,8 @@ class Checker {
     this.findings.push({
       severity: 'info',
       code: 'host-ranges',
-      message: `host: ephemeral range ${formatRange(ephemeral)} (${plural(rangeSize(ephemeral), 'port')}), reserved: ${list(reserved)}, unprivileged ports from ${unprivilegedStart}`,
+      message: `host: ephemeral range ${formatRange(ephemeral)} (${plural(rangeSize(ephemeral), 'port')}), reserved: ${list(reserved)}, unprivileged ports ` +
+        `from ${unprivilegedStart}`,
       ranges: [ephemeral],
     });
     if (ephemeral.lo < LINUX_EPHEMERAL_START) {
@@ -142,7 +152,8 @@ class Checker {
       this.findings.push({
         severity: 'warning',
         code: 'ephemeral-low',
-        message: `the ephemeral range ${formatRange(ephemeral)} starts below ${LINUX_EPHEMERAL_START} (the Linux default start): outgoing connections may take any free unreserved port from ${ephemeral.lo} up${torch}`,
+        message: `the ephemeral range ${formatRange(ephemeral)} starts below ${LINUX_EPHEMERAL_START} (the Linux default start): outgoing connections may ` +
+          `take any free unreserved port from ${ephemeral.lo} up${torch}`,
         ranges: [ephemeral],
         fixes: [this.ephemeralFix()],
       });
@@ -153,7 +164,8 @@ class Checker {
       this.findings.push({
         severity: 'warning',
         code: 'ephemeral-small',
-        message: `the ephemeral range ${formatRange(ephemeral)} leaves only ${plural(left, 'port')} for outgoing connections${why}: a busy host can run out (connect() fails with EADDRNOTAVAIL)`,
+        message: `the ephemeral range ${formatRange(ephemeral)} leaves only ${plural(left, 'port')} for outgoing connections${why}: a busy host can run out ` +
+          `(connect() fails with EADDRNOTAVAIL)`,
         ranges: this.open,
         fixes: [this.ephemeralFix()],
       });
@@ -165,7 +177,8 @@ class Checker {
       this.findings.push({
         severity: 'error',
         code: 'no-bands',
-        message: `no port at or above ${this.floor} lies outside the unreserved ephemeral range ${list(this.open)}, so there is no default band to take ports from; shrink the ephemeral range or reserve a block of ports`,
+        message: `no port at or above ${this.floor} lies outside the unreserved ephemeral range ${list(this.open)}, so there is no default band to take ` +
+          `ports from; shrink the ephemeral range or reserve a block of ports`,
         fixes: [this.ephemeralFix()],
       });
     } else {
@@ -204,13 +217,15 @@ class Checker {
       fixes.push({
         kind: 'sysctl',
         command: `sysctl -w net.ipv4.ip_unprivileged_port_start=${b.lo}`,
-        description: `let every user bind ports from ${b.lo} up (a host-wide change); needs root; to keep it across reboots add "net.ipv4.ip_unprivileged_port_start = ${b.lo}" to ${SYSCTL_CONF}`,
+        description: `let every user bind ports from ${b.lo} up (a host-wide change); needs root; to keep it across reboots add ` +
+          `"net.ipv4.ip_unprivileged_port_start = ${b.lo}" to ${SYSCTL_CONF}`,
       });
       this.findings.push({
         severity: 'error',
         code: 'band-privileged',
         band: b.name,
-        message: `${label}: ports ${formatRange(low)} are below net.ipv4.ip_unprivileged_port_start (${this.host.unprivilegedStart}), so only root or CAP_NET_BIND_SERVICE can bind them.${none ?? ''}`,
+        message: `${label}: ports ${formatRange(low)} are below net.ipv4.ip_unprivileged_port_start (${this.host.unprivilegedStart}), so only root or ` +
+          `CAP_NET_BIND_SERVICE can bind them.${none ?? ''}`,
         ranges: [low],
         fixes,
       });
@@ -233,7 +248,8 @@ class Checker {
       problems++;
       exposedBands.set(b, exposed);
       const n = sum(exposed);
-      let msg = `${label}: ${n} of its ${rangeSize(b)} ports (${list(exposed)}) lie in the ephemeral range ${formatRange(this.host.ephemeral)} and are not in net.ipv4.ip_local_reserved_ports, so any outgoing connection can take them`;
+      let msg = `${label}: ${n} of its ${rangeSize(b)} ports (${list(exposed)}) lie in the ephemeral range ${formatRange(this.host.ephemeral)} and are not ` +
+        `in net.ipv4.ip_local_reserved_ports, so any outgoing connection can take them`;
       if (b.window !== undefined) {
         const count = instanceCount(b);
         const hit: number[] = [];
@@ -247,7 +263,8 @@ class Checker {
         {
           kind: 'sysctl',
           command: reservedPortsCommand(merged),
-          description: `reserve the exposed ports so the kernel never hands them to outgoing connections (${kept}); needs root and applies at once; to keep it across reboots add "net.ipv4.ip_local_reserved_ports = ${list(merged)}" to ${SYSCTL_CONF}`,
+          description: `reserve the exposed ports so the kernel never hands them to outgoing connections (${kept}); needs root and applies at once; to keep ` +
+            `it across reboots add "net.ipv4.ip_local_reserved_ports = ${list(merged)}" to ${SYSCTL_CONF}`,
         },
       ];
       if (fix) fixes.push(fix);
@@ -263,7 +280,8 @@ class Checker {
           severity: 'info',
           code: 'window-remainder',
           band: b.name,
-          message: `${label}: window ${b.window} fits ${plural(count, 'instance')}; the last ${plural(rest, 'port')} (${formatRange(tail)}) belong to no instance`,
+          message: `${label}: window ${b.window} fits ${plural(count, 'instance')}; the last ${plural(rest, 'port')} (${formatRange(tail)}) belong to no ` +
+            `instance`,
           ranges: [tail],
         });
       }
@@ -277,7 +295,8 @@ class Checker {
         severity: 'info',
         code: 'band-reserved',
         band: b.name,
-        message: `${label}${shape}: ports ${list(guarded)} lie in the ephemeral range ${formatRange(this.host.ephemeral)} but are reserved (net.ipv4.ip_local_reserved_ports), so they stay safe only while that reservation does; make sure it is persisted in /etc/sysctl.d/`,
+        message: `${label}${shape}: ports ${list(guarded)} lie in the ephemeral range ${formatRange(this.host.ephemeral)} but are reserved ` +
+          `(net.ipv4.ip_local_reserved_ports), so they stay safe only while that reservation does; make sure it is persisted in /etc/sysctl.d/`,
         ranges: guarded,
       });
       return;
@@ -286,7 +305,8 @@ class Checker {
       severity: 'info',
       code: 'band-ok',
       band: b.name,
-      message: `${label}${shape}: outside the ephemeral range ${formatRange(this.host.ephemeral)} and at or above the unprivileged start ${this.host.unprivilegedStart}`,
+      message: `${label}${shape}: outside the ephemeral range ${formatRange(this.host.ephemeral)} and at or above the unprivileged start ` +
+        `${this.host.unprivilegedStart}`,
     });
   }
 
@@ -303,13 +323,15 @@ class Checker {
     this.findings.push({
       severity: 'info',
       code: 'reserve-all',
-      message: `bands ${quoteNames([...exposedBands.keys()])} all have exposed ports; each "sysctl -w" replaces the whole reserved list, so running the per-band lines one after another keeps only the last: this one line reserves them all`,
+      message: `bands ${quoteNames([...exposedBands.keys()])} all have exposed ports; each "sysctl -w" replaces the whole reserved list, so running the ` +
+        `per-band lines one after another keeps only the last: this one line reserves them all`,
       ranges: all,
       fixes: [
         {
           kind: 'sysctl',
           command: reservedPortsCommand(merged),
-          description: `reserve the exposed ports of every band at once, keeping those already reserved; to keep it across reboots add "net.ipv4.ip_local_reserved_ports = ${list(merged)}" to ${SYSCTL_CONF}`,
+          description: `reserve the exposed ports of every band at once, keeping those already reserved; to keep it across reboots add ` +
+            `"net.ipv4.ip_local_reserved_ports = ${list(merged)}" to ${SYSCTL_CONF}`,
         },
       ],
     });

@@ -25,7 +25,8 @@ export function requireDefaultBand(host: HostSysctls, alternative: string, who =
   const sysctl = `, or (as root) shrink the ephemeral range: ${portRangeCommand(suggestedEphemeral(host))}`;
   throw new BerthError(
     EXIT.UNAVAILABLE,
-    `${who}this host has no built-in "default" band: every port from ${usableFloor(host)} to 65535 lies in the ephemeral range ${formatRange(e)} (net.ipv4.ip_local_port_range; reserved: ${reserved}), so any outgoing connection may take it. ` +
+    `${who}this host has no built-in "default" band: every port from ${usableFloor(host)} to 65535 lies in the ephemeral range ` +
+      `${formatRange(e)} (net.ipv4.ip_local_port_range; reserved: ${reserved}), so any outgoing connection may take it. ` +
       `Give ${alternative}${sysctl}, or reserve a block of ports with net.ipv4.ip_local_reserved_ports; 'berth doctor' shows the details`,
     { ephemeral: e, reserved: host.reserved, unprivilegedStart: host.unprivilegedStart },
   );

@@ -3,7 +3,7 @@ import type { HostSysctls, PortRange } from '../host/types.js';
 /*
  * The sysctl fix for a too-low ephemeral range, apart from the layout checker (check.ts) so
  * that `berth port`, which names this fix when a host has no default band, loads neither the
- * checker nor what it imports (start-up time: docs/benchmarks.md §7).
+ * checker nor what it imports (start-up time: docs/scale.md §2).
  */
 
 /** Linux's default ip_local_port_range. */

@@ -26,7 +26,8 @@ export function instanceWindow(band: Band, instance: number): PortRange {
     if (instance === 0) return { lo: band.lo, hi: band.hi };
     throw new BerthError(
       EXIT.USAGE,
-      `${describe(band)}: only instance 0 (the whole band) exists, asked for instance ${instance}; add "window: N" to the band to cut it into per-instance windows`,
+      `${describe(band)}: only instance 0 (the whole band) exists, asked for instance ${instance}; add "window: N" to the band to cut it into per-instance ` +
+        `windows`,
       { band: band.name, instance, instances: 1 },
     );
   }
@@ -34,7 +35,8 @@ export function instanceWindow(band: Band, instance: number): PortRange {
   if (instance >= count) {
     throw new BerthError(
       EXIT.USAGE,
-      `${describe(band)}: instance ${instance} is outside the band, which fits ${count} instance${count === 1 ? '' : 's'} (0-${count - 1}); widen the range or use a smaller window`,
+      `${describe(band)}: instance ${instance} is outside the band, which fits ${count} instance${count === 1 ? '' : 's'} (0-${count - 1}); widen the range ` +
+        `or use a smaller window`,
       { band: band.name, instance, instances: count },
     );
   }

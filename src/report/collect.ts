@@ -40,7 +40,9 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
   const base = opts.host ?? readHostMap({ procRoot });
   const listening = opts.listeners === true && interest.length === 0;
   // Listening: TCP's LISTEN and UDP's unconnected sockets (a UDP server receives on those).
-  const rows: SocketRow[] = base.sockets.filter((r) => (listening ? r.state === 'LISTEN' || (r.protocol === 'udp' && r.state === 'CLOSE') : inAny(r.localPort, interest)));
+  const rows: SocketRow[] = base.sockets.filter((r) =>
+    listening ? r.state === 'LISTEN' || (r.protocol === 'udp' && r.state === 'CLOSE') : inAny(r.localPort, interest),
+  );
   const uid = process.getuid?.();
   const inodes = new Set(rows.map((r) => r.inode).filter((i) => i !== 0));
   // Owners only for the rows shown: the table itself is not read again.

@@ -129,7 +129,21 @@ export function plural(n: number, one: string, many = `${one}s`): string {
 
 /** States in a fixed reading order (LISTEN first, UDP last), then any the kernel adds. */
 export function orderedCounts(counts: Record<string, number>): [string, number][] {
-  const order = ['LISTEN', 'ESTABLISHED', 'TIME_WAIT', 'CLOSE_WAIT', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'LAST_ACK', 'CLOSING', 'CLOSE', 'UDP UNCONN', 'UDP ESTAB'];
+  const order = [
+    'LISTEN',
+    'ESTABLISHED',
+    'TIME_WAIT',
+    'CLOSE_WAIT',
+    'SYN_SENT',
+    'SYN_RECV',
+    'FIN_WAIT1',
+    'FIN_WAIT2',
+    'LAST_ACK',
+    'CLOSING',
+    'CLOSE',
+    'UDP UNCONN',
+    'UDP ESTAB',
+  ];
   const keys = Object.keys(counts).sort((a, b) => {
     const ia = order.indexOf(a);
     const ib = order.indexOf(b);

@@ -17,9 +17,11 @@ import { instanceCount } from '../layout/windows.js';
 
 // Okabe-Ito palette; every meaning also has its own pattern or shape (see the legend).
 const CSS = `
-:root{--ink:#1d1d1f;--muted:#5b5b60;--line:#d0d0d5;--bg:#fff;--panel:#f6f6f8;--orange:#E69F00;--sky:#56B4E9;--green:#009E73;--yellow:#F0E442;--blue:#0072B2;--verm:#D55E00;--purple:#CC79A7}
+:root{--ink:#1d1d1f;--muted:#5b5b60;--line:#d0d0d5;--bg:#fff;--panel:#f6f6f8;--orange:#E69F00;--sky:#56B4E9;--green:#009E73;--yellow:#F0E442;
+--blue:#0072B2;--verm:#D55E00;--purple:#CC79A7}
 *{box-sizing:border-box}
-body{margin:0;padding:24px 28px 64px;font:14px/1.45 system-ui,-apple-system,"Segoe UI","DejaVu Sans","Liberation Sans",sans-serif;color:var(--ink);background:var(--bg)}
+body{margin:0;padding:24px 28px 64px;font:14px/1.45 system-ui,-apple-system,"Segoe UI","DejaVu Sans","Liberation Sans",sans-serif;color:var(--ink);
+background:var(--bg)}
 main{max-width:${STRIP_WIDTH + 40}px;margin:0 auto}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}h3{font-size:15px;margin:18px 0 2px}
 .meta{color:var(--muted);margin:0 0 10px}
@@ -61,11 +63,13 @@ figure{margin:6px 0 0}
 .mk-lease-pending{fill:#fff;stroke:#6e6e73;stroke-width:1.3;stroke-dasharray:2 1.5}
 .mk-label{font-size:11px;fill:var(--ink)}.mk-tag{fill:#fff;stroke:#c9c9ce;stroke-width:1}
 .tip:hover .mk-listener,.tip:hover .mk-other,.tip:hover .mk-lease{stroke:#000;stroke-width:2}
-.legend{display:grid;grid-template-columns:repeat(3,1fr);gap:6px 18px;list-style:none;margin:12px 0 0;padding:10px 14px;background:var(--panel);border-radius:6px}
+.legend{display:grid;grid-template-columns:repeat(3,1fr);gap:6px 18px;list-style:none;margin:12px 0 0;padding:10px 14px;background:var(--panel);
+border-radius:6px}
 .legend li{display:flex;align-items:center;gap:8px}.legend svg{flex:none}
 #findings ol{list-style:none;margin:0;padding:0}
 .finding{margin:10px 0;padding:10px 14px;border:1px solid var(--line);border-left-width:6px;border-radius:6px}
-.finding.error{border-left-color:var(--verm)}.finding.warning{border-left-color:var(--orange);border-left-style:dashed}.finding.info{border-left-color:var(--sky);border-left-style:dotted}
+.finding.error{border-left-color:var(--verm)}.finding.warning{border-left-color:var(--orange);border-left-style:dashed}
+.finding.info{border-left-color:var(--sky);border-left-style:dotted}
 .finding .head{display:flex;gap:10px;align-items:baseline;flex-wrap:wrap}
 .finding .code-id{color:var(--muted)}
 .finding p{margin:6px 0}
@@ -83,20 +87,27 @@ td.num{font-variant-numeric:tabular-nums}
 td.cmd{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:12px;overflow-wrap:anywhere;max-width:420px}
 tr.pending td{color:var(--muted)}
 footer{margin-top:28px;color:var(--muted);font-size:12px}
-#detail{position:fixed;left:16px;right:16px;bottom:12px;max-width:900px;margin:0 auto;padding:8px 12px;background:#1d1d1f;color:#fff;border-radius:6px;font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;white-space:pre-wrap;box-shadow:0 2px 10px #0005}
+#detail{position:fixed;left:16px;right:16px;bottom:12px;max-width:900px;margin:0 auto;padding:8px 12px;background:#1d1d1f;color:#fff;border-radius:6px;
+font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;white-space:pre-wrap;box-shadow:0 2px 10px #0005}
 #detail[hidden]{display:none}
 `;
 
 // Patterns are defined once and referenced by every strip and legend swatch.
 const DEFS = `<svg width="0" height="0" style="position:absolute" aria-hidden="true" focusable="false"><defs>
-<pattern id="pat-priv" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#dcdce0"/><path d="M0 1.5H6M0 4.5H6" stroke="#707075" stroke-width="1"/></pattern>
-<pattern id="pat-eph" width="7" height="7" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="7" height="7" fill="#f7d48b"/><path d="M0 0V7" stroke="#E69F00" stroke-width="3"/></pattern>
-<pattern id="pat-res" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#56B4E9"/><circle cx="3" cy="3" r="1.4" fill="#0a3d62"/></pattern>
-<pattern id="pat-conflict" width="8" height="8" patternUnits="userSpaceOnUse"><rect width="8" height="8" fill="#D55E00"/><path d="M0 0L8 8M8 0L0 8" stroke="#2b0f00" stroke-width="1.4"/></pattern>
+<pattern id="pat-priv" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#dcdce0"/>
+<path d="M0 1.5H6M0 4.5H6" stroke="#707075" stroke-width="1"/></pattern>
+<pattern id="pat-eph" width="7" height="7" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="7" height="7" fill="#f7d48b"/>
+<path d="M0 0V7" stroke="#E69F00" stroke-width="3"/></pattern>
+<pattern id="pat-res" width="6" height="6" patternUnits="userSpaceOnUse"><rect width="6" height="6" fill="#56B4E9"/>
+<circle cx="3" cy="3" r="1.4" fill="#0a3d62"/></pattern>
+<pattern id="pat-conflict" width="8" height="8" patternUnits="userSpaceOnUse"><rect width="8" height="8" fill="#D55E00"/>
+<path d="M0 0L8 8M8 0L0 8" stroke="#2b0f00" stroke-width="1.4"/></pattern>
 </defs></svg>`;
 
 // Progressive enhancement only: shows a marker's <title> at once in a bar at the bottom.
-const SCRIPT = `(()=>{const d=document.getElementById('detail');if(!d)return;const show=e=>{const t=e.target instanceof Element?e.target.closest('.tip'):null;const s=t&&t.querySelector(':scope>title');if(s){d.textContent=s.textContent;d.hidden=false}else d.hidden=true};document.addEventListener('mouseover',show);document.addEventListener('focusin',show)})();`;
+const SCRIPT = `(()=>{const d=document.getElementById('detail');if(!d)return;const show=e=>{const t=e.target instanceof ` +
+  `Element?e.target.closest('.tip'):null;const s=t&&t.querySelector(':scope>title');if(s){d.textContent=s.textContent;d.hidden=false}else ` +
+    `d.hidden=true};document.addEventListener('mouseover',show);document.addEventListener('focusin',show)})();`;
 
 const SEV_MARK: Record<Severity, { icon: string; word: string }> = {
   error: { icon: '✖', word: 'ERROR' },
@@ -145,14 +156,26 @@ function findingItem(f: Finding, report: PortSpaceReport): string {
     h(
       'div',
       { class: `fix fix-${fix.kind}`, 'data-kind': fix.kind },
-      h('p', { class: 'how' }, h('strong', {}, i === 0 ? 'Fix: ' : 'Or: '), esc(fix.description), fix.kind === 'band-range' ? esc(` (in ${report.layout?.source ?? 'the layout file'})`) : ''),
+      h(
+        'p',
+        { class: 'how' },
+        h('strong', {}, i === 0 ? 'Fix: ' : 'Or: '),
+        esc(fix.description),
+        fix.kind === 'band-range' ? esc(` (in ${report.layout?.source ?? 'the layout file'})`) : '',
+      ),
       h('pre', {}, h('code', {}, esc(fixCode(fix, bands)))),
     ),
   );
   return h(
     'li',
     { class: `finding ${f.severity}`, 'data-code': f.code, 'data-severity': f.severity },
-    h('div', { class: 'head' }, sevBadge(f.severity), h('code', { class: 'code-id' }, esc(f.code)), where.length > 0 ? h('span', {}, esc(where.join(', '))) : ''),
+    h(
+      'div',
+      { class: 'head' },
+      sevBadge(f.severity),
+      h('code', { class: 'code-id' }, esc(f.code)),
+      where.length > 0 ? h('span', {}, esc(where.join(', '))) : '',
+    ),
     h('p', {}, esc(f.message)),
     ...fixes,
   );
@@ -164,7 +187,12 @@ function findingsSection(report: PortSpaceReport): string {
     report.findings.length === 0
       ? h('p', { class: 'none' }, report.kind === 'doctor' ? 'No findings: the layout is safe on this host.' : 'No findings.')
       : h('ol', {}, ...report.findings.map((f) => findingItem(f, report)));
-  return h('section', { id: 'findings' }, h('h2', {}, esc(`Findings: ${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')}, ${plural(s.infos, 'info', 'infos')}`)), body);
+  return h(
+    'section',
+    { id: 'findings' },
+    h('h2', {}, esc(`Findings: ${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')}, ${plural(s.infos, 'info', 'infos')}`)),
+    body,
+  );
 }
 
 function factsSection(report: PortSpaceReport): string {
@@ -200,7 +228,16 @@ function bandsTable(report: PortSpaceReport): string {
       h('td', {}, clash.length > 0 ? h('span', { class: 'clash' }, esc(`CONFLICT ${formatRanges(clash)} in the unreserved ephemeral range`)) : 'clear'),
     );
   });
-  return h('table', { id: 'bands' }, h('thead', {}, h('tr', {}, h('th', {}, 'Band'), h('th', {}, 'Ports'), h('th', {}, 'Size'), h('th', {}, 'Window × instances'), h('th', {}, 'Ephemeral range'))), h('tbody', {}, ...rows));
+  return h(
+    'table',
+    { id: 'bands' },
+    h(
+      'thead',
+      {},
+      h('tr', {}, h('th', {}, 'Band'), h('th', {}, 'Ports'), h('th', {}, 'Size'), h('th', {}, 'Window × instances'), h('th', {}, 'Ephemeral range')),
+    ),
+    h('tbody', {}, ...rows),
+  );
 }
 
 /**
@@ -236,7 +273,17 @@ function zoomSection(report: PortSpaceReport): string {
     return h(
       'figure',
       { class: 'zoom-fig', id: `${id}-fig`, 'data-band': t.band?.name, 'data-lo': t.range.lo, 'data-hi': t.range.hi },
-      h('figcaption', { class: 'zoom-head' }, h('h3', {}, esc(name)), h('span', { class: 'meta' }, esc(facts)), clash.length === 0 ? '' : t.band ? h('span', { class: 'clash' }, esc(`CONFLICT: ${formatRanges(clash)} in the unreserved ephemeral range`)) : h('span', { class: 'meta' }, esc(`unreserved ephemeral: ${formatRanges(clash)}`))),
+      h(
+        'figcaption',
+        { class: 'zoom-head' },
+        h('h3', {}, esc(name)),
+        h('span', { class: 'meta' }, esc(facts)),
+        clash.length === 0
+          ? ''
+          : t.band
+            ? h('span', { class: 'clash' }, esc(`CONFLICT: ${formatRanges(clash)} in the unreserved ephemeral range`))
+            : h('span', { class: 'meta' }, esc(`unreserved ephemeral: ${formatRanges(clash)}`)),
+      ),
       renderStrip({ id, domain, report, detail: true, label: `${name}, shown as ports ${formatRange(domain)}` }),
     );
   });
@@ -262,7 +309,10 @@ function socketsTable(report: PortSpaceReport): string {
       h('td', { class: 'num' }, String(r.inode)),
     ),
   );
-  const body = rows.length > 0 ? h('table', { id: 'sockets' }, h('thead', {}, head), h('tbody', {}, ...rows)) : h('p', { class: 'none', id: 'sockets' }, 'No sockets in the bands or asked ranges.');
+  const body =
+    rows.length > 0
+      ? h('table', { id: 'sockets' }, h('thead', {}, head), h('tbody', {}, ...rows))
+      : h('p', { class: 'none', id: 'sockets' }, 'No sockets in the bands or asked ranges.');
   return h('h3', {}, esc(`Sockets (${report.sockets.length})`)) + body;
 }
 
@@ -285,7 +335,8 @@ function leasesTable(report: PortSpaceReport): string {
       h('td', {}, esc(`pid ${l.createdBy}`)),
     ),
   );
-  const body = rows.length > 0 ? h('table', { id: 'leases' }, h('thead', {}, head), h('tbody', {}, ...rows)) : h('p', { class: 'none', id: 'leases' }, 'No leases.');
+  const body =
+    rows.length > 0 ? h('table', { id: 'leases' }, h('thead', {}, head), h('tbody', {}, ...rows)) : h('p', { class: 'none', id: 'leases' }, 'No leases.');
   return h('h3', {}, esc(`Leases (${report.leases.length})`)) + body;
 }
 
@@ -304,13 +355,31 @@ export function renderHtml(report: PortSpaceReport): string {
   const body = h(
     'main',
     {},
-    h('header', {}, h('h1', {}, esc(heading)), h('p', { class: 'meta' }, esc(`${report.generatedAt} · ${report.host.netns}${report.layout ? ` · layout ${report.layout.source}` : ''}`)), h('div', { class: 'chips', id: 'summary' }, ...chips)),
-    h('section', { id: 'port-space' }, h('h2', {}, 'Port space 0-65535'), h('p', { class: 'meta' }, 'To scale. Hover any mark for its exact numbers; every band and asked range is zoomed further down.'), h('figure', {}, full), layoutOverview(report), legend(report)),
+    h(
+      'header',
+      {},
+      h('h1', {}, esc(heading)),
+      h('p', { class: 'meta' }, esc(`${report.generatedAt} · ${report.host.netns}${report.layout ? ` · layout ${report.layout.source}` : ''}`)),
+      h('div', { class: 'chips', id: 'summary' }, ...chips),
+    ),
+    h(
+      'section',
+      { id: 'port-space' },
+      h('h2', {}, 'Port space 0-65535'),
+      h('p', { class: 'meta' }, 'To scale. Hover any mark for its exact numbers; every band and asked range is zoomed further down.'),
+      h('figure', {}, full),
+      layoutOverview(report),
+      legend(report),
+    ),
     findingsSection(report),
     h('section', { id: 'host-layout' }, h('h2', {}, report.layout ? 'Host and layout' : 'Host'), factsSection(report), bandsTable(report)),
     zoomSection(report),
     h('section', { id: 'tables' }, h('h2', {}, 'Sockets and leases in the bands and asked ranges'), socketsTable(report), leasesTable(report)),
-    h('footer', {}, esc('Made by berth. Hover any mark for exact numbers. The complete report (the same JSON as --json) is embedded in this file: script#berth-data.')),
+    h(
+      'footer',
+      {},
+      esc('Made by berth. Hover any mark for exact numbers. The complete report (the same JSON as --json) is embedded in this file: script#berth-data.'),
+    ),
   );
   return [
     '<!DOCTYPE html>',

@@ -35,11 +35,15 @@ export function sharedListenerFindings(sockets: readonly Row[]): Finding[] {
     const apart = sets.some((a, i) => sets.slice(i + 1).some((b) => ![...a].some((h) => b.has(h))));
     if (!apart) continue;
     const parts = rows.map((r) => {
-      const who = r.owners && r.owners.length > 0 ? r.owners.map((o) => `pid ${o.pid} (${formatArgv(o.cmdline) || o.comm || '?'})`).join(', ') : `uid ${r.uid} (process not visible)`;
+      const who =
+        r.owners && r.owners.length > 0
+          ? r.owners.map((o) => `pid ${o.pid} (${formatArgv(o.cmdline) || o.comm || '?'})`).join(', ')
+          : `uid ${r.uid} (process not visible)`;
       return `${who} on ${where(r)}`;
     });
     const groups = new Set(rows.map((r) => `${r.family} ${r.localAddress}`));
-    const reuse = groups.size < rows.length ? '; sockets on the same address share it through SO_REUSEPORT: the kernel splits new connections between them' : '';
+    const reuse =
+      groups.size < rows.length ? '; sockets on the same address share it through SO_REUSEPORT: the kernel splits new connections between them' : '';
     const pids = [...new Set(rows.flatMap((r) => (r.owners ?? []).map((o) => o.pid)))];
     out.push({
       severity: 'warning',

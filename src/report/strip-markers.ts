@@ -1,7 +1,19 @@
 // The marker rows of a port-space strip (strip.ts): sockets and leases as small shapes in
 // lanes, and in zoomed strips their labels in lanes underneath, tied by leaders.
 import type { Band } from '../layout/types.js';
-import { cleanText, endpoint, expiryText, formatArgv, leaseJobText, placeText, socketOwnerText, stateText, withoutPeer, type ReportLease, type ReportSocket } from './format.js';
+import {
+  cleanText,
+  endpoint,
+  expiryText,
+  formatArgv,
+  leaseJobText,
+  placeText,
+  socketOwnerText,
+  stateText,
+  withoutPeer,
+  type ReportLease,
+  type ReportSocket,
+} from './format.js';
 import { assignLanes, groupByColumn, labelSpan, laneCount, portCenterX, pxPerPort, textWidth, type Scale, type Span } from './geometry.js';
 import { esc, h, num, title, v } from './markup.js';
 import { formatRange, normalizeRanges } from '../host/intervals.js';
@@ -32,7 +44,8 @@ function socketTip(rows: readonly ReportSocket[], bands: readonly Band[]): strin
       const where = placeText(r.localPort, bands);
       const remote = withoutPeer(r) ? '' : ` -> ${endpoint(r.remoteAddress, r.remotePort)}`;
       const cmd = r.owners?.[0] ? `\n  ${formatArgv(r.owners[0].cmdline)}` : '';
-      return `${stateText(r)} ${endpoint(r.localAddress, r.localPort)}${remote} (IPv${r.family})${where ? ` in ${where}` : ''}\n  owner: ${socketOwnerText(r)}, uid ${r.uid}${cmd}`;
+      const head = `${stateText(r)} ${endpoint(r.localAddress, r.localPort)}${remote} (IPv${r.family})${where ? ` in ${where}` : ''}`;
+      return `${head}\n  owner: ${socketOwnerText(r)}, uid ${r.uid}${cmd}`;
     })
     .join('\n');
 }
@@ -94,7 +107,8 @@ export function leaseMarkers(s: Scale, leases: readonly ReportLease[], bands: re
         kind: l.live ? ('lease-live' as const) : ('lease-pending' as const),
         x: portCenterX(s, l.port),
         port: l.port,
-        tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'pending (a set in progress: no record yet)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
+        tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'pending (a set in progress: no record ' +
+          'yet)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
         label: `${l.port} ${name}${l.live ? '' : ' (pending)'}`,
         attrs: { 'data-port': l.port, 'data-name': name, 'data-pid': l.pid ?? '', 'data-live': String(l.live) },
       };
@@ -159,14 +173,24 @@ export function markerRow(s: Scale, markers: readonly Marker[], y: number, detai
         // A framed tag, so the small copy of the marker's shape does not read as another marker.
         label =
           v('rect', { x: span.start, y: ly - 11.5, width: span.end - span.start, height: 15, rx: 3, class: 'mk-tag' }) +
-          h('g', { transform: `translate(${num(ix)} ${num(ly - 5)}) scale(0.75) translate(${num(-ix)} ${num(-(ly - 5))})` }, markerShape({ ...m, x: ix }, ly - 10)) +
+          h(
+            'g',
+            { transform: `translate(${num(ix)} ${num(ly - 5)}) scale(0.75) translate(${num(-ix)} ${num(-(ly - 5))})` },
+            markerShape({ ...m, x: ix }, ly - 10),
+          ) +
           h('text', { x: span.start + 13, y: ly, class: 'mk-label' }, esc(m.label));
       } else hidden++;
     }
     parts.push(h('g', { class: `${MARKER_CLASS[m.kind]} tip`, ...m.attrs }, title(m.tip), markerShape(m, my), label));
   });
   if (hidden > 0) {
-    parts.push(h('text', { x: s.x0 + s.width, y: y + trackH + labelH + 10, class: 'note', 'text-anchor': 'end' }, esc(`${hidden} more label(s) not drawn; hover the markers or see the tables`)));
+    parts.push(
+      h(
+        'text',
+        { x: s.x0 + s.width, y: y + trackH + labelH + 10, class: 'note', 'text-anchor': 'end' },
+        esc(`${hidden} more label(s) not drawn; hover the markers or see the tables`),
+      ),
+    );
   }
   return { svg: leaders.join('') + parts.join(''), height: trackH + labelH + (hidden > 0 ? 14 : 0) };
 }

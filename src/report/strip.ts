@@ -202,11 +202,21 @@ export function renderStrip(spec: StripSpec): string {
   for (const t of ticks) out.push(v('path', { d: `M${num(portX(s, t))} ${num(sockY)}V${num(axisY)}`, class: 'grid' }));
 
   // Host ranges: free ports (white), privileged, the ephemeral range, reserved ports on top.
-  out.push(h('rect', { x: s.x0, y: hostY, width: s.width, height: TRACK_H, class: 'free tip' }, title(`ports ${formatRange(spec.domain)}: outside the ephemeral range and not privileged are free for bands`)));
+  out.push(
+    h(
+      'rect',
+      { x: s.x0, y: hostY, width: s.width, height: TRACK_H, class: 'free tip' },
+      title(`ports ${formatRange(spec.domain)}: outside the ephemeral range and not privileged are free for bands`),
+    ),
+  );
   const priv = hst.unprivilegedStart > 0 ? rangeRect(s, { lo: 0, hi: hst.unprivilegedStart - 1 }, minW) : undefined;
   if (priv) {
     out.push(
-      h('rect', { id: spec.ids ? 'privileged' : undefined, x: priv.x, y: hostY, width: priv.width, height: TRACK_H, class: 'privileged tip' }, title(`privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`)),
+      h(
+        'rect',
+        { id: spec.ids ? 'privileged' : undefined, x: priv.x, y: hostY, width: priv.width, height: TRACK_H, class: 'privileged tip' },
+        title(`privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`),
+      ),
       insideLabel(priv, hostY + 17, 'privileged', 'in-label'),
     );
   }
@@ -214,13 +224,35 @@ export function renderStrip(spec: StripSpec): string {
   if (eph) {
     const unres = hst.unreservedEphemeral.reduce((n, r) => n + r.hi - r.lo + 1, 0);
     out.push(
-      h('rect', { id: spec.ids ? 'ephemeral' : undefined, x: eph.x, y: hostY, width: eph.width, height: TRACK_H, class: 'ephemeral tip', 'data-lo': hst.ephemeral.lo, 'data-hi': hst.ephemeral.hi },
-        title(`ephemeral range ${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range): ${hst.ephemeral.hi - hst.ephemeral.lo + 1} ports, ${unres} of them unreserved; any outgoing connect() may take an unreserved one`)),
+      h(
+        'rect',
+        {
+          id: spec.ids ? 'ephemeral' : undefined,
+          x: eph.x,
+          y: hostY,
+          width: eph.width,
+          height: TRACK_H,
+          class: 'ephemeral tip',
+          'data-lo': hst.ephemeral.lo,
+          'data-hi': hst.ephemeral.hi,
+        },
+        title(
+          `ephemeral range ${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range): ` +
+            `${hst.ephemeral.hi - hst.ephemeral.lo + 1} ports, ${unres} of them unreserved; any outgoing connect() may take an unreserved one`,
+        ),
+      ),
     );
   }
   for (const r of hst.reserved) {
     const rect = rangeRect(s, r, minW);
-    if (rect) out.push(h('rect', { x: rect.x, y: hostY, width: rect.width, height: TRACK_H, class: 'reserved tip', 'data-lo': r.lo, 'data-hi': r.hi }, title(`reserved ${formatRange(r)} (net.ipv4.ip_local_reserved_ports): ${r.hi - r.lo + 1} port(s) the kernel never picks as source ports`)));
+    if (rect)
+      out.push(
+        h(
+          'rect',
+          { x: rect.x, y: hostY, width: rect.width, height: TRACK_H, class: 'reserved tip', 'data-lo': r.lo, 'data-hi': r.hi },
+          title(`reserved ${formatRange(r)} (net.ipv4.ip_local_reserved_ports): ${r.hi - r.lo + 1} port(s) the kernel never picks as source ports`),
+        ),
+      );
   }
   const notFree = normalizeRanges([hst.ephemeral, ...(hst.unprivilegedStart > 0 ? [{ lo: 0, hi: hst.unprivilegedStart - 1 }] : [])]);
   for (const f of subtractRanges(spec.domain, notFree)) {
@@ -251,25 +283,45 @@ export function renderStrip(spec: StripSpec): string {
     const textEl = h('text', { x: cx, y: ly, class: cls, 'text-anchor': 'middle' }, esc(it.label));
     if (it.members.length === 1) ownLabel.set(it.members[0]!, leader + textEl);
     else {
-      const names = it.members.map((m) => { const l = labelled[m]!; return l.band ? `${l.band.name} ${formatRange(l.band)}` : `asked ${formatRange(l.range)}`; });
+      const names = it.members.map((m) => {
+        const l = labelled[m]!;
+        return l.band ? `${l.band.name} ${formatRange(l.band)}` : `asked ${formatRange(l.range)}`;
+      });
       out.push(h('g', { class: 'band-group tip', 'data-bands': String(it.members.length) }, title(`${it.label}:\n${names.join('\n')}`), leader, textEl));
     }
   });
   labelled.forEach((l, i) => {
     const labelMarkup = ownLabel.get(i) ?? '';
     if (!l.band) {
-      out.push(h('g', { class: 'asked tip', 'data-lo': l.range.lo, 'data-hi': l.range.hi }, title(`asked range ${formatRange(l.range)}`), v('rect', { x: l.rect.x, y: bandsY + 1, width: l.rect.width, height: TRACK_H - 2, class: 'asked-rect' }), labelMarkup));
+      out.push(
+        h(
+          'g',
+          { class: 'asked tip', 'data-lo': l.range.lo, 'data-hi': l.range.hi },
+          title(`asked range ${formatRange(l.range)}`),
+          v('rect', { x: l.rect.x, y: bandsY + 1, width: l.rect.width, height: TRACK_H - 2, class: 'asked-rect' }),
+          labelMarkup,
+        ),
+      );
       return;
     }
     const b = l.band;
     const clash = ephemeralOverlap(b, hst.unreservedEphemeral);
-    const parts: string[] = [title(`band ${b.name} ${bandText(b)}${clash.length > 0 ? `\nin the unreserved ephemeral range: ${clash.map(formatRange).join(',')}` : ''}`)];
+    const parts: string[] = [
+      title(`band ${b.name} ${bandText(b)}${clash.length > 0 ? `\nin the unreserved ephemeral range: ${clash.map(formatRange).join(',')}` : ''}`),
+    ];
     // Neighbouring bands alternate in lightness so a shared edge is visible without hue.
     const shade = bands.indexOf(b) % 2 === 1 ? ' alt' : '';
     parts.push(v('rect', { x: l.rect.x, y: bandsY, width: l.rect.width, height: TRACK_H, class: `band-rect${shade}` }));
     for (const c of clash) {
       const rect = rangeRect(s, c, minW);
-      if (rect) parts.push(h('rect', { x: rect.x, y: bandsY, width: rect.width, height: TRACK_H, class: 'conflict', 'data-lo': c.lo, 'data-hi': c.hi }, title(`band ${b.name}: ports ${formatRange(c)} are in the unreserved ephemeral range`)));
+      if (rect)
+        parts.push(
+          h(
+            'rect',
+            { x: rect.x, y: bandsY, width: rect.width, height: TRACK_H, class: 'conflict', 'data-lo': c.lo, 'data-hi': c.hi },
+            title(`band ${b.name}: ports ${formatRange(c)} are in the unreserved ephemeral range`),
+          ),
+        );
     }
     const wins = bandWindows(b);
     const winPx = b.window ? b.window * pxPerPort(s) : 0;
@@ -281,7 +333,14 @@ export function renderStrip(spec: StripSpec): string {
         if (!rect) return;
         if (idx > 0 && w.lo >= s.lo) parts.push(v('path', { d: `M${num(rect.x)} ${num(bandsY + 2)}V${num(bandsY + TRACK_H - 2)}`, class: 'window-line' }));
         if (detail && idx % every === 0 && rect.width >= 10) {
-          parts.push(h('text', { x: rect.x + rect.width / 2, y: bandsY + 17, class: 'win-label', 'text-anchor': 'middle' }, `#${idx}`, title(`${b.name} instance ${idx}: ${formatRange(w)}`)));
+          parts.push(
+            h(
+              'text',
+              { x: rect.x + rect.width / 2, y: bandsY + 17, class: 'win-label', 'text-anchor': 'middle' },
+              `#${idx}`,
+              title(`${b.name} instance ${idx}: ${formatRange(w)}`),
+            ),
+          );
         }
       });
     }
@@ -308,7 +367,18 @@ export function renderStrip(spec: StripSpec): string {
 
   return h(
     'svg',
-    { id: spec.id, class: detail ? 'strip zoom' : 'strip full', xmlns: 'http://www.w3.org/2000/svg', width: STRIP_WIDTH, height, viewBox: `0 0 ${STRIP_WIDTH} ${num(height)}`, role: 'img', 'aria-label': spec.label, 'data-lo': spec.domain.lo, 'data-hi': spec.domain.hi },
+    {
+      id: spec.id,
+      class: detail ? 'strip zoom' : 'strip full',
+      xmlns: 'http://www.w3.org/2000/svg',
+      width: STRIP_WIDTH,
+      height,
+      viewBox: `0 0 ${STRIP_WIDTH} ${num(height)}`,
+      role: 'img',
+      'aria-label': spec.label,
+      'data-lo': spec.domain.lo,
+      'data-hi': spec.domain.hi,
+    },
     title(spec.label),
     ...out,
   );

@@ -101,7 +101,10 @@ export function renderText(report: PortSpaceReport, opts: TextOptions = {}): str
   }
 
   // `inspect` alone: the listeners (the other states are counted above), and how to see the rest.
-  const heading = report.socketScope === 'listening' ? `Listening sockets (${report.sockets.length}; --port P or --range LO-HI lists every state)` : `Sockets in bands and asked ranges (${report.sockets.length})`;
+  const heading =
+    report.socketScope === 'listening'
+      ? `Listening sockets (${report.sockets.length}; --port P or --range LO-HI lists every state)`
+      : `Sockets in bands and asked ranges (${report.sockets.length})`;
   out.push('', paint('1', heading));
   if (report.sockets.length === 0) out.push('  none');
   else {

@@ -49,7 +49,9 @@ export function readGpus(env: NodeJS.ProcessEnv = process.env): GpuSet | undefin
     if (cuda !== undefined && cuda.length !== indices.length) {
       throw new BerthError(
         EXIT.DATAERR,
-        `${source}=${JSON.stringify(text)} lists ${indices.length} GPU(s) but CUDA_VISIBLE_DEVICES=${JSON.stringify(cudaText)} lists ${cuda.length}; berth pairs them in order, so they must match (did something change CUDA_VISIBLE_DEVICES after Slurm set it?)`,
+        `${source}=${JSON.stringify(text)} lists ${indices.length} GPU(s) but ` +
+          `CUDA_VISIBLE_DEVICES=${JSON.stringify(cudaText)} lists ${cuda.length}; berth pairs them in order, so they must match (did something change ` +
+            `CUDA_VISIBLE_DEVICES after Slurm set it?)`,
         { variable: 'CUDA_VISIBLE_DEVICES', value: cudaText, [source]: text },
       );
     }
@@ -61,7 +63,8 @@ export function readGpus(env: NodeJS.ProcessEnv = process.env): GpuSet | undefin
       throw badVariable(
         'CUDA_VISIBLE_DEVICES',
         cudaText,
-        `entry ${JSON.stringify(visible)} is not a GPU index, and neither SLURM_STEP_GPUS nor SLURM_JOB_GPUS is set to give one (berth needs numeric indices to pick instance windows)`,
+        `entry ${JSON.stringify(visible)} is not a GPU index, and neither SLURM_STEP_GPUS nor SLURM_JOB_GPUS is set to give one (berth needs numeric ` +
+          `indices to pick instance windows)`,
       );
     }
     return { index: Number(visible), visible };

@@ -33,7 +33,8 @@ export function resolveInstance(mode: InstanceMode, env: NodeJS.ProcessEnv = pro
   if (!set || set.gpus.length === 0) {
     throw new BerthError(
       EXIT.USAGE,
-      '--instance gpu: this process was given no GPU (SLURM_STEP_GPUS, SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset); ask Slurm for one (--gres=gpu:1 or --gpus=1), or give --instance N',
+      '--instance gpu: this process was given no GPU (SLURM_STEP_GPUS, SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset); ask Slurm for one (--gres=gpu:1 ' +
+        'or --gpus=1), or give --instance N',
     );
   }
   return { instance: lowestGpu(set).index, from: set.source };
@@ -49,14 +50,19 @@ export function stepResvPorts(env: NodeJS.ProcessEnv = process.env): PortRange[]
     // Set by hand or left from another shell: without the job it cannot be Slurm's reservation.
     throw new BerthError(
       EXIT.USAGE,
-      `--source resv: SLURM_STEP_RESV_PORTS is set (${JSON.stringify(env.SLURM_STEP_RESV_PORTS.slice(0, 40))}) but SLURM_JOB_ID is not, so this is not a Slurm job step and the ports are nobody's reservation; run the command in a step started with 'srun --resv-ports=N …', or lease ports with --range LO-HI instead`,
+      `--source resv: SLURM_STEP_RESV_PORTS is set (${JSON.stringify(env.SLURM_STEP_RESV_PORTS.slice(0, 40))}) but SLURM_JOB_ID is not, so this is not a ` +
+        `Slurm job step and the ports are nobody's reservation; run the command in a step started with 'srun --resv-ports=N …', ` +
+        `or lease ports with --range LO-HI instead`,
     );
   }
   if (!slurm?.resvPorts) {
-    const where = slurm ? `job ${slurm.jobId}${slurm.stepId !== undefined ? ` step ${slurm.stepId}` : ' (batch script, not a step)'}` : 'this process (not in a Slurm job)';
+    const where = slurm
+      ? `job ${slurm.jobId}${slurm.stepId !== undefined ? ` step ${slurm.stepId}` : ' (batch script, not a step)'}`
+      : 'this process (not in a Slurm job)';
     throw new BerthError(
       EXIT.USAGE,
-      `--source resv: SLURM_STEP_RESV_PORTS is not set in ${where}; run the command in a step started with 'srun --resv-ports=N …' (Slurm's MpiParams=ports=LO-HI must be configured)`,
+      `--source resv: SLURM_STEP_RESV_PORTS is not set in ${where}; run the command in a step started with 'srun --resv-ports=N …' (Slurm's ` +
+        `MpiParams=ports=LO-HI must be configured)`,
     );
   }
   return slurm.resvPorts;

@@ -53,7 +53,11 @@ function windowsOf(layout: Layout, slurm: SlurmEnv, auto: ResolvedInstance | und
   for (const band of layout.bands) {
     if (band.window === undefined) continue; // one instance, shared by design: nothing job-specific
     const fits = instanceCount(band);
-    const want: { by: 'gpu' | 'auto'; instance: number; gpu?: number }[] = (slurm.gpus?.gpus ?? []).map((g) => ({ by: 'gpu', instance: g.index, gpu: g.index }));
+    const want: { by: 'gpu' | 'auto'; instance: number; gpu?: number }[] = (slurm.gpus?.gpus ?? []).map((g) => ({
+      by: 'gpu',
+      instance: g.index,
+      gpu: g.index,
+    }));
     if (auto) want.push({ by: 'auto', instance: auto.instance });
     for (const w of want) {
       const jw: JobWindow = { band: band.name, ...w };
@@ -64,7 +68,9 @@ function windowsOf(layout: Layout, slurm: SlurmEnv, auto: ResolvedInstance | und
           severity: 'error',
           code: 'slurm-instance-outside-band',
           band: band.name,
-          message: `band "${band.name}" (${formatRange(band)}, window ${band.window}) fits instances 0-${fits - 1}, but ${what} takes instance ${w.instance}: its services cannot start here; widen the band to at least ${band.lo}-${band.lo + (w.instance + 1) * band.window - 1} or use a smaller window`,
+          message: `band "${band.name}" (${formatRange(band)}, window ${band.window}) fits instances 0-${fits - 1}, but ${what} takes instance ` +
+            `${w.instance}: its services cannot start here; widen the band to at least ` +
+              `${band.lo}-${band.lo + (w.instance + 1) * band.window - 1} or use a smaller window`,
         });
       }
       out.push(jw);
@@ -81,7 +87,11 @@ export function slurmJobReport(layout: Layout | undefined, env: NodeJS.ProcessEn
     slurm = readSlurmEnv(env);
   } catch (e) {
     if (!(e instanceof BerthError)) throw e;
-    findings.push({ severity: 'error', code: 'slurm-env-invalid', message: `${e.message}; --instance auto|gpu, --source resv and replicas: gpus cannot work until it is fixed` });
+    findings.push({
+      severity: 'error',
+      code: 'slurm-env-invalid',
+      message: `${e.message}; --instance auto|gpu, --source resv and replicas: gpus cannot work until it is fixed`,
+    });
     return { findings };
   }
   if (!slurm) return { findings };
@@ -121,7 +131,9 @@ export function renderJobSummary(s: SlurmJobSummary): string {
     lines.push(`  GPUs (${s.gpuSource}): ${list}`);
   } else lines.push('  GPUs: none (no SLURM_STEP_GPUS, SLURM_JOB_GPUS or CUDA_VISIBLE_DEVICES)');
   lines.push(`  --instance gpu:  ${s.instanceGpu ? `${s.instanceGpu.instance} (${s.instanceGpu.from})` : 'unavailable (no GPU)'}`);
-  lines.push(`  --instance auto: ${s.instanceAuto ? `${s.instanceAuto.instance} (${s.instanceAuto.from})` : 'unavailable (no BERTH_INSTANCE or SLURM_LOCALID)'}`);
+  lines.push(
+    `  --instance auto: ${s.instanceAuto ? `${s.instanceAuto.instance} (${s.instanceAuto.from})` : 'unavailable (no BERTH_INSTANCE or SLURM_LOCALID)'}`,
+  );
   lines.push(`  --source resv:   ${s.resvPorts ? s.resvPorts.map(formatRange).join(',') : 'unavailable (not in an srun --resv-ports step)'}`);
   if (s.windows.length > 0) {
     lines.push('  windows of this job:');

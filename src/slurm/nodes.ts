@@ -44,7 +44,8 @@ async function systemResolve(name: string): Promise<string | undefined> {
 function runScontrol(hostlist: string): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     execFile('scontrol', ['show', 'node', '-o', hostlist], { timeout: 30_000, encoding: 'utf8' }, (err, stdout, stderr) => {
-      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT') reject(slurmProgramMissing('scontrol', `to look up the address of ${hostlist}, whose name does not resolve`));
+      if ((err as NodeJS.ErrnoException | null)?.code === 'ENOENT')
+        reject(slurmProgramMissing('scontrol', `to look up the address of ${hostlist}, whose name does not resolve`));
       else if (err) reject(new BerthError(EXIT.UNAVAILABLE, `scontrol show node ${hostlist} failed: ${(stderr || err.message).trim()}`));
       else resolvePromise(stdout);
     });
@@ -76,7 +77,8 @@ export async function nodeAddresses(nodes: readonly string[], opts: NodeAddressO
   if (missing.length > 0) {
     throw new BerthError(
       EXIT.UNAVAILABLE,
-      `node(s) ${compressHostlist(missing)}: the name does not resolve and 'scontrol show node' gives no other NodeAddr, so other nodes cannot reach their services; fix name resolution (DNS or /etc/hosts) or set NodeAddr in slurm.conf`,
+      `node(s) ${compressHostlist(missing)}: the name does not resolve and 'scontrol show node' gives no other NodeAddr, so other nodes cannot reach their ` +
+        `services; fix name resolution (DNS or /etc/hosts) or set NodeAddr in slurm.conf`,
       { nodes: missing },
     );
   }

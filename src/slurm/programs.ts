@@ -10,7 +10,11 @@ import { BerthError, EXIT } from '../errors.js';
 
 /** The usage error for a Slurm command that is not on PATH; `why` says what berth needs it for. */
 export function slurmProgramMissing(name: 'srun' | 'scontrol', why: string): BerthError {
-  return new BerthError(EXIT.USAGE, `Slurm's ${name} is not on PATH (berth needs it ${why}): run berth inside a Slurm allocation, on a node where Slurm's commands are on PATH`, { program: name });
+  return new BerthError(
+    EXIT.USAGE,
+    `Slurm's ${name} is not on PATH (berth needs it ${why}): run berth inside a Slurm allocation, on a node where Slurm's commands are on PATH`,
+    { program: name },
+  );
 }
 
 /** True when PATH (of `env`) has an executable file `name`. */

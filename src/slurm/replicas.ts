@@ -32,7 +32,8 @@ export function gpuReplicas(service: string, env: NodeJS.ProcessEnv = process.en
   if (!set || set.gpus.length === 0) {
     throw new BerthError(
       EXIT.DATAERR,
-      `service "${service}": replicas: gpus, but this job has no GPU (SLURM_STEP_GPUS, SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset); ask Slurm for GPUs (sbatch --gres=gpu:N or --gpus=N) or give replicas: N`,
+      `service "${service}": replicas: gpus, but this job has no GPU (SLURM_STEP_GPUS, SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES are unset); ask Slurm for ` +
+        `GPUs (sbatch --gres=gpu:N or --gpus=N) or give replicas: N`,
       { service },
     );
   }

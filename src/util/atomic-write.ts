@@ -29,17 +29,22 @@ export interface FileOwner {
 /** Throws UnsafeFileError unless `path` is missing or a regular file owned by the caller (or by `owner`, see above). */
 export function checkReplaceable(path: string, owner?: FileOwner): void {
   try {
-    // issue 22 §5: no other user's link or directory on the way
+    // no other user's link or directory on the way
     if (owner === undefined) checkPathSafely(path);
     else {
       checkPathSafely(dirname(path)); // judges every folder above the owner's directory
       const d = lstatSync(dirname(path));
       if (d.isSymbolicLink() || !d.isDirectory() || (d.uid !== owner.uid && d.uid !== myUid())) {
-        throw new UnsafeFileError(path, `cannot be written safely: ${dirname(path)} is ${d.isSymbolicLink() ? 'a symbolic link' : !d.isDirectory() ? fileKind(d) : `a directory of uid ${d.uid}`}, not a directory of uid ${owner.uid} or yours`);
+        throw new UnsafeFileError(
+          path,
+          `cannot be written safely: ${dirname(path)} is ${d.isSymbolicLink() ? 'a symbolic link' : !d.isDirectory() ? fileKind(d) : `a directory of uid ` +
+            `${d.uid}`}, not a directory of uid ${owner.uid} or yours`,
+        );
       }
     }
   } catch (e) {
-    if (e instanceof UnsafePathError) throw new UnsafeFileError(path, `cannot be written safely: ${e.message}; use a path whose every directory and link is yours or root's`);
+    if (e instanceof UnsafePathError)
+      throw new UnsafeFileError(path, `cannot be written safely: ${e.message}; use a path whose every directory and link is yours or root's`);
     throw e;
   }
   let st;
@@ -49,8 +54,13 @@ export function checkReplaceable(path: string, owner?: FileOwner): void {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw e;
   }
-  if (!st.isFile()) throw new UnsafeFileError(path, `is ${fileKind(st)}, not a regular file; berth replaces only a regular file of yours (choose another path)`);
-  if (st.uid !== myUid() && st.uid !== owner?.uid) throw new UnsafeFileError(path, `is a file of uid ${st.uid}, not yours (uid ${myUid()}); berth replaces only a regular file of yours (choose another path)`);
+  if (!st.isFile())
+    throw new UnsafeFileError(path, `is ${fileKind(st)}, not a regular file; berth replaces only a regular file of yours (choose another path)`);
+  if (st.uid !== myUid() && st.uid !== owner?.uid)
+    throw new UnsafeFileError(
+      path,
+      `is a file of uid ${st.uid}, not yours (uid ${myUid()}); berth replaces only a regular file of yours (choose another path)`,
+    );
 }
 
 /** Removes `path` if it is a regular file of the caller's (missing is fine); refuses anything else. */

@@ -21,7 +21,7 @@ let stdioGuarded = false;
 /**
  * ignoreWriteErrors for process.stdout and process.stderr, attached when each is first used:
  * Node creates a stdio stream on first access, which costs `berth port` (it writes with
- * write(2) and never needs them) about 3 ms of its start-up (issue 31). Idempotent.
+ * write(2) and never needs them) about 3 ms of its start-up (docs/scale.md §2). Idempotent.
  */
 export function guardStdio(): void {
   if (stdioGuarded) return;

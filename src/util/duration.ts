@@ -1,4 +1,4 @@
-/** Durations as in design.md §5: "500ms", "10s", "5m", "1h"; a bare number is seconds. */
+/** Durations as the CLI spells them: "500ms", "10s", "5m", "1h"; a bare number is seconds. */
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 export function parseDuration(text: string): number | undefined {

@@ -7,7 +7,8 @@ export type Duration = string | number;
 /** Milliseconds of a Duration option; BerthError 64 naming the option when it is not one. */
 export function durationMs(name: string, value: Duration): number {
   const ms = typeof value === 'number' ? value : parseDuration(value);
-  if (ms === undefined || !Number.isFinite(ms) || ms < 0) throw new BerthError(EXIT.USAGE, `${name} ${JSON.stringify(value)}: expected a duration like 500ms, 10s, 5m (or a number of milliseconds)`);
+  if (ms === undefined || !Number.isFinite(ms) || ms < 0)
+    throw new BerthError(EXIT.USAGE, `${name} ${JSON.stringify(value)}: expected a duration like 500ms, 10s, 5m (or a number of milliseconds)`);
   return ms;
 }
 

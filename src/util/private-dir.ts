@@ -14,11 +14,11 @@ import { makeDirsSafely, UnsafePathError } from './safe-path.js';
  */
 
 export interface PrivateDirWords {
-  /** "lease directory" */
+  /** "run folder" */
   name: string;
-  /** What a symlink in its place would allow: "someone could redirect leases". */
+  /** What a symlink in its place would allow: "its logs could be redirected". */
   linkRisk: string;
-  /** What others who can write into it could do: "forge or remove leases". */
+  /** What others who can write into it could do: "replace its logs and diagnostics". */
   writeRisk: string;
   /** What to do when it cannot be examined, is a symlink, is not a directory, is someone else's, cannot be made. */
   todo: {
@@ -82,11 +82,16 @@ export function checkPrivateDir(path: string, w: PrivateDirWords): Stats {
  */
 export function makePrivateDir(path: string, recursive: boolean, w: PrivateDirWords): boolean {
   try {
-    if (recursive) makeDirsSafely(path); // issue 22 §5: no other user's link or directory on the way
+    if (recursive) makeDirsSafely(path); // no other user's link or directory on the way
     return recursive ? mkdirParents(path) : mkdirOne(path);
   } catch (e) {
     if (e instanceof UnsafePathError) {
-      throw refuse(path, w, `cannot be used safely: ${e.message}`, `use a path whose every directory and link is yours or root's, and not writable by others (see docs/run.md)`);
+      throw refuse(
+        path,
+        w,
+        `cannot be used safely: ${e.message}`,
+        `use a path whose every directory and link is yours or root's, and not writable by others (see docs/run.md)`,
+      );
     }
     throw refuse(path, w, `cannot be created (${errCode(e)})`, w.todo.create);
   }

@@ -44,7 +44,8 @@ const REASONS: Record<string, string> = {
 function hint(code: string, path: string, env: NodeJS.ProcessEnv): string {
   const xdg = env.XDG_RUNTIME_DIR;
   if ((code === 'EACCES' || code === 'EPERM') && xdg && (path === xdg || path.startsWith(`${xdg}/`))) {
-    return `XDG_RUNTIME_DIR=${xdg} belongs to another user (as after su or sudo): unset XDG_RUNTIME_DIR, or set BERTH_STATE_DIR to a private directory of yours`;
+    return `XDG_RUNTIME_DIR=${xdg} belongs to another user (as after su or sudo): unset XDG_RUNTIME_DIR, or set BERTH_STATE_DIR to a private directory of ` +
+      `yours`;
   }
   if (code === 'ENOSPC' || code === 'EDQUOT') return 'free some space there, or point berth elsewhere';
   if (code === 'EROFS') return 'point berth to a writable file system';
@@ -58,5 +59,9 @@ export function systemErrorAsBerth(e: unknown, env: NodeJS.ProcessEnv = process.
   if (x.syscall.startsWith('spawn')) return undefined; // a launch's own failure, reported by the launcher
   const verb = VERBS[x.syscall] ?? x.syscall;
   const reason = REASONS[x.code] ?? x.code;
-  return new BerthError(EXIT.IOERR, `cannot ${verb} ${x.path}: ${reason} (${x.code}); ${hint(x.code, x.path, env)}`, { path: x.path, code: x.code, syscall: x.syscall });
+  return new BerthError(EXIT.IOERR, `cannot ${verb} ${x.path}: ${reason} (${x.code}); ${hint(x.code, x.path, env)}`, {
+    path: x.path,
+    code: x.code,
+    syscall: x.syscall,
+  });
 }

@@ -35,7 +35,10 @@ export function userIds(owner: string): UserIds | { problem: string } {
   if (uidText === undefined || !numeric(uidText)) out = { problem: `there is no user "${user}" on this host; create it, or name an existing one` };
   else {
     const gidText = group === undefined ? (ask('id', ['-g', user]) ?? uidText) : numeric(group) ? group : ask('getent', ['group', group])?.split(':')[2];
-    out = gidText === undefined || !numeric(gidText) ? { problem: `there is no group "${group}" on this host; create it, or name an existing one` } : { uid: Number(uidText), gid: Number(gidText), name: user };
+    out =
+      gidText === undefined || !numeric(gidText)
+        ? { problem: `there is no group "${group}" on this host; create it, or name an existing one` }
+        : { uid: Number(uidText), gid: Number(gidText), name: user };
   }
   cache.set(owner, out);
   return out;

@@ -53,10 +53,18 @@ read or is invalid (file:line and band named); 74 cannot write the HTML file.`;
  */
 function processTracking(): { cgroup: boolean; message: string } {
   const why = process.env.BERTH_CGROUP === 'off' ? 'BERTH_CGROUP=off' : cgroupUnavailable();
-  if (why === undefined) return { cgroup: true, message: 'process tracking: each service runs in a cgroup of its own; every process it starts is stopped with it (daemons that call setsid, clear their environment and double-fork included)' };
+  if (why === undefined)
+    return {
+      cgroup: true,
+      message:
+        'process tracking: each service runs in a cgroup of its own; every process it starts is stopped with it (daemons that call setsid, clear their ' +
+          'environment and double-fork included)',
+    };
   return {
     cgroup: false,
-    message: `process tracking: no cgroup per service (${why}): a daemon that calls setsid, clears its environment (env -i) and double-forks before berth next looks is not stopped with its service, nor by the watchdog; run berth as root, or in a delegated cgroup subtree, to close this (docs/run.md, "The process tree")`,
+    message: `process tracking: no cgroup per service (${why}): a daemon that calls setsid, clears its environment (env -i) and double-forks before berth ` +
+      `next looks is not stopped with its service, nor by the watchdog; run berth as root, or in a delegated cgroup subtree, to close this (docs/run.md, ` +
+        `"The process tree")`,
   };
 }
 

@@ -18,5 +18,9 @@ export const commands: CommandEntry[] = [
   { name: 'release', summary: 'end port leases', load: async () => (await import('./release.js')).releaseCommand },
   { name: 'leases', summary: 'list port leases with owners and liveness', load: async () => (await import('./leases.js')).leasesCommand },
   { name: 'run', summary: 'start a service on a held port, wait until it is ready, supervise it', load: async () => (await import('./run.js')).runCommand },
-  { name: 'up', summary: 'start a stack of services in dependency order; tear it down on failure or Ctrl-C', load: async () => (await import('./up.js')).upCommand },
+  {
+    name: 'up',
+    summary: 'start a stack of services in dependency order; tear it down on failure or Ctrl-C',
+    load: async () => (await import('./up.js')).upCommand,
+  },
 ];

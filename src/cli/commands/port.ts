@@ -138,7 +138,11 @@ export const portCommand: Command = {
     const strategy = values.strategy ?? 'lowest';
     if (strategy !== 'lowest' && strategy !== 'random') throw usage('port', `--strategy ${strategy}: expected lowest or random`);
     // --count 1 is what --block and --ports are anyway.
-    const shape = [values.count !== undefined && values.count !== '1' && `--count ${values.count}`, values.block !== undefined && '--block', values.ports !== undefined && '--ports'].filter((f) => f !== false);
+    const shape = [
+      values.count !== undefined && values.count !== '1' && `--count ${values.count}`,
+      values.block !== undefined && '--block',
+      values.ports !== undefined && '--ports',
+    ].filter((f) => f !== false);
     if (shape.length > 1) throw usage('port', `${shape.join(' and ')}: give one (a count of distinct ports, one block, or a named set)`);
     const entries = values.ports === undefined ? undefined : portsFlag(values.ports);
     const root = procRoot();
@@ -149,14 +153,16 @@ export const portCommand: Command = {
       hold: false,
       procRoot: root,
     };
-    if (entries === undefined && values.block === undefined) opts.count = values.count === undefined ? 1 : parseCount('port', '--count', values.count, 1, MAX_PORTS);
+    if (entries === undefined && values.block === undefined)
+      opts.count = values.count === undefined ? 1 : parseCount('port', '--count', values.count, 1, MAX_PORTS);
     if (values.block !== undefined) {
       opts.block = parseCount('port', '--block', values.block, 1, MAX_PORTS);
       if (opts.block > MAX_BLOCK) throw usage('port', `--block ${opts.block}: a block has at most ${MAX_BLOCK} ports`);
     }
     if (values.owner !== undefined) opts.ownerPid = parseCount('port', '--owner', values.owner, 1, MAX_PID);
     // berth port exits at once: as its own owner the lease would end with it (the library's own pid means "I hold it").
-    if (opts.ownerPid === process.pid) throw usage('port', `--owner ${opts.ownerPid} is this berth process itself, which exits at once: give the pid of the process the lease is for (e.g. $$)`);
+    if (opts.ownerPid === process.pid)
+      throw usage('port', `--owner ${opts.ownerPid} is this berth process itself, which exits at once: give the pid of the process the lease is for (e.g. $$)`);
     if (values.ttl !== undefined) opts.ttlMs = parseDurationArg('port', '--ttl', values.ttl, TTL);
     // Without an owner the lease still must end some time: its holder process sleeps this long.
     if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;

@@ -79,7 +79,11 @@ export const releaseCommand: Command = {
               : `berth: port ${n.port}: its holder is not visible from here (another container's or pid namespace's process); release it from there\n`,
         );
       }
-      for (const h of result.heldBy) process.stderr.write(`berth: port ${h.port}: held by pid ${h.pid} (${cleanText(h.command.slice(0, 80))}), not a lease holder; the lease ends when that process does: stop it\n`);
+      for (const h of result.heldBy)
+        process.stderr.write(
+          `berth: port ${h.port}: held by pid ${h.pid} (${cleanText(h.command.slice(0, 80))}), not a lease holder; the lease ends when that process does: ` +
+            `stop it\n`,
+        );
     }
     return 0;
   },

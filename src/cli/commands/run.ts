@@ -121,8 +121,8 @@ When ready, one line on stderr: berth: NAME ready on HOST:PORT pid N after 1.23s
 (with --ports, the set follows: (http 20000, dist 20001-20032)).
 
 Examples:
-  berth run --handoff fd --ready http://127.0.0.1:{port}/ -- \\
-      python3 -c 'import http.server as h, socket; s = h.HTTPServer(("", 0), h.SimpleHTTPRequestHandler, False); s.socket = socket.socket(fileno=3); s.serve_forever()'
+  berth run --handoff fd --ready http://127.0.0.1:{port}/ -- python3 -c 'import http.server as h, socket
+s = h.HTTPServer(("", 0), h.SimpleHTTPRequestHandler, False); s.socket = socket.socket(fileno=3); s.serve_forever()'
   berth run --ready http://127.0.0.1:{port}/ -- python3 -m http.server {port} --bind 127.0.0.1
   berth run --layout layout.yaml --band engines --instance 0 --ready http://127.0.0.1:{port}/health \\
       --ready-file engine0.json -- vllm serve my-model --port {port}
@@ -214,7 +214,8 @@ export const runCommand: Command = {
     if (command.length === 0) throw usage('run', 'no command: put it after --, e.g. berth run -- python3 -m http.server {port}');
     const handoff = values.handoff ?? 'release';
     if (handoff !== 'release' && handoff !== 'fd') throw usage('run', `--handoff ${handoff}: expected release or fd`);
-    if (values.env !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(values.env)) throw usage('run', `--env ${JSON.stringify(values.env)}: not an environment variable name`);
+    if (values.env !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(values.env))
+      throw usage('run', `--env ${JSON.stringify(values.env)}: not an environment variable name`);
     let ready;
     try {
       ready = values.ready === undefined ? undefined : parseReadySpec(values.ready);
@@ -254,7 +255,8 @@ export const runCommand: Command = {
     opts.onEvent = (e) => {
       if (e.type === 'learned') for (const p of e.ephemeral) learnedEphemeral.add(p);
       if (e.type === 'warning') say(`warning: ${e.message}`, { event: 'warning', message: e.message });
-      else if (e.type === 'write-failed') say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
+      else if (e.type === 'write-failed')
+        say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
       // The audit's findings came as warning lines already; JSON readers also get them whole.
       else if (e.type === 'audit') say('', { event: 'audit', listeners: e.listeners });
       else if (e.type === 'foreign') say('', { event: 'foreign', listeners: e.listeners });
@@ -282,7 +284,11 @@ export const runCommand: Command = {
         isReady = true;
         const set = r.ports && !(r.learned && r.ports.length === 1) ? ` (${r.ports.map((a) => `${a.name} ${describeAssigned(a)}`).join(', ')})` : '';
         const learned = r.learned ? ` (learned${learnedEphemeral.size > 0 ? `; ${[...learnedEphemeral].join(', ')} in the ephemeral range` : ''})` : '';
-        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s${set}${learned}`, { event: 'ready', ...r, ...(learnedEphemeral.size > 0 ? { ephemeral: [...learnedEphemeral] } : {}) });
+        say(`${r.name} ready on ${hostPort(r.host, r.port)} pid ${r.pid} after ${(r.waitedMs / 1000).toFixed(2)}s${set}${learned}`, {
+          event: 'ready',
+          ...r,
+          ...(learnedEphemeral.size > 0 ? { ephemeral: [...learnedEphemeral] } : {}),
+        });
       },
       () => {},
     );
@@ -291,11 +297,20 @@ export const runCommand: Command = {
     if (early !== undefined && !end.ready) {
       const status = 128 + signalNumber(early);
       const by = parentGone && early === 'SIGTERM' ? 'because the parent went away (stdin EOF)' : `by ${early}`;
-      say(`stopped ${by} before ${handle.name} was ready; service stopped, exit ${status}`, { event: 'stopped', signal: early, status, ...(parentGone ? { cause: 'stdin-eof' } : {}) });
+      say(`stopped ${by} before ${handle.name} was ready; service stopped, exit ${status}`, {
+        event: 'stopped',
+        signal: early,
+        status,
+        ...(parentGone ? { cause: 'stdin-eof' } : {}),
+      });
       return status;
     }
     if (end.ready && end.exitCode !== 0 && end.bundle) {
-      say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, { event: 'exited', status: end.exitCode, runDir: end.runDir });
+      say(`${handle.name} exited with status ${end.exitCode}; logs and diagnostics: ${end.runDir}`, {
+        event: 'exited',
+        status: end.exitCode,
+        runDir: end.runDir,
+      });
     }
     // Its logs could not be written (a full disk): no clean run, though the service ended well.
     if (end.exitCode === 0 && end.writeFailed) return EXIT.IOERR;

@@ -13,7 +13,10 @@ export function checkNulBytes(spec: StackSpec): void {
     const at = `services.${s.name}`;
     const fields: [string, string | undefined][] = [
       ...s.command.map((w, i): [string, string] => [`${at}.command word ${i + 1}`, w]),
-      ...Object.entries(s.env).flatMap(([k, v]): [string, string][] => [[`${at}.env name ${JSON.stringify(k.replace(/\0/g, '\\0'))}`, k], [`${at}.env.${k.replace(/\0/g, '\\0')}`, v]]),
+      ...Object.entries(s.env).flatMap(([k, v]): [string, string][] => [
+        [`${at}.env name ${JSON.stringify(k.replace(/\0/g, '\\0'))}`, k],
+        [`${at}.env.${k.replace(/\0/g, '\\0')}`, v],
+      ]),
       [`${at}.cwd`, s.cwd],
       [`${at}.host`, s.host],
       [`${at}.ready`, s.ready?.kind === 'cmd' ? s.ready.command : s.ready?.kind === 'http' ? s.ready.url : undefined],

@@ -17,7 +17,16 @@ import { readPortsKey, type YamlReader } from './ports-key.js';
 export type SourceKey = 'band' | 'port' | 'range' | 'instance' | 'ports';
 
 /** One of a service's port keys, into its draft; `fail` reports at the value (`true`: the ports are broken). */
-export function readSourceKey(key: SourceKey, v: Node | null | undefined, kLine: number, text: string | undefined, d: Draft, label: string, fail: (msg: string, portsBroken?: boolean) => void, r: YamlReader): void {
+export function readSourceKey(
+  key: SourceKey,
+  v: Node | null | undefined,
+  kLine: number,
+  text: string | undefined,
+  d: Draft,
+  label: string,
+  fail: (msg: string, portsBroken?: boolean) => void,
+  r: YamlReader,
+): void {
   switch (key) {
     case 'band':
       if (text === undefined || text.trim() === '') fail(`band must be the name of a band of the layout, found ${kindOf(v)}`, true);
@@ -53,9 +62,10 @@ export function readSourceKey(key: SourceKey, v: Node | null | undefined, kLine:
       if (entries) {
         d.spec.ports = entries.filter((e) => e.kind !== 'shared');
         d.spec.sharedKept = entries.flatMap((e) => (e.kind === 'shared' && e.keep ? [e.name] : []));
-        d.spec.shared = entries.flatMap((e): PortEntry[] => (e.kind !== 'shared' ? [] : e.count === 1 ? [{ name: e.name, kind: 'single' }] : [{ name: e.name, kind: 'block', count: e.count }]));
-      }
-      else d.portsBroken = d.broken = true;
+        d.spec.shared = entries.flatMap((e): PortEntry[] =>
+          e.kind !== 'shared' ? [] : e.count === 1 ? [{ name: e.name, kind: 'single' }] : [{ name: e.name, kind: 'block', count: e.count }],
+        );
+      } else d.portsBroken = d.broken = true;
       break;
     }
     case 'range': {
@@ -97,7 +107,8 @@ export function resolvePorts(d: Draft, layout: Layout | undefined, layoutBroken:
       // "default" without a layout band of that name is the built-in one, as for services without a source.
       if (s.name === DEFAULT_BAND) {
         d.spec.source = { kind: 'default' };
-        if (d.instance && d.instance.n > 0) r.add(d.instance.line, `${label}: instance ${d.instance.n} needs a band with a window; the built-in band "default" is one instance (0)`);
+        if (d.instance && d.instance.n > 0)
+          r.add(d.instance.line, `${label}: instance ${d.instance.n} needs a band with a window; the built-in band "default" is one instance (0)`);
         return;
       }
       if (layoutBroken) return;

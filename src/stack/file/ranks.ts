@@ -52,7 +52,15 @@ export function serviceNodes(spec: Pick<ServiceSpec, 'nodes'>, t: Topology): { f
 export function rankOf(spec: Pick<ServiceSpec, 'nodes'>, replica: number, replicasHere: number, t: Topology): Rank {
   const { first, count } = serviceNodes(spec, t);
   const nodeRank = Math.max(0, t.nodeIndex - first);
-  return { rank: nodeRank * replicasHere + replica, worldSize: count * replicasHere, localRank: replica, nodeRank, nodeCount: count, node: t.node, generation: 0 };
+  return {
+    rank: nodeRank * replicasHere + replica,
+    worldSize: count * replicasHere,
+    localRank: replica,
+    nodeRank,
+    nodeCount: count,
+    node: t.node,
+    generation: 0,
+  };
 }
 
 /** BERTH_RANK … BERTH_NODE: set for every replica (docs/stack.md maps them to torch's and Slurm's). */

@@ -41,7 +41,10 @@ export function socketPathProblems(spec: StackSpec, runDir: string): string[] {
         if (bytes <= SUN_PATH_MAX) continue;
         const room = SUN_PATH_MAX - (bytes - Buffer.byteLength(runDir));
         const fix = room > 1 ? `use a --run-dir of at most ${room} bytes (e.g. --run-dir /tmp/$USER-r1)` : 'shorten the socket name or the service name';
-        out.push(`service "${s.name}" (line ${s.line}): ${where}: the Unix socket path ${path} is ${bytes} bytes, but a socket path holds at most ${SUN_PATH_MAX} (sun_path); ${fix}`);
+        out.push(
+          `service "${s.name}" (line ${s.line}): ${where}: the Unix socket path ${path} is ${bytes} bytes, but a socket path holds at most ` +
+            `${SUN_PATH_MAX} (sun_path); ${fix}`,
+        );
       }
     }
   }

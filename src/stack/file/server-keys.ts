@@ -34,8 +34,10 @@ export function readScheme(text: string | undefined): { scheme: string | null } 
   if (t === undefined || t === '') return { problem: 'must be a URL scheme such as http, https, postgresql, redis, grpc, or none (no URL: only HOST:PORT)' };
   if (t === 'none') return { scheme: null };
   const bare = t.replace(/:(\/\/)?$/, '');
-  if (bare !== t && SCHEME_RE.test(bare.toLowerCase())) return { problem: `${JSON.stringify(t)}: write the scheme alone, without "${t.slice(bare.length)}" (scheme: ${bare.toLowerCase()})` };
-  if (!SCHEME_RE.test(t.toLowerCase())) return { problem: `${JSON.stringify(t)} is not a URL scheme (a letter, then letters, digits, "+", "-" or "."), e.g. http, postgresql, redis; or none` };
+  if (bare !== t && SCHEME_RE.test(bare.toLowerCase()))
+    return { problem: `${JSON.stringify(t)}: write the scheme alone, without "${t.slice(bare.length)}" (scheme: ${bare.toLowerCase()})` };
+  if (!SCHEME_RE.test(t.toLowerCase()))
+    return { problem: `${JSON.stringify(t)} is not a URL scheme (a letter, then letters, digits, "+", "-" or "."), e.g. http, postgresql, redis; or none` };
   return { scheme: t.toLowerCase() };
 }
 

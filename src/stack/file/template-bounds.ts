@@ -1,5 +1,5 @@
 /*
- * Bounds on what a config template may render to (issue 22 §7). Nested list sections
+ * Bounds on what a config template may render to. Nested list sections
  * multiply: 40 nested {{#e.replicas}} over 2 replicas render 2^40 copies, which would pin a
  * core with every signal waiting behind the synchronous render, and 5,000 levels overflow
  * the stack. Both are found from the parsed template and the context before anything is
@@ -76,12 +76,14 @@ function estimate(spans: readonly Span[], stack: unknown[], rules: ViewRules): {
 export function templateBoundProblem(spans: readonly Span[], text: string, context: object, file: string, rules: ViewRules): string | undefined {
   const deep = tooDeep(spans);
   if (deep) {
-    return `${file}:${lineAt(text, deep[2])}: template sections nest more than ${MAX_SECTION_DEPTH} deep here ({{${deep[0]}${deep[1]}}}); berth renders at most ${MAX_SECTION_DEPTH} levels (close the sections above it)`;
+    return `${file}:${lineAt(text, deep[2])}: template sections nest more than ${MAX_SECTION_DEPTH} deep here ({{${deep[0]}${deep[1]}}}); berth renders at ` +
+      `most ${MAX_SECTION_DEPTH} levels (close the sections above it)`;
   }
   const e = estimate(spans, [context], rules);
   if (e.at) {
     const mib = MAX_RENDERED_CHARS / (1024 * 1024);
-    return `${file}:${lineAt(text, e.at[2])}: this section ({{${e.at[0]}${e.at[1]}}}) would render more than ${mib} MiB (each list section repeats its body once per entry, nested lists multiply); berth renders at most ${mib} MiB per template`;
+    return `${file}:${lineAt(text, e.at[2])}: this section ({{${e.at[0]}${e.at[1]}}}) would render more than ${mib} MiB (each list section repeats its body ` +
+      `once per entry, nested lists multiply); berth renders at most ${mib} MiB per template`;
   }
   return undefined;
 }

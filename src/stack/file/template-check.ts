@@ -12,11 +12,23 @@ import { templateProblems, templateTagNames } from './templates.js';
  */
 
 function standIn(entries: readonly PortEntry[]): AssignedPorts[] {
-  return entries.map((e) => ({ name: e.name, kind: e.kind === 'single' ? 'single' : 'block', ports: e.kind === 'block' ? Array.from({ length: e.count }, (_, i) => 1 + i) : e.kind === 'window' ? [1, 2] : [1] }));
+  return entries.map((e) => ({
+    name: e.name,
+    kind: e.kind === 'single' ? 'single' : 'block',
+    ports: e.kind === 'block' ? Array.from({ length: e.count }, (_, i) => 1 + i) : e.kind === 'window' ? [1, 2] : [1],
+  }));
 }
 
 /** What an own field is, for the message about a service named like it. */
-const FIELD_WORDS: Record<string, string> = { node: "this replica's node name", host: "this replica's address", name: "this replica's service name", port: "this replica's port", ports: "this replica's named ports", rank: "this replica's rank", dir: "the folder the files are rendered into" };
+const FIELD_WORDS: Record<string, string> = {
+  node: "this replica's node name",
+  host: "this replica's address",
+  name: "this replica's service name",
+  port: "this replica's port",
+  ports: "this replica's named ports",
+  rank: "this replica's rank",
+  dir: 'the folder the files are rendered into',
+};
 
 /** Problems as [line, text] (line in the stack file; the text names the template file and its line). */
 export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<string, ServiceSpec>): [number, string][] {
@@ -57,7 +69,12 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
       if (OWN_FIELDS.includes(tag.name) && services.has(tag.name) && tag.full.includes('.') && !notDeps.has(tag.name)) {
         // {{node.hostport}} of a service called "node": mustache finds the field first.
         notDeps.add(tag.name);
-        out.push([t.line, `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.full}}}, but "${tag.name}" is a field of every template (${FIELD_WORDS[tag.name] ?? 'the rendering replica\'s own'}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: rename the service (e.g. "${tag.name}-svc"; its replicas are also in {{#services}})`]);
+        out.push([
+          t.line,
+          `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.full}}}, but "${tag.name}" is a field of every template ` +
+            `(${FIELD_WORDS[tag.name] ?? "the rendering replica's own"}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: rename the ` +
+              `service (e.g. "${tag.name}-svc"; its replicas are also in {{#services}})`,
+        ]);
         continue;
       }
       if (services.has(tag.name) && !OWN_FIELDS.includes(tag.name) && !deps.has(tag.name) && !notDeps.has(tag.name)) {

@@ -127,7 +127,26 @@ export interface TemplateInput {
 }
 
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
-export const OWN_FIELDS: readonly string[] = ['name', 'replica', 'replicas', 'host', 'port', 'hostport', 'url', 'gpu', 'dir', 'ports', 'services', 'rank', 'world_size', 'local_rank', 'node_rank', 'node_count', 'node', 'generation'];
+export const OWN_FIELDS: readonly string[] = [
+  'name',
+  'replica',
+  'replicas',
+  'host',
+  'port',
+  'hostport',
+  'url',
+  'gpu',
+  'dir',
+  'ports',
+  'services',
+  'rank',
+  'world_size',
+  'local_rank',
+  'node_rank',
+  'node_count',
+  'node',
+  'generation',
+];
 
 /** The dependencies a template names by path ({{etcd.port}}): a tag inside a list section may reach them. */
 export function serviceNames(ctx: TemplateContext): string[] {
@@ -158,7 +177,19 @@ function service(name: string, eps: readonly TemplateEndpoint[], self: number | 
     const url = schemeUrl(e.scheme, hp);
     // An endpoint without a node is one of this host's (a stack on one host).
     const at = { rank: index, node: e.node ?? here, node_rank: e.nodeRank ?? 0 };
-    return { name, index, host, port: e.port, hostport: hp, ...(url !== null ? { url } : {}), ports: templatePorts(e.ports, e.host), first: index === 0, last: index === eps.length - 1, self: index === self, ...at };
+    return {
+      name,
+      index,
+      host,
+      port: e.port,
+      hostport: hp,
+      ...(url !== null ? { url } : {}),
+      ports: templatePorts(e.ports, e.host),
+      first: index === 0,
+      last: index === eps.length - 1,
+      self: index === self,
+      ...at,
+    };
   });
   const r0 = replicas[0];
   const urls = eps[0]?.scheme === null ? {} : { url: r0?.url ?? '', urls: replicas.map((r) => r.url).join(',') };
@@ -178,7 +209,9 @@ function service(name: string, eps: readonly TemplateEndpoint[], self: number | 
 /** The context one replica's templates are rendered with. Pure. */
 export function templateContext(input: TemplateInput): TemplateContext {
   // Its own entry among its peers: its rank (= its replica on one host; node order across nodes).
-  const services = [...input.dependencies].map(([name, eps]) => service(name, eps, name === input.name ? (input.rank?.rank ?? input.replica) : undefined, input.rank?.node ?? ''));
+  const services = [...input.dependencies].map(([name, eps]) =>
+    service(name, eps, name === input.name ? (input.rank?.rank ?? input.replica) : undefined, input.rank?.node ?? ''),
+  );
   const ctx: TemplateContext = {
     name: input.name,
     replica: input.replica,
@@ -188,7 +221,16 @@ export function templateContext(input: TemplateInput): TemplateContext {
     services,
   };
   const r = input.rank;
-  if (r) Object.assign(ctx, { rank: r.rank, world_size: r.worldSize, local_rank: r.localRank, node_rank: r.nodeRank, node_count: r.nodeCount, node: r.node, generation: r.generation });
+  if (r)
+    Object.assign(ctx, {
+      rank: r.rank,
+      world_size: r.worldSize,
+      local_rank: r.localRank,
+      node_rank: r.nodeRank,
+      node_count: r.nodeCount,
+      node: r.node,
+      generation: r.generation,
+    });
   if (input.port !== undefined) {
     ctx.port = input.port;
     ctx.hostport = endpointHostPort({ host: input.host, port: input.port });

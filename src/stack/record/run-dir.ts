@@ -17,7 +17,7 @@ import type { WriteFailures } from './write-failures.js';
  *                    (a job's rank that restarts as a group: <service>-<replica>.g<N>.out|.err,
  *                    one pair per generation, side by side)
  *   diagnostics/<service>-<replica>/   bundles of failed launches (…-<replica>.g<N>/ per generation)
- * Private like the lease directory: created 0700, then checked for type, owner and mode.
+ * Private like berth's run folders: created 0700, then checked for type, owner and mode.
  * The records it holds (an event, a replica's line of endpoints.json) are endpoints.ts's.
  */
 

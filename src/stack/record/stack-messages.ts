@@ -74,11 +74,17 @@ export function formatStackReady(doc: EndpointsDocument, opts: { readyMs?: numbe
   const spread = reps.some((r) => r.node !== undefined) ? ` of ${services} service${services === 1 ? '' : 's'}` : '';
   const where = `(endpoints: ${shownPath(`${doc.runDir}/endpoints.json`, opts.cwd)})`;
   // Only a job: nothing had to be ready before it starts.
-  const head = reps.length === 0 && (opts.skip?.size ?? 0) > 0 ? `stack ready${after}: nothing to wait for, the job starts ${where}` : `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'}${spread} ${where}`;
+  const head =
+    reps.length === 0 && (opts.skip?.size ?? 0) > 0
+      ? `stack ready${after}: nothing to wait for, the job starts ${where}`
+      : `stack ready${after}: ${reps.length} replica${reps.length === 1 ? '' : 's'}${spread} ${where}`;
   const names = reps.map((r) => (r.node === undefined ? `${r.service}/${r.replica}` : `${r.service}/${r.replica}@${r.node}`));
   const width = Math.max(0, ...names.map((x) => x.length));
   // A service with `scheme: none` has no URL: where it is reached, HOST:PORT.
-  const urls = reps.map((r) => r.url ?? (r.state === 'exited' ? '(completed)' : r.port !== null && r.host !== null ? endpointHostPort({ host: r.host, port: r.port }) : '(no port)'));
+  const urls = reps.map(
+    (r) =>
+      r.url ?? (r.state === 'exited' ? '(completed)' : r.port !== null && r.host !== null ? endpointHostPort({ host: r.host, port: r.port }) : '(no port)'),
+  );
   const uwidth = Math.max(0, ...urls.map((x) => x.length));
   const lines = reps.map((r, i) => `  ${names[i]!.padEnd(width)}  ${urls[i]!.padEnd(uwidth)}${r.pid === null ? '' : `  pid ${r.pid}`}${otherPorts(r)}`);
   // Shared ports (a torch MASTER_PORT) are the service's, not a replica's: one line each.

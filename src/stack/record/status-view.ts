@@ -76,8 +76,16 @@ const HEADER = ['SERVICE', 'REPLICA', 'PORT', 'PID', 'STATE', 'TIME'];
 
 /** The table's lines (no newlines). Columns fit the widest cell; the state cell is coloured; a job's generation follows its replica ("1 g2"). */
 export function renderTable(rows: readonly StatusRow[], now: number, opts: RenderOptions): string[] {
-  const replicaCell = (r: StatusRow) => (r.node === undefined ? String(r.replica) : `${r.replica}@${r.node}`) + (r.generation !== undefined ? ` g${r.generation}` : '');
-  const cells = rows.map((r) => [r.service, replicaCell(r), r.port === undefined ? '-' : String(r.port), r.pid === undefined ? '-' : String(r.pid), r.state, formatAge(now - r.since)]);
+  const replicaCell = (r: StatusRow) =>
+    (r.node === undefined ? String(r.replica) : `${r.replica}@${r.node}`) + (r.generation !== undefined ? ` g${r.generation}` : '');
+  const cells = rows.map((r) => [
+    r.service,
+    replicaCell(r),
+    r.port === undefined ? '-' : String(r.port),
+    r.pid === undefined ? '-' : String(r.pid),
+    r.state,
+    formatAge(now - r.since),
+  ]);
   const widths = HEADER.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[], state?: ReplicaState): string => {
     const plain = c.map((x, i) => (i === c.length - 1 ? x : x.padEnd(widths[i]!))).join('  ');

@@ -31,7 +31,9 @@ export class WriteFailures {
     if (this.list.some((f) => f.path === path)) return;
     const text = typeof error === 'string' ? error : writeErrorText(error);
     this.list.push({ path, error: text, at: new Date().toISOString() });
-    this.say(`berth: cannot write ${path}: ${text}; ${what}; berth will exit 74 unless the stack fails otherwise (free space there, or give another --run-dir)`);
+    this.say(
+      `berth: cannot write ${path}: ${text}; ${what}; berth will exit 74 unless the stack fails otherwise (free space there, or give another --run-dir)`,
+    );
   }
 
   get any(): boolean {

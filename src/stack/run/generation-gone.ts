@@ -41,7 +41,10 @@ export async function survivorsOf(reps: readonly Replica[]): Promise<Survivor[]>
 
 /** "process 123 (python3 train.py) of trainer/1 survived SIGKILL (state D: …)" */
 export function survivorText(s: Survivor): string {
-  const why = s.state === 'D' ? 'state D: in uninterruptible sleep, stuck in the kernel (a hung disk or network filesystem); only its I/O returning, or a reboot, ends it' : `state ${s.state}`;
+  const why =
+    s.state === 'D'
+      ? 'state D: in uninterruptible sleep, stuck in the kernel (a hung disk or network filesystem); only its I/O returning, or a reboot, ends it'
+      : `state ${s.state}`;
   return `process ${s.pid} (${s.command || '?'}) of ${s.rep.label} survived SIGKILL (${why})`;
 }
 
@@ -66,7 +69,10 @@ export async function portsStillHeld(procRoot: string, ports: readonly number[],
       const owners = findSocketOwners(procRoot, new Set(others.map((r) => r.inode)));
       return others.map((row) => {
         const o = owners.get(row.inode);
-        return { row, holder: o && o.length > 0 ? o.map((x) => `pid ${x.pid} (${x.cmdline.join(' ') || x.comm || '?'})`).join(', ') : `uid ${row.uid}, holder not visible` };
+        return {
+          row,
+          holder: o && o.length > 0 ? o.map((x) => `pid ${x.pid} (${x.cmdline.join(' ') || x.comm || '?'})`).join(', ') : `uid ${row.uid}, holder not visible`,
+        };
       });
     }
     await new Promise((r) => setTimeout(r, POLL_MS));

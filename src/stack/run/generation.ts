@@ -66,23 +66,40 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
   } catch (e) {
     if (!st.ending) {
       const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
-      problem = { rep: svc.replicas[0]!, exitCode: err.exitCode, reason: `generation ${g + 1}: no shared port: ${err.message}${err.exitCode === EXIT.UNAVAILABLE ? orphanLines(err, st.procRoot) : ''}` };
+      problem = {
+        rep: svc.replicas[0]!,
+        exitCode: err.exitCode,
+        reason: `generation ${g + 1}: no shared port: ${err.message}${err.exitCode === EXIT.UNAVAILABLE ? orphanLines(err, st.procRoot) : ''}`,
+      };
     }
   }
   await Promise.all(exits);
   if (!problem && !st.ending) {
     const left = await survivorsOf(svc.replicas);
-    if (left.length > 0) problem = { rep: left[0]!.rep, exitCode: EXIT.SOFTWARE, reason: `generation ${g} is not gone: ${left.map(survivorText).join('; ')}; berth cannot start generation ${g + 1} while it may still hold the job's ports and files, so the stack is stopped` };
+    if (left.length > 0)
+      problem = {
+        rep: left[0]!.rep,
+        exitCode: EXIT.SOFTWARE,
+        reason: `generation ${g} is not gone: ${left.map(survivorText).join('; ')}; berth cannot start generation ${g + 1} while it may still hold the ` +
+          `job's ports and files, so the stack is stopped`,
+      };
   }
   if (!problem && !st.ending) {
     // Shared ports leased on another node (rank 0's) are that node's to prove free.
     const ports = [...(old?.set ? old.assigned : []), ...svc.replicas.flatMap((r) => r.set?.assigned ?? [])].flatMap((a) => a.ports);
     const held = await portsStillHeld(st.procRoot, ports);
-    if (held.length > 0) problem = { rep: svc.replicas[0]!, exitCode: EXIT.SOFTWARE, reason: `generation ${g} is not gone: ${held.map((h) => `port ${h.row.localPort} (${h.row.state}) is held by ${h.holder}`).join('; ')}, outside the ranks' process trees; the stack is stopped` };
+    if (held.length > 0)
+      problem = {
+        rep: svc.replicas[0]!,
+        exitCode: EXIT.SOFTWARE,
+        reason: `generation ${g} is not gone: ${held.map((h) => `port ${h.row.localPort} (${h.row.state}) is held by ${h.holder}`).join('; ')}, outside the ` +
+          `ranks' process trees; the stack is stopped`,
+      };
   }
   // Across nodes: every node's old generation must be gone before any starts the next (coordinator.ts).
   let go: { shared?: SharedPorts } | undefined = {};
-  if (!problem && !st.ending && st.o.generationGate) go = await st.o.generationGate(svc.spec.name, g, fresh && old ? { host: old.host, ports: fresh.assigned } : undefined);
+  if (!problem && !st.ending && st.o.generationGate)
+    go = await st.o.generationGate(svc.spec.name, g, fresh && old ? { host: old.host, ports: fresh.assigned } : undefined);
   if (problem || st.ending || !go) {
     // The leases of the next generation that will not come (the old ones are the teardown's).
     await giveBack(st, fresh, (r) => old!.set!.reservations.includes(r));

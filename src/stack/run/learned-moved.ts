@@ -21,10 +21,16 @@ export function onLearnedMoved(st: StackRun, rep: Replica, moved: string): void 
   const stale = staleDependents(st, rep);
   if (stale.length === 0) return;
   const names = stale.map((r) => r.label).join(', ');
-  st.warn(`${rep.label} came back on other ports than before (${moved}); ${names} ${stale.length === 1 ? 'was' : 'were'} given the old ${moved.includes(',') ? 'ones' : 'one'}`);
+  st.warn(
+    `${rep.label} came back on other ports than before (${moved}); ${names} ${stale.length === 1 ? 'was' : 'were'} given the old ` +
+      `${moved.includes(',') ? 'ones' : 'one'}`,
+  );
   const stuck = stale.find((r) => r.svc.spec.restart.policy !== 'on-failure' || r.restarts >= r.svc.spec.restart.limit);
   if (stuck) {
-    const why = stuck.svc.spec.restart.policy !== 'on-failure' ? 'it does not allow restarts (restart: on-failure)' : `it has no restart left (restart_limit ${stuck.svc.spec.restart.limit})`;
+    const why =
+      stuck.svc.spec.restart.policy !== 'on-failure'
+        ? 'it does not allow restarts (restart: on-failure)'
+        : `it has no restart left (restart_limit ${stuck.svc.spec.restart.limit})`;
     return st.failStack(stuck, EXIT.SOFTWARE, `${stuck.label} uses ${rep.label}'s old port (${moved}), and ${why}: it would talk to a stale port`);
   }
   const reason = `${rep.label} moved (${moved}): started again with its new ports`;

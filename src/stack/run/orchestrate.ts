@@ -37,7 +37,10 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
     stop: (so) => stop(st, so?.signal, so?.force === true, so?.cause),
     say: (text) => st.console.message(text),
     setExternal: (service, endpoints, statuses) => {
-      st.external.set(service, { endpoints: [...endpoints], statuses: statuses ? [...statuses] : endpoints.length > 0 ? endpoints.map(() => ({ state: 'ready' })) : [{ state: 'ready' }] });
+      st.external.set(service, {
+        endpoints: [...endpoints],
+        statuses: statuses ? [...statuses] : endpoints.length > 0 ? endpoints.map(() => ({ state: 'ready' })) : [{ state: 'ready' }],
+      });
       // Only once the ports are reserved: main() asks what may start for the first time itself.
       if (st.reserved) next(st, { kind: 'progress' });
     },

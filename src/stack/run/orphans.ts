@@ -45,11 +45,15 @@ interface InUse {
 
 /** The lines naming the processes outside the stack that hold its ports, from a 69's report; '' when none. */
 export function orphanLines(err: BerthError, procRoot = '/proc'): string {
-  const inUse = ((err.details as { excluded?: { inUse?: InUse[] } } | undefined)?.excluded?.inUse ?? []).filter((u) => u.pid !== undefined && !u.heldByBerth && !u.inProgress);
+  const inUse = ((err.details as { excluded?: { inUse?: InUse[] } } | undefined)?.excluded?.inUse ?? []).filter(
+    (u) => u.pid !== undefined && !u.heldByBerth && !u.inProgress,
+  );
   const lines = inUse.slice(0, 5).map((u) => {
     const started = startedText(u.pid!, procRoot);
-    return `  port ${u.port}: pid ${u.pid}${u.uid !== undefined ? ` uid ${u.uid}` : ''}${u.command ? ` (${u.command.length > 120 ? `${u.command.slice(0, 117)}...` : u.command})` : ''}${started ? `, ${started}` : ''}: not started by this stack`;
+    const command = u.command ? ` (${u.command.length > 120 ? `${u.command.slice(0, 117)}...` : u.command})` : '';
+    return `  port ${u.port}: pid ${u.pid}${u.uid !== undefined ? ` uid ${u.uid}` : ''}${command}${started ? `, ${started}` : ''}: not started by this stack`;
   });
   if (lines.length === 0) return '';
-  return `\n${lines.join('\n')}\n  (a server left over from an earlier run: a dead container's under --network host, a previous job's rank): stop it, or give this service other ports`;
+  return `\n${lines.join('\n')}\n  (a server left over from an earlier run: a dead container's under --network host, a previous job's rank): stop it, or ` +
+    `give this service other ports`;
 }

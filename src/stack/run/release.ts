@@ -26,6 +26,9 @@ export async function releaseShared(st: StackRun, svc: Service): Promise<void> {
   try {
     await set.release();
   } catch (e) {
-    st.warn(`could not release the shared ports of ${svc.spec.name} (${svc.shared!.assigned.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}): ${(e as Error).message}`);
+    st.warn(
+      `could not release the shared ports of ` +
+        `${svc.spec.name} (${svc.shared!.assigned.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}): ${(e as Error).message}`,
+    );
   }
 }

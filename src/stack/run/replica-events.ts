@@ -28,7 +28,17 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       if (rep.svc.spec.ports[0]?.kind === 'learn') rep.port = e.ports[0]!.ports[0];
       const all = [...(rep.set?.assigned ?? []), ...rep.learned];
       const eph = e.ephemeral.length > 0 ? ` (${e.ephemeral.join(', ')} in the ephemeral range)` : '';
-      st.update(rep, { state: rep.state, ...(rep.port !== undefined ? { port: rep.port } : {}), ports: all, learned: e.ports.map((a) => a.name), detail: `learned ${e.ports.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}${eph}` }, false);
+      st.update(
+        rep,
+        {
+          state: rep.state,
+          ...(rep.port !== undefined ? { port: rep.port } : {}),
+          ports: all,
+          learned: e.ports.map((a) => a.name),
+          detail: `learned ${e.ports.map((a) => `${a.name} ${a.ports[0]}`).join(', ')}${eph}`,
+        },
+        false,
+      );
       break;
     }
     case 'ready': {
@@ -63,13 +73,25 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       for (const l of e.listeners) if (!rep.unexpected.some((u) => u.port === l.port)) rep.unexpected.push(l);
       const ack = e.listeners.filter((l) => l.acknowledged).map((l) => l.port);
       const note = ack.length > 0 ? ` (acknowledged by strays: ${ack.join(', ')})` : '';
-      st.update(rep, { state: rep.state, unexpectedListeners: rep.unexpected, detail: `listens outside its ports on ${e.listeners.map((l) => l.port).join(', ')}${note}` }, false);
+      st.update(
+        rep,
+        { state: rep.state, unexpectedListeners: rep.unexpected, detail: `listens outside its ports on ${e.listeners.map((l) => l.port).join(', ')}${note}` },
+        false,
+      );
       break;
     }
     case 'foreign': {
       // Said once on the console (a warning, or the failure that follows); recorded here.
       for (const l of e.listeners) if (!rep.foreign.some((f) => f.inode === l.inode && f.port === l.port)) rep.foreign.push(l);
-      st.update(rep, { state: rep.state, foreign: rep.foreign, detail: `foreign listener on port ${[...new Set(e.listeners.map((l) => l.port))].join(', ')}: ${e.listeners.map((l) => l.message).join('; ')}` }, false);
+      st.update(
+        rep,
+        {
+          state: rep.state,
+          foreign: rep.foreign,
+          detail: `foreign listener on port ${[...new Set(e.listeners.map((l) => l.port))].join(', ')}: ${e.listeners.map((l) => l.message).join('; ')}`,
+        },
+        false,
+      );
       break;
     }
     case 'reserved':
@@ -150,5 +172,12 @@ export function recordJobEnd(st: StackRun, rep: Replica, info: ExitInfo): void {
   if (status === 0) return;
   const how = info.signal ? `was killed by ${info.signal}` : `exited with status ${status}`;
   const who = ranks === 1 ? how : `rank ${rep.index} of ${ranks} ${how}; the other ranks are stopped`;
-  st.failure = { service: st.job.service, replica: rep.index, exitCode: status, reason: who, logs: st.logsOf(rep), ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}) };
+  st.failure = {
+    service: st.job.service,
+    replica: rep.index,
+    exitCode: status,
+    reason: who,
+    logs: st.logsOf(rep),
+    ...(info.bundle ? { diagnostics: dirname(info.bundle), bundle: info.bundle } : {}),
+  };
 }

@@ -115,7 +115,7 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
 
 function reserveOptions(st: StackRun, rep: Replica, source: PortSource): ReserveOptions {
   const ro: ReserveOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
-  // Without it the set never lets the event loop see a signal until it is complete (issue 22 §17).
+  // Without it the set never lets the event loop see a signal until it is complete.
   ro.signal = st.reserveAbort.signal;
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
   if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
@@ -137,7 +137,11 @@ export async function reserveNextShared(st: StackRun, svc: Service, old: NamedRe
   let got: Reservation[] = [];
   if (fresh.length > 0) {
     const ro = reserveOptions(st, rep, source);
-    const requests = namedSetRequests(fresh, { source, name: `${st.spec.file}:${spec.name}`, ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}) });
+    const requests = namedSetRequests(fresh, {
+      source,
+      name: `${st.spec.file}:${spec.name}`,
+      ...(ro.holdAddress !== undefined ? { holdAddress: ro.holdAddress } : {}),
+    });
     got = await reserveSet(requests, setOptions(ro));
   }
   let next = 0;

@@ -33,8 +33,15 @@ export function blockedStart(st: StackRun): { rep: Replica; reason: string } | u
       const gone = dep.replicas.find((r) => r.state === 'exited' || r.state === 'failed') ?? dep.replicas[0]!;
       const why = gone.code !== undefined && gone.code !== null ? ` (status ${gone.code})` : '';
       // A step that ran to completion while a dependent waited for it to serve: say how to wait for that.
-      const fix = d.condition !== 'completed' && gone.state === 'exited' && gone.code === 0 ? `; if ${d.service} is a one-shot step, wait for it with depends_on: { ${d.service}: completed }` : '';
-      return { rep: gone, reason: `${svc.spec.name} cannot start: it waits for ${d.service} to be ${d.condition === 'completed' ? 'completed (exit 0)' : d.condition}, but ${gone.label} ${gone.state}${why}${fix}` };
+      const fix =
+        d.condition !== 'completed' && gone.state === 'exited' && gone.code === 0
+          ? `; if ${d.service} is a one-shot step, wait for it with depends_on: { ${d.service}: completed }`
+          : '';
+      return {
+        rep: gone,
+        reason: `${svc.spec.name} cannot start: it waits for ${d.service} to be ${d.condition === 'completed' ? 'completed (exit ' +
+          '0)' : d.condition}, but ${gone.label} ${gone.state}${why}${fix}`,
+      };
     }
   }
   return undefined;
@@ -42,7 +49,10 @@ export function blockedStart(st: StackRun): { rep: Replica; reason: string } | u
 
 /** No job, every service started and every replica ended for good. */
 export function allCompleted(st: StackRun): boolean {
-  return !st.services.some((s) => s.spec.job) && st.services.every((s) => s.launched && s.replicas.every((r) => r.final && (r.state === 'exited' || r.state === 'failed')));
+  return (
+    !st.services.some((s) => s.spec.job) &&
+    st.services.every((s) => s.launched && s.replicas.every((r) => r.final && (r.state === 'exited' || r.state === 'failed')))
+  );
 }
 
 /** Every non-job service is ready (or has completed), the first time: onReady and `ready`. */

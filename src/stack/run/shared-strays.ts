@@ -41,7 +41,9 @@ export function sharedStrayLine(port: number, holders: readonly Holder[]): strin
       : 'so a client of that port reaches one of them, not the one it means';
   const services = [...new Set(holders.map((h) => h.service))];
   const entry = `p${port}: 1`;
-  const fix = `give each replica its own: add a port entry to ${services.length === 1 ? `service ${services[0]}` : `services ${names(services)}`} (ports: { …, ${entry} }, or learn if the program picks it) and pass {ports.p${port}} to the program's setting for port ${port}`;
+  const fix = `give each replica its own: add a port entry to ` +
+    `${services.length === 1 ? `service ${services[0]}` : `services ${names(services)}`} (ports: { …, ${entry} }, or learn if the program picks it) and ` +
+      `pass {ports.p${port}} to the program's setting for port ${port}`;
   // In replica order, whichever replica's audit came first.
   const labels = holders.map((h) => h.label).sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
   return `${names(labels)} all listen on ${where}, outside their ports, ${how}; ${fix}`;

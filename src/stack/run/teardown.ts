@@ -42,7 +42,10 @@ export function beginTeardown(st: StackRun, reason: StackResult['reason']): void
   // Findings still grouped for one line are said before the stack's end is.
   st.sharedStrays.flush();
   if (st.stackReadyMs === undefined) {
-    const why = reason === 'failed' && st.failure ? `${st.failure.service}/${st.failure.replica} failed: ${st.failure.reason}` : `the stack ended (${reason}) before it was ready`;
+    const why =
+      reason === 'failed' && st.failure
+        ? `${st.failure.service}/${st.failure.replica} failed: ${st.failure.reason}`
+        : `the stack ended (${reason}) before it was ready`;
     st.whenReady.reject(new BerthError(st.failure?.exitCode ?? EXIT.SOFTWARE, why));
   }
   st.wakeSleepers();
