@@ -155,7 +155,11 @@ test('the schemas have a property for every key the readers know, and none else'
   const band = (LAYOUT_SCHEMA.definitions as Record<string, { anyOf: Json[] }>).band!.anyOf.find((s) => s.type === 'object');
   assert.deepEqual(props(band), allowedKeys('layout', 'bands: { a: { range: 20000-20099, zz: 1 } }\n', /allowed keys are/));
   // "x-" keys: ignored at the top level of both, as the schemas' patternProperties say.
-  for (const [kind, schema, text] of [['stack', STACK_SCHEMA, 'x-a: &a [1]\nservices: { a: { command: [a] } }\n'], ['layout', LAYOUT_SCHEMA, 'x-a: 1\nbands: {}\n']] as const) {
+  const withX = [
+    ['stack', STACK_SCHEMA, 'x-a: &a [1]\nservices: { a: { command: [a] } }\n'],
+    ['layout', LAYOUT_SCHEMA, 'x-a: 1\nbands: {}\n'],
+  ] as const;
+  for (const [kind, schema, text] of withX) {
     assert.deepEqual(Object.keys(schema.patternProperties as Json), ['^x-']);
     assert.equal(readerProblems(kind, text, 'x.yaml', dir), undefined);
     assert.equal(schemaProblems(kind, text), undefined);
@@ -317,7 +321,8 @@ test('wrong types and values, refused by berth for their shape, are refused by t
 
 test('the fixtures refused for their shape are refused by the schema too', () => {
   const shapes = [
-    'test/fixtures/stacks/bad-keys.yaml', 'test/fixtures/stacks/bad-top.yaml', 'test/fixtures/stacks/bad-list.yaml', 'test/fixtures/stacks/bad-no-services.yaml',
+    'test/fixtures/stacks/bad-keys.yaml', 'test/fixtures/stacks/bad-top.yaml', 'test/fixtures/stacks/bad-list.yaml',
+    'test/fixtures/stacks/bad-no-services.yaml',
     'test/fixtures/stacks/bad-empty.yaml', 'test/fixtures/stacks/bad-deps.yaml', 'test/fixtures/stacks/servers/bad-servers.yaml',
     'test/fixtures/layouts/bad-top-keys.yaml', 'test/fixtures/layouts/bad-top-list.yaml', 'test/fixtures/layouts/bad-bands-list.yaml',
     'test/fixtures/layouts/bad-no-bands.yaml', 'test/fixtures/layouts/bad-many.yaml', 'test/fixtures/layouts/bad-empty.yaml',
