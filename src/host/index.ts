@@ -1,5 +1,10 @@
-// Public face of the host layer: Linux facts read from an injectable /proc root (and, in
-// cgroup.ts, the cgroup v2 directory a launch is born in: real /proc and /sys only).
+/*
+ * host/: what the Linux host says now, read from an injectable /proc root: the port ranges
+ * (sysctls), every TCP and UDP socket in any state (the /proc tables, or `ss` for a big
+ * table), which processes own them, process facts, and (cgroup.ts, real /proc and /sys only)
+ * the cgroup v2 directory a launch is born in. Reads and reports; decides nothing.
+ * May import: src/errors. It is the floor every other folder reads the host through.
+ */
 export type { HostMap, HostSysctls, PortRange, SocketOwner, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
 export { formatRange, inRanges, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from './intervals.js';
 export { parseStatPpid, parseStatStartTime, processStartTime } from './proc-stat.js';

@@ -1,4 +1,10 @@
-// Public face of `berth run` as a library: launch a service on a held port and supervise it.
+/*
+ * launch/: `berth run` as a library: one service started on a held port, waited for until it
+ * owns the port and is ready, supervised, stopped, and its diagnostics kept on failure. One
+ * file per phase (launch.ts lists them); state.ts is what they share.
+ * May import: src/allocate (leases, holds, port sets), src/host, src/util, src/errors; never
+ * src/stack or src/cli.
+ */
 export type {
   AuditFinding,
   ExitInfo,

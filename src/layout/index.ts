@@ -1,3 +1,9 @@
+/*
+ * layout/: layout files (named bands of ports, instance windows, GPU windows) read and checked
+ * against the host (ephemeral and reserved ranges, well-known ports), the fixes it suggests,
+ * and the built-in default band. Pure but for reading the layout file.
+ * May import: src/host (types, sysctls), src/util, src/errors.
+ */
 export type { Band, Layout, Finding, Fix, Severity } from './types.js';
 export { parseLayout, loadLayout } from './parse.js';
 export { instanceWindow, instanceCount } from './windows.js';
