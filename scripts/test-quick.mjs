@@ -16,7 +16,7 @@ const QUICK = [
   'slurm-env', 'slurm-hostlist',
   'stack-file-graph', 'stack-file-load', 'stack-file-load-property', 'stack-file-placeholders', 'stack-file-placeholders-ports',
   'stack-file-placeholders-property', 'stack-file-ports', 'stack-file-spread', 'stack-file-templates', 'stack-file-templates-render',
-  'stack-file-template-bounds', 'stack-record-status-view',
+  'stack-file-template-bounds', 'stack-record-status-view', 'stack-schema',
   'test-prerequisites', 'yaml-merge',
 ].map((n) => `test/${n}.test.ts`);
 
