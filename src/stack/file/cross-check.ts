@@ -6,43 +6,15 @@ import { instanceCount } from '../../layout/windows.js';
 import { didYouMean } from '../../util/yaml-source.js';
 import { findCycles } from './graph.js';
 import { declaresPort, markOneShots } from './one-shot.js';
-import type { Placeholder, TemplatePart } from './placeholders.js';
+import type { Draft } from './draft.js';
+import type { Placeholder } from './placeholders.js';
 import { portsNeeded } from './ports-key.js';
-import type { ServiceSpec } from './spec.js';
 import { templateFileProblems } from './template-check.js';
 
 /*
  * Checks of a stack that need every service at once (the loader reads each service alone):
  * which services get a port, dependencies and cycles, placeholders, overlapping ports, the job.
  */
-
-export interface Template {
-  /** "command[2]", "env MODEL", "ready" */
-  where: string;
-  line: number;
-  parts: TemplatePart[];
-}
-
-/** A service as read, with the lines the cross-service checks point at. */
-export interface Draft {
-  spec: ServiceSpec;
-  templates: Template[];
-  source?: { kind: 'band'; name: string; line: number } | { kind: 'port'; port: number; line: number } | { kind: 'range'; range: PortRange; line: number } | { kind: 'none'; line: number };
-  instance?: { n: number; line: number };
-  /** Line of `ports:`, when given. */
-  portsLine?: number;
-  /** Line of `port: learn`, when given. */
-  learnLine?: number;
-  /** `ports:` was broken: its names are unknown, so placeholders naming them are not checked. */
-  portsBroken?: boolean;
-  /** `templates:` was broken (reported): placeholders naming templates are not checked. */
-  templatesBroken?: boolean;
-  replicasLine: number;
-  jobLine: number;
-  readyLine: number;
-  /** Fields were broken: skip checks that would only repeat the problem. */
-  broken: boolean;
-}
 
 function describeBand(b: Band): string {
   return `band "${b.name}" (${formatRange(b)}${b.window === undefined ? '' : `, window ${b.window}`})`;

@@ -1,6 +1,7 @@
 /*
  * file/: the stack file, read and checked. load.ts reads the top level, one file per section
- * (services-key, port-source-key with ports-key, templates-key, nodes-key, bands-key) reads
+ * (services-key with ready-key, depends-on-key and env-key, port-source-key with ports-key,
+ * templates-key, nodes-key, bands-key) reads
  * and checks its keys, cross-check.ts what needs every service; spec.ts is the StackSpec
  * they produce. Beside it the pure words every later step uses about a stack: placeholders,
  * templates, the dependency graph, ranks, a replica's port source.

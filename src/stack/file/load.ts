@@ -8,7 +8,8 @@ import { userIds } from '../../util/user-ids.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean, isNullish, kindOf, readReason, YamlSource } from '../../util/yaml-source.js';
 import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
-import { CrossCheck, type Draft } from './cross-check.js';
+import { CrossCheck } from './cross-check.js';
+import type { Draft } from './draft.js';
 import { checkNodes } from './nodes-key.js';
 import { checkNulBytes } from './nul-check.js';
 import { readService, type StackReader } from './services-key.js';
@@ -49,7 +50,8 @@ export { SERVICE_KEYS } from './services-key.js';
  *
  * Every problem is collected and reported at once, "file:line: service "x": …" per line.
  * This file reads the top level; each section is read and checked in its own file:
- *   services-key.ts    one service's settings (ready, depends_on, env, …)
+ *   services-key.ts    one service's settings; ready-key.ts, depends-on-key.ts, env-key.ts
+ *                      read the keys that take more than a line
  *   port-source-key.ts band / port / range / instance, with ports-key.ts for `ports:`
  *   templates-key.ts   `templates:` (templates.ts renders them)
  *   nodes-key.ts       `nodes:`, and its checks across services

@@ -4,7 +4,7 @@ import type { PortRange } from '../../host/types.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import type { Layout } from '../../layout/types.js';
 import { didYouMean, kindOf, toUint } from '../../util/yaml-source.js';
-import type { Draft } from './cross-check.js';
+import type { Draft } from './draft.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
 
 /*
