@@ -3,7 +3,7 @@ import type { PortRange } from '../../host/types.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import type { Band, Layout } from '../../layout/types.js';
 import { instanceCount } from '../../layout/windows.js';
-import { didYouMean } from '../../util/yaml-source.js';
+import { didYouMean } from '../../util/did-you-mean.js';
 import { findCycles } from './graph.js';
 import { declaresPort, markOneShots } from './one-shot.js';
 import type { Draft } from './draft.js';

@@ -1,6 +1,6 @@
 import { isMap, isScalar, isSeq } from 'yaml';
 import type { Node } from 'yaml';
-import { isNullish, kindOf, scalarText } from '../../util/yaml-source.js';
+import { isNullish, kindOf, scalarText } from '../../util/yaml-values.js';
 import type { Draft } from './draft.js';
 import type { YamlReader } from './ports-key.js';
 import type { DependCondition } from './spec.js';

@@ -1,6 +1,6 @@
 import { isMap } from 'yaml';
 import type { Node } from 'yaml';
-import { isNullish, kindOf, scalarTextOrBool } from '../../util/yaml-source.js';
+import { isNullish, kindOf, scalarTextOrBool } from '../../util/yaml-values.js';
 import type { Draft } from './draft.js';
 import type { YamlReader } from './ports-key.js';
 import { templateParts } from './template-parts.js';

@@ -1,4 +1,4 @@
-import { didYouMean } from '../../util/yaml-source.js';
+import { didYouMean } from '../../util/did-you-mean.js';
 import type { Draft } from './draft.js';
 import type { Placeholder } from './placeholders.js';
 

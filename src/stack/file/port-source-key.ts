@@ -3,7 +3,8 @@ import type { PortEntry } from '../../allocate/port-set.js';
 import type { PortRange } from '../../host/types.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import type { Layout } from '../../layout/types.js';
-import { didYouMean, kindOf, toUint } from '../../util/yaml-source.js';
+import { didYouMean } from '../../util/did-you-mean.js';
+import { kindOf, toUint } from '../../util/yaml-values.js';
 import type { Draft } from './draft.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
 
