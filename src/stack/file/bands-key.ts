@@ -69,7 +69,8 @@ export function readBandsKey(pair: Pair<unknown, unknown>, topItems: Pair<unknow
   const first = r.lineOf(keyNode, 1);
   const endOffset = valueNode?.range?.[1] ?? keyNode.range?.[1] ?? 0;
   const last = Math.max(first, r.linePos(Math.max(0, endOffset - 1)));
-  const shared = r.reachesOutside(valueNode, first, last) || topItems.some((p) => p !== pair && r.lineOf(p.key as Node, 0) >= first && r.lineOf(p.key as Node, 0) <= last);
+  const within = (p: Pair<unknown, unknown>) => r.lineOf(p.key as Node, 0) >= first && r.lineOf(p.key as Node, 0) <= last;
+  const shared = r.reachesOutside(valueNode, first, last) || topItems.some((p) => p !== pair && within(p));
   let text: string;
   if (!shared) {
     const lines = r.text.split('\n');

@@ -81,7 +81,8 @@ export function scanListFormat(t: string, from: number): FormatScan | undefined 
       const name = t.slice(i + 1, close);
       if (sep !== undefined) problems.push(`its separator is plain text, but holds {${name}} (write {{ for a literal "{")`);
       else if (name !== '' && !(ENTRY_FIELDS as readonly string[]).includes(name)) {
-        problems.push(`{${name}} is not a field of a list entry${didYouMean(name, ENTRY_FIELDS, { anyLength: true })}; an entry has ${KNOWN_ENTRY_FIELDS} (write {{ for a literal "{")`);
+        const near = didYouMean(name, ENTRY_FIELDS, { anyLength: true });
+        problems.push(`{${name}} is not a field of a list entry${near}; an entry has ${KNOWN_ENTRY_FIELDS} (write {{ for a literal "{")`);
       } else {
         if (literal !== '') pattern.push(literal);
         literal = '';

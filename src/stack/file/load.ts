@@ -116,14 +116,16 @@ class StackParser extends YamlSource {
       }
       if (name?.startsWith('x-')) continue; // extension keys, a home for &anchors (as in compose files)
       const shown = name === undefined ? 'a non-text key' : `"${name}"`;
-      this.add(line, `unknown top-level key ${shown}${name ? didYouMean(name, TOP_KEYS) : ''}; allowed keys are ${TOP_KEYS.map((k) => `"${k}"`).join(', ')} (and "x-…" for anchors)`);
+      const allowed = TOP_KEYS.map((k) => `"${k}"`).join(', ');
+      this.add(line, `unknown top-level key ${shown}${name ? didYouMean(name, TOP_KEYS) : ''}; allowed keys are ${allowed} (and "x-…" for anchors)`);
     }
 
     const layoutPair = pairs.get('layout');
     const bandsPair = pairs.get('bands');
     let layout: Layout | undefined;
     if (layoutPair && bandsPair) {
-      this.add(this.lineOf(bandsPair.key as Node, 1), `give either "layout: FILE" or inline "bands:", not both (layout is at line ${this.lineOf(layoutPair.key as Node, 1)})`);
+      const layoutLine = this.lineOf(layoutPair.key as Node, 1);
+      this.add(this.lineOf(bandsPair.key as Node, 1), `give either "layout: FILE" or inline "bands:", not both (layout is at line ${layoutLine})`);
     } else if (layoutPair) layout = readLayoutKey(layoutPair, this.reader);
     else if (bandsPair) layout = readBandsKey(bandsPair, top.items, this.reader);
     // A broken layout (reported): the services' bands are not looked up in it.
@@ -161,8 +163,10 @@ class StackParser extends YamlSource {
     const strictPair = pairs.get('strict');
     if (strictPair) {
       const v = strictPair.value as Node | null;
-      if (!v || !isScalar(v) || typeof v.value !== 'boolean') this.add(this.lineOf(strictPair.key as Node, 1), `strict must be true (a foreign listener on a replica's ports after ready fails it, 70) or false, found ${kindOf(v)}`);
-      else {
+      if (!v || !isScalar(v) || typeof v.value !== 'boolean') {
+        const strictLine = this.lineOf(strictPair.key as Node, 1);
+        this.add(strictLine, `strict must be true (a foreign listener on a replica's ports after ready fails it, 70) or false, found ${kindOf(v)}`);
+      } else {
         spec.strict = v.value;
         for (const s of spec.services) s.strict ??= v.value;
       }

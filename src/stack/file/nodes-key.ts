@@ -38,7 +38,8 @@ export function checkNodes(services: readonly ServiceSpec[], add: (line: number,
       if (!target || target === s || target.nodes === undefined) continue; // unknown and self: the cross check's
       if (covers(target.nodes, s.nodes)) continue;
       const where = target.nodes === 'others' ? 'the first node has none of it' : 'some of its nodes would have nothing to wait for';
-      add(d.line, `service "${s.name}": has ${shown(s.nodes)} but depends on "${d.service}" with ${shown(target.nodes)}: ${where}; give "${d.service}" nodes: all (or at least the same nodes)`);
+      const fix = `give "${d.service}" nodes: all (or at least the same nodes)`;
+      add(d.line, `service "${s.name}": has ${shown(s.nodes)} but depends on "${d.service}" with ${shown(target.nodes)}: ${where}; ${fix}`);
     }
   }
 }

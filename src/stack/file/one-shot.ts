@@ -56,5 +56,8 @@ export function markOneShots(drafts: readonly Read[]): Set<string> {
 
 /** The fix to name when a server exits 0 before it is ready (what makes it a one-shot step). */
 export function oneShotFix(service: string): string {
-  return `if "${service}" is a one-shot step (a migration, initdb), let the services that need it wait with depends_on: { ${service}: completed } (it then gets no port unless it declares one); a server must keep running until it is ready`;
+  return (
+    `if "${service}" is a one-shot step (a migration, initdb), let the services that need it wait with depends_on: { ${service}: completed } ` +
+    '(it then gets no port unless it declares one); a server must keep running until it is ready'
+  );
 }

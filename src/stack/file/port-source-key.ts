@@ -18,101 +18,115 @@ import { readPortsKey, type YamlReader } from './ports-key.js';
 export type SourceKey = 'band' | 'port' | 'range' | 'instance' | 'ports';
 
 /** One of a service's port keys, into its draft; `fail` reports at the value (`true`: the ports are broken). */
-export function readSourceKey(key: SourceKey, v: Node | null | undefined, kLine: number, text: string | undefined, d: Draft, label: string, fail: (msg: string, portsBroken?: boolean) => void, r: YamlReader): void {
+export function readSourceKey(
+  key: SourceKey,
+  v: Node | null | undefined,
+  kLine: number,
+  text: string | undefined,
+  draft: Draft,
+  label: string,
+  fail: (msg: string, portsBroken?: boolean) => void,
+  reader: YamlReader,
+): void {
   switch (key) {
     case 'band':
       if (text === undefined || text.trim() === '') fail(`band must be the name of a band of the layout, found ${kindOf(v)}`, true);
-      else d.source = setSource(d, { kind: 'band', name: text.trim(), line: kLine }, label, r);
+      else draft.source = setSource(draft, { kind: 'band', name: text.trim(), line: kLine }, label, reader);
       break;
     case 'port': {
       if (text?.trim() === 'learn') {
         // One port the service chooses: as `ports: { port: learn }`, its one entry named "port".
-        if (d.portsLine !== undefined) fail('port: learn and ports: both name the ports; write NAME: learn inside ports: instead', true);
+        if (draft.portsLine !== undefined) fail('port: learn and ports: both name the ports; write NAME: learn inside ports: instead', true);
         else {
-          d.learnLine = kLine;
-          d.spec.ports = [{ name: 'port', kind: 'learn' }];
+          draft.learnLine = kLine;
+          draft.spec.ports = [{ name: 'port', kind: 'learn' }];
         }
         break;
       }
       if (text?.trim() === 'none') {
-        d.source = setSource(d, { kind: 'none', line: kLine }, label, r);
+        draft.source = setSource(draft, { kind: 'none', line: kLine }, label, reader);
         break;
       }
       const n = text === undefined ? undefined : toUint(text.trim());
       if (n === undefined || n < 1 || n > 65535) fail(`port must be a TCP port 1-65535, "learn" (one the service chooses) or "none", found ${kindOf(v)}`, true);
-      else d.source = setSource(d, { kind: 'port', port: n, line: kLine }, label, r);
+      else draft.source = setSource(draft, { kind: 'port', port: n, line: kLine }, label, reader);
       break;
     }
     case 'ports': {
-      if (d.learnLine !== undefined) {
-        fail(`ports: and port: learn (line ${d.learnLine}) both name the ports; write NAME: learn inside ports: instead`, true);
+      if (draft.learnLine !== undefined) {
+        fail(`ports: and port: learn (line ${draft.learnLine}) both name the ports; write NAME: learn inside ports: instead`, true);
         break;
       }
-      d.portsLine = kLine;
-      d.spec.portsDeclared = true;
-      const entries = readPortsKey(v, kLine, label, r);
+      draft.portsLine = kLine;
+      draft.spec.portsDeclared = true;
+      const entries = readPortsKey(v, kLine, label, reader);
       if (entries) {
-        d.spec.ports = entries.filter((e) => e.kind !== 'shared');
-        d.spec.sharedKept = entries.flatMap((e) => (e.kind === 'shared' && e.keep ? [e.name] : []));
-        d.spec.shared = entries.flatMap((e): PortEntry[] => (e.kind !== 'shared' ? [] : e.count === 1 ? [{ name: e.name, kind: 'single' }] : [{ name: e.name, kind: 'block', count: e.count }]));
+        draft.spec.ports = entries.filter((e) => e.kind !== 'shared');
+        draft.spec.sharedKept = entries.flatMap((e) => (e.kind === 'shared' && e.keep ? [e.name] : []));
+        const sharedEntry = (e: PortEntry & { kind: 'shared' }): PortEntry =>
+          e.count === 1 ? { name: e.name, kind: 'single' } : { name: e.name, kind: 'block', count: e.count };
+        draft.spec.shared = entries.flatMap((e): PortEntry[] => (e.kind !== 'shared' ? [] : [sharedEntry(e)]));
       }
-      else d.portsBroken = d.broken = true;
+      else draft.portsBroken = draft.broken = true;
       break;
     }
     case 'range': {
       const range = text === undefined ? undefined : parseRangeText(text);
       if (!range) fail(`range must be LO-HI with 1 ≤ LO ≤ HI ≤ 65535 (e.g. 20000-20099), found ${kindOf(v)}`, true);
-      else d.source = setSource(d, { kind: 'range', range, line: kLine }, label, r);
+      else draft.source = setSource(draft, { kind: 'range', range, line: kLine }, label, reader);
       break;
     }
     case 'instance': {
       const n = text === undefined ? undefined : toUint(text.trim());
       if (n === undefined) fail(`instance must be a whole number ≥ 0, found ${kindOf(v)}`, true);
-      else d.instance = { n, line: kLine };
+      else draft.instance = { n, line: kLine };
       break;
     }
   }
 }
 
-function setSource(d: Draft, s: NonNullable<Draft['source']>, label: string, r: YamlReader): Draft['source'] {
-  if (d.source) {
-    const was = d.source.kind === 'none' ? 'port: none' : d.source.kind;
-    r.add(s.line, `${label}: give one of band, port or range (${was} is already given at line ${d.source.line})`);
-    d.broken = true;
-    return d.source;
+function setSource(draft: Draft, s: NonNullable<Draft['source']>, label: string, reader: YamlReader): Draft['source'] {
+  if (draft.source) {
+    const was = draft.source.kind === 'none' ? 'port: none' : draft.source.kind;
+    reader.add(s.line, `${label}: give one of band, port or range (${was} is already given at line ${draft.source.line})`);
+    draft.broken = true;
+    return draft.source;
   }
   return s;
 }
 
 
 /** Band lookup and window checks need the layout; everything else is checked across services. */
-export function resolvePorts(d: Draft, layout: Layout | undefined, layoutBroken: boolean, label: string, r: YamlReader): void {
-  const s = d.source;
+export function resolvePorts(draft: Draft, layout: Layout | undefined, layoutBroken: boolean, label: string, reader: YamlReader): void {
+  const s = draft.source;
   if (!s) return; // inferred in the cross check, once templates are known
-  if (s.kind === 'none') d.spec.source = { kind: 'none' };
-  else if (s.kind === 'port') d.spec.source = { kind: 'port', port: s.port };
-  else if (s.kind === 'range') d.spec.source = { kind: 'range', range: s.range };
+  if (s.kind === 'none') draft.spec.source = { kind: 'none' };
+  else if (s.kind === 'port') draft.spec.source = { kind: 'port', port: s.port };
+  else if (s.kind === 'range') draft.spec.source = { kind: 'range', range: s.range };
   else {
     const band = layout?.bands.find((b) => b.name === s.name);
     if (!band) {
       // "default" without a layout band of that name is the built-in one, as for services without a source.
       if (s.name === DEFAULT_BAND) {
-        d.spec.source = { kind: 'default' };
-        if (d.instance && d.instance.n > 0) r.add(d.instance.line, `${label}: instance ${d.instance.n} needs a band with a window; the built-in band "default" is one instance (0)`);
+        draft.spec.source = { kind: 'default' };
+        if (draft.instance && draft.instance.n > 0) {
+          reader.add(draft.instance.line, `${label}: instance ${draft.instance.n} needs a band with a window; the built-in band "default" is one instance (0)`);
+        }
         return;
       }
       if (layoutBroken) return;
-      d.broken = true;
+      draft.broken = true;
       const names = layout ? layout.bands.map((b) => b.name) : [DEFAULT_BAND];
       const where = layout ? `the layout (${layout.source})` : 'the built-in layout; add "layout: FILE" or inline "bands:"';
-      r.add(s.line, `${label}: band "${s.name}" is not in ${where}${didYouMean(s.name, names)}; bands: ${names.join(', ') || 'none'}`);
+      reader.add(s.line, `${label}: band "${s.name}" is not in ${where}${didYouMean(s.name, names)}; bands: ${names.join(', ') || 'none'}`);
       return;
     }
-    const instance = d.instance?.n ?? 0;
-    d.spec.source = { kind: 'band', band, instance };
+    const instance = draft.instance?.n ?? 0;
+    draft.spec.source = { kind: 'band', band, instance };
     if (band.window === undefined && instance > 0) {
-      r.add(d.instance!.line, `${label}: instance ${instance} needs band "${band.name}" to have a window; a band without "window:" is one instance (0)`);
-      d.broken = true;
+      const why = 'a band without "window:" is one instance (0)';
+      reader.add(draft.instance!.line, `${label}: instance ${instance} needs band "${band.name}" to have a window; ${why}`);
+      draft.broken = true;
     }
   }
 }

@@ -28,11 +28,13 @@ export interface YamlReader {
 }
 
 const EXAMPLE = 'ports: { http: 1, dist: { block: 32 } }';
+const ENTRY_KINDS = '1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }';
 
 /** The entries, or undefined when the key is broken (every problem reported). */
 export function readPortsKey(v: Node | null | undefined, line: number, label: string, y: YamlReader): PortEntry[] | undefined {
   if (isNullish(v) || !v || !isMap(v) || v.items.length === 0) {
-    y.add(y.lineOf(v, line), `${label}: ports must be a mapping of port names to 1 or { block: N } or { block: window }, e.g. ${EXAMPLE}, found ${v && isMap(v) ? 'an empty mapping' : kindOf(v)}`);
+    const found = v && isMap(v) ? 'an empty mapping' : kindOf(v);
+    y.add(y.lineOf(v, line), `${label}: ports must be a mapping of port names to 1 or { block: N } or { block: window }, e.g. ${EXAMPLE}, found ${found}`);
     return undefined;
   }
   const entries: PortEntry[] = [];
@@ -57,13 +59,15 @@ export function readPortsKey(v: Node | null | undefined, line: number, label: st
   }
   // Shared entries are the service's, not the replica's: the primary port is the first of the rest.
   const first = entries.find((e) => e.kind !== 'shared');
-  const learnProblem = learnEntriesProblem(entries.flatMap((e) => (e.kind === 'learn' ? [{ name: e.name, ...(e.pattern !== undefined ? { pattern: e.pattern } : {}) }] : [])));
+  const learned = entries.flatMap((e) => (e.kind === 'learn' ? [{ name: e.name, ...(e.pattern !== undefined ? { pattern: e.pattern } : {}) }] : []));
+  const learnProblem = learnEntriesProblem(learned);
   if (learnProblem !== undefined) {
     y.add(line, `${label}: ports: ${learnProblem}`);
     return undefined;
   }
   if (first && first.kind !== 'single' && first.kind !== 'learn') {
-    y.add(line, `${label}: ports: the first entry is the primary port ({port}, readiness, URLs) and must be one port, but "${first.name}" is a block; put a single port first, e.g. ${EXAMPLE}`);
+    const primary = 'the first entry is the primary port ({port}, readiness, URLs) and must be one port';
+    y.add(line, `${label}: ports: ${primary}, but "${first.name}" is a block; put a single port first, e.g. ${EXAMPLE}`);
     return undefined;
   }
   return entries;
@@ -76,7 +80,7 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
     if (text?.trim() === '1') return { name, kind: 'single' };
     if (text?.trim() === 'shared') return { name, kind: 'shared', count: 1 };
     if (text?.trim() === 'learn') return { name, kind: 'learn' };
-    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found ${kindOf(v)}`);
+    y.add(y.lineOf(v, at), `${what} must be ${ENTRY_KINDS}, found ${kindOf(v)}`);
     return undefined;
   }
   // { learn: 'REGEX' }: learned, told apart by the port a line of the service's output gives.
@@ -89,7 +93,8 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
       return undefined;
     }
     if (pattern === undefined || pattern === '') {
-      y.add(y.lineOf(lv, at), `${what}: learn must be a regular expression with one group for the port, e.g. { learn: 'listening on port (\\d+)' }, found ${kindOf(lv)}`);
+      const example = "{ learn: 'listening on port (\\d+)' }";
+      y.add(y.lineOf(lv, at), `${what}: learn must be a regular expression with one group for the port, e.g. ${example}, found ${kindOf(lv)}`);
       return undefined;
     }
     const re = compilePattern(pattern);
@@ -132,7 +137,8 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
     const gv = y.deref(genKey.value as Node | null, at, label);
     const gt = scalarText(gv)?.trim();
     if (gt !== 'keep' && gt !== 'fresh') {
-      y.add(y.lineOf(gv, at), `${what}: generations must be fresh (a new port for each generation of the job's ranks, the default) or keep, found ${kindOf(gv)}`);
+      const fresh = "fresh (a new port for each generation of the job's ranks, the default)";
+      y.add(y.lineOf(gv, at), `${what}: generations must be ${fresh} or keep, found ${kindOf(gv)}`);
       return undefined;
     }
     if (!shared) {
@@ -145,7 +151,7 @@ function entry(name: string, v: Node | null | undefined, at: number, label: stri
   // { shared: true } alone: one port, as `shared` is (room for generations: keep).
   if (shared && items.length === 0) return { name, kind: 'shared', count: 1, ...(keep ? { keep: true as const } : {}) };
   if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') {
-    y.add(y.lineOf(v, at), `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
+    y.add(y.lineOf(v, at), `${what} must be ${ENTRY_KINDS}, found ${v && isMap(v) ? 'another mapping' : kindOf(v)}`);
     return undefined;
   }
   const bv = y.deref(items[0]!.value as Node | null, at, label);

@@ -22,7 +22,8 @@ const EXAMPLE = 'templates: { conf: nginx.conf.mustache }';
 /** The templates, or undefined when the key is broken (every problem reported). */
 export function readTemplatesKey(v: Node | null | undefined, line: number, label: string, baseDir: string, y: YamlReader): ConfigTemplate[] | undefined {
   if (isNullish(v) || !v || !isMap(v) || v.items.length === 0) {
-    y.add(y.lineOf(v, line), `${label}: templates must be a mapping of names to template files, e.g. ${EXAMPLE}, found ${v && isMap(v) ? 'an empty mapping' : kindOf(v)}`);
+    const found = v && isMap(v) ? 'an empty mapping' : kindOf(v);
+    y.add(y.lineOf(v, line), `${label}: templates must be a mapping of names to template files, e.g. ${EXAMPLE}, found ${found}`);
     return undefined;
   }
   const out: ConfigTemplate[] = [];
@@ -32,7 +33,8 @@ export function readTemplatesKey(v: Node | null | undefined, line: number, label
     const at = y.lineOf(p.key as Node, line);
     const name = y.keyName(p);
     if (name === undefined || !PORT_NAME_RE.test(name)) {
-      y.add(at, `${label}: template name ${name === undefined ? kindOf(p.key as Node) : JSON.stringify(name)} is not a name (letters, digits, "_" and "-", starting with a letter)`);
+      const shown = name === undefined ? kindOf(p.key as Node) : JSON.stringify(name);
+      y.add(at, `${label}: template name ${shown} is not a name (letters, digits, "_" and "-", starting with a letter)`);
       broken = true;
       continue;
     }

@@ -113,7 +113,11 @@ function checkSpans(spans: readonly Span[], stack: unknown[], lineOf: LineOf, pr
       // mustache would take it from outside the entry (this replica's own {{node}} for every
       // replica of the list): a silent wrong value, so it is refused.
       const fields = knownNames([stack[entry.at]]).filter((k) => !k.includes('.'));
-      problems.push({ line, text: `{{${type === 'name' ? '' : type}${name}}} inside {{#${entry.section}}} is not a field of its entries, so mustache would give the ${name} of the outer context (the same for every entry); an entry has: ${fields.join(', ')}. Write it outside the section if the outer value is meant` });
+      const text =
+        `{{${type === 'name' ? '' : type}${name}}} inside {{#${entry.section}}} is not a field of its entries, ` +
+        `so mustache would give the ${name} of the outer context (the same for every entry); an entry has: ${fields.join(', ')}. ` +
+        'Write it outside the section if the outer value is meant';
+      problems.push({ line, text });
     }
     if ((type === '#' || type === '^') && children) {
       const inner = type === '#' && found.hit ? [...stack, sectionView(found.value)] : stack;
@@ -186,7 +190,9 @@ export function templateTagNames(text: string, opts: RenderOptions = {}): { name
   const lineOf = lineIndex(text);
   const walk = (list: readonly Span[]) => {
     for (const [type, name, start, , children] of list) {
-      if (type === 'name' || type === '&' || type === '#' || type === '^') out.push({ name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}` });
+      if (type === 'name' || type === '&' || type === '#' || type === '^') {
+        out.push({ name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}` });
+      }
       if ((type === '#' || type === '^') && Array.isArray(children)) walk(children);
     }
   };
@@ -213,7 +219,12 @@ export function renderedName(file: string): string {
  * `outDir` (as `name`, default renderedName(file)). An unreadable template or an unknown tag
  * is a DATAERR (65) naming the file; a write that fails is an IOERR (74) naming the path.
  */
-export function renderTemplateFile(file: string, context: object, outDir: string, opts: RenderOptions & { name?: string; owner?: FileOwner } = {}): RenderedTemplate {
+export function renderTemplateFile(
+  file: string,
+  context: object,
+  outDir: string,
+  opts: RenderOptions & { name?: string; owner?: FileOwner } = {},
+): RenderedTemplate {
   let text: string;
   try {
     text = readInputFile(file);
