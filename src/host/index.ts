@@ -9,6 +9,7 @@ export { formatIPv6 } from './proc-net-address.js';
 export { findSocketOwners, parseCmdline, parseStatusUid, socketInode } from './owners.js';
 export { listPids } from './pids.js';
 export { describeOwner, readHostMap, readNetns, socketsOnPort, udpStateName, type ReadHostOptions } from './read-host.js';
-export { readSockets, readSocketsAsync, SS_MIN_ROWS, ssUnusable, tableSize, type ReaderChoice, type ReadSocketsOptions, type SocketRead } from './socket-reader.js';
+export { readSockets, readSocketsAsync, SS_MIN_ROWS, ssUnusable, tableSize } from './socket-reader.js';
+export type { ReaderChoice, ReadSocketsOptions, SocketRead } from './socket-reader.js';
 export { parseSsOutput, ssArgs } from './ss-output.js';
 export { nsInode, ownerCheck, readEnvValue, readPidns, readProcFacts, type ProcFacts } from './proc-facts.js';

@@ -36,7 +36,9 @@ const STATE_NAMES: Record<string, TcpState> = {
 };
 
 /** ss's name of each state (for fixtures and property tests). */
-export const SS_STATE_NAME: Readonly<Record<TcpState, string>> = Object.fromEntries(Object.entries(STATE_NAMES).map(([k, v]) => [v, k])) as Record<TcpState, string>;
+export const SS_STATE_NAME: Readonly<Record<TcpState, string>> = Object.fromEntries(
+  Object.entries(STATE_NAMES).map(([k, v]) => [v, k]),
+) as Record<TcpState, string>;
 
 export interface ParseSsOptions {
   /** The state of every row when the output has no state column (the filter named one state). */

@@ -152,7 +152,8 @@ class Parser extends YamlSource {
     if (!range || (hasWindow && window === undefined)) return undefined;
     const size = range.hi - range.lo + 1;
     if (window !== undefined && window > size) {
-      this.add(this.lineOf(windowNode, line), `${label}: window ${window} is larger than the band (range ${formatRange(range)} has ${size} port${size === 1 ? '' : 's'}); use a window of at most ${size} or widen the range`);
+      const has = `range ${formatRange(range)} has ${size} port${size === 1 ? '' : 's'}`;
+      this.add(this.lineOf(windowNode, line), `${label}: window ${window} is larger than the band (${has}); use a window of at most ${size} or widen the range`);
       return undefined;
     }
     if (!ok) return undefined;

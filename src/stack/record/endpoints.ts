@@ -150,7 +150,8 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   const t = (u.t ?? now).toISOString();
   let rec = table.find((r) => r.service === u.service && r.replica === u.replica && r.node === u.node);
   if (!rec) {
-    rec = { service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), host: null, port: null, url: null, pid: null, state: u.state, since: t };
+    const node = u.node !== undefined ? { node: u.node } : {};
+    rec = { service: u.service, replica: u.replica, ...node, host: null, port: null, url: null, pid: null, state: u.state, since: t };
     table.push(rec);
   }
   if (u.host !== undefined) rec.host = u.host;
@@ -161,7 +162,8 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   if (u.unexpectedListeners !== undefined && u.unexpectedListeners.length > 0) rec.unexpectedListeners = [...u.unexpectedListeners];
   if (u.foreign !== undefined && u.foreign.length > 0) rec.foreign = [...u.foreign];
   if (u.scheme !== undefined && u.scheme !== 'http') rec.scheme = u.scheme;
-  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port, ...(rec.scheme !== undefined ? { scheme: rec.scheme } : {}) }) : null;
+  const scheme = rec.scheme !== undefined ? { scheme: rec.scheme } : {};
+  rec.url = rec.port !== null ? endpointUrl({ host: rec.host ?? '127.0.0.1', port: rec.port, ...scheme }) : null;
   if (u.generation !== undefined) rec.generation = u.generation;
   if (rec.state !== u.state) rec.since = t;
   rec.state = u.state;

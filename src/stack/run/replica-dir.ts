@@ -38,7 +38,8 @@ function blockedAt(dir: string, o: Owner): string | undefined {
 
 /** The services whose directories a service names ({svc.dir}, {svc.dirs}): made before it starts. */
 export function dirsNamed(spec: ServiceSpec): Set<string> {
-  const texts = [...spec.command, ...Object.values(spec.env), ...(spec.ready?.kind === 'cmd' ? [spec.ready.command] : spec.ready?.kind === 'http' ? [spec.ready.url] : [])];
+  const ready = spec.ready?.kind === 'cmd' ? [spec.ready.command] : spec.ready?.kind === 'http' ? [spec.ready.url] : [];
+  const texts = [...spec.command, ...Object.values(spec.env), ...ready];
   const out = new Set<string>();
   for (const t of texts) for (const p of placeholdersOf(t)) if (p.kind === 'service' && (p.field === 'dir' || p.field === 'dirs')) out.add(p.service);
   return out;
@@ -64,7 +65,10 @@ function checkFound(dir: string, spec: ServiceSpec, replica: number): void {
       : st.uid !== me && st.uid !== owner
         ? `is owned by uid ${st.uid}, not by you (uid ${me})${spec.dirOwner === undefined ? '' : ` or ${spec.dirOwner}`}`
         : undefined;
-  if (why !== undefined) throw new BerthError(EXIT.IOERR, `replica directory ${dir} ${why}, so it is not used for ${spec.name}/${replica}; remove it, or give a new --run-dir`, { path: dir });
+  if (why !== undefined) {
+    const message = `replica directory ${dir} ${why}, so it is not used for ${spec.name}/${replica}; remove it, or give a new --run-dir`;
+    throw new BerthError(EXIT.IOERR, message, { path: dir });
+  }
 }
 
 /** Makes (or finds, on a restart) the replica's directory; returns its path. Throws BerthError. */
@@ -83,7 +87,9 @@ export function makeReplicaDir(runDir: string, spec: ServiceSpec, replica: numbe
     mkdirSync(dir, { mode: 0o700 });
   } catch (e) {
     if (e instanceof BerthError) throw e;
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new BerthError(EXIT.IOERR, `cannot create ${dir}, the directory of ${spec.name}/${replica}: ${(e as Error).message}`, { path: dir });
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
+      throw new BerthError(EXIT.IOERR, `cannot create ${dir}, the directory of ${spec.name}/${replica}: ${(e as Error).message}`, { path: dir });
+    }
     checkFound(dir, spec, replica);
     return dir; // a restart: the directory and what the replica left in it stay
   }
@@ -92,7 +98,11 @@ export function makeReplicaDir(runDir: string, spec: ServiceSpec, replica: numbe
   const me = process.getuid?.() ?? 0;
   if (o.uid === me) return dir;
   if (me !== 0) {
-    throw new BerthError(EXIT.USAGE, `service "${spec.name}": dir_owner ${spec.dirOwner}: only root can give ${dir} to another user, and berth runs as uid ${me}; remove dir_owner (the service runs as you), or run berth as root`);
+    throw new BerthError(
+      EXIT.USAGE,
+      `service "${spec.name}": dir_owner ${spec.dirOwner}: only root can give ${dir} to another user, and berth runs as uid ${me}; ` +
+        'remove dir_owner (the service runs as you), or run berth as root',
+    );
   }
   try {
     // Others may pass through to the directory (never list or write): USER must reach it.
@@ -103,7 +113,13 @@ export function makeReplicaDir(runDir: string, spec: ServiceSpec, replica: numbe
   }
   const blocked = blockedAt(dirname(runDir), o);
   if (blocked !== undefined) {
-    throw new BerthError(EXIT.USAGE, `service "${spec.name}": dir_owner ${spec.dirOwner}: ${o.name} cannot reach ${dir}: it may not pass through ${blocked} (mode ${(lstatSync(blocked).mode & 0o777).toString(8)}); use a new --run-dir in a folder every user may pass through (e.g. --run-dir /var/tmp/NAME, which berth makes), or let it pass: chmod o+x ${blocked}`);
+    const mode = (lstatSync(blocked).mode & 0o777).toString(8);
+    throw new BerthError(
+      EXIT.USAGE,
+      `service "${spec.name}": dir_owner ${spec.dirOwner}: ${o.name} cannot reach ${dir}: it may not pass through ${blocked} (mode ${mode}); ` +
+        'use a new --run-dir in a folder every user may pass through (e.g. --run-dir /var/tmp/NAME, which berth makes), ' +
+        `or let it pass: chmod o+x ${blocked}`,
+    );
   }
   return dir;
 }

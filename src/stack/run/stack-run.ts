@@ -79,12 +79,22 @@ export class StackRun {
     // A command too long for exec (E2BIG) is refused before anything is made or leased, as berth run does.
     const long = execSizeProblems(spec, this.env, readLimits());
     if (long.length > 0) throw new BerthError(EXIT.USAGE, long.join('\n'));
-    this.run = createRunDir({ stack: spec.file, ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}), ...((o.generation ?? 0) > 0 ? { continues: true } : {}) });
+    this.run = createRunDir({
+      stack: spec.file,
+      ...(o.runDir !== undefined ? { dir: o.runDir } : {}),
+      ...(o.cwd !== undefined ? { cwd: o.cwd } : {}),
+      ...((o.generation ?? 0) > 0 ? { continues: true } : {}),
+    });
     // Unix sockets under {dir} must fit sun_path in this run directory: refused before anything starts.
     const deep = socketPathProblems(spec, this.run.path);
     if (deep.length > 0) throw new BerthError(EXIT.USAGE, deep.join('\n'), { path: this.run.path });
     this.runGuard = guardRunDir(this.run.path);
-    this.console = new StackConsole({ stdout: o.stdout === undefined ? process.stdout : o.stdout, stderr: o.stderr === undefined ? process.stderr : o.stderr, status: o.status ?? 'off', env: this.env });
+    this.console = new StackConsole({
+      stdout: o.stdout === undefined ? process.stdout : o.stdout,
+      stderr: o.stderr === undefined ? process.stderr : o.stderr,
+      status: o.status ?? 'off',
+      env: this.env,
+    });
     // Said as berth's warnings are: above the status display, and to the caller's onWarning.
     this.writeFailures = new WriteFailures((text) => {
       this.console.message(text);
@@ -120,7 +130,8 @@ export class StackRun {
     let ev: StackEvent;
     try {
       const g = generationOf(rep);
-      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, scheme: rep.svc.spec.scheme, ...(g !== undefined ? { generation: g } : {}), ...u });
+      const generation = g !== undefined ? { generation: g } : {};
+      ev = this.run.update({ service: rep.svc.spec.name, replica: rep.index, scheme: rep.svc.spec.scheme, ...generation, ...u });
     } catch (e) {
       // The run directory is the stack's record: without it, stop (once).
       if (!this.writeBroken) {

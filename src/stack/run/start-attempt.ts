@@ -24,7 +24,13 @@ import type { StackRun } from './stack-run.js';
 
 /** A replica of this host, with its node (a template's replica entries carry it) and its service's scheme. */
 /** launch()'s messages name a stack's keys, not the CLI's flags ("not ready after 5.0s (ready_timeout)"). */
-const STACK_KEYS: Readonly<Record<string, string>> = { '--ready-timeout': 'ready_timeout', '--stop-grace': 'stop_grace', '--bind': 'host', '--ready': 'ready', '--ports': 'ports' };
+const STACK_KEYS: Readonly<Record<string, string>> = {
+  '--ready-timeout': 'ready_timeout',
+  '--stop-grace': 'stop_grace',
+  '--bind': 'host',
+  '--ready': 'ready',
+  '--ports': 'ports',
+};
 
 const endpointOf = (st: StackRun, r: Replica): Endpoint => {
   const { node, nodeRank } = rankOf(r.svc.spec, r.index, r.svc.replicas.length, st.topology);
@@ -51,7 +57,9 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
   }
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
-  const peers = st.peers.get(rep.svc.spec.name)?.map((e) => ({ ...e, scheme: rep.svc.spec.scheme })) ?? rep.svc.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r));
+  const peers =
+    st.peers.get(rep.svc.spec.name)?.map((e) => ({ ...e, scheme: rep.svc.spec.scheme })) ??
+    rep.svc.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r));
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
   // Every service's shared ports are in the run's record: leased here or given (reserve-ports.ts),
   // or a `nodes:` service's, mirrored by the coordinator from its first node.
@@ -60,7 +68,8 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     const sp = st.run.shared[name];
     if (sp) sharedOf.set(name, sp);
   }
-  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank: { ...rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology), generation: rep.svc.generation } };
+  const rank = { ...rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology), generation: rep.svc.generation };
+  const ctx: ResolveContext = { name: rep.svc.spec.name, replica: rep.index, host: rep.svc.spec.host, endpoints, sharedOf, rank };
   if (rep.port !== undefined && rep.svc.spec.ports[0]?.kind !== 'learn') ctx.port = rep.port;
   const learned = rep.svc.spec.ports.filter((e) => e.kind === 'learn').map((e) => e.name);
   if (learned.length > 0) ctx.learned = new Set(learned);
