@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { formatIPv6, parseTcpTable, portsInUse, tcpStateName } from '../src/host/socket-table.js';
+import { formatIPv6 } from '../src/host/proc-net-address.js';
+import { parseTcpTable, portsInUse, tcpStateName } from '../src/host/socket-table.js';
 import type { SocketRow } from '../src/host/types.js';
 
 const fixture = (p: string) => readFileSync(fileURLToPath(new URL(`./fixtures/${p}`, import.meta.url)), 'latin1');

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { parseIPv6, parseSsOutput, SS_STATE_NAME, ssArgs } from '../src/host/ss-output.js';
-import { formatIPv6, parseTcpTable } from '../src/host/socket-table.js';
+import { formatIPv6 } from '../src/host/proc-net-address.js';
+import { parseTcpTable } from '../src/host/socket-table.js';
 import type { SocketRow, TcpState } from '../src/host/types.js';
 import { holds } from './helpers/property.js';
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BerthError } from '../src/errors.js';
 import { parseStack } from '../src/stack/file/load.js';
-import { resolveTemplate } from '../src/stack/file/placeholders.js';
+import { resolveTemplate } from '../src/stack/file/fill-placeholders.js';
 import { replicaSource } from '../src/stack/file/sources.js';
 import type { HostSysctls } from '../src/host/types.js';
 

@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { parseTemplate, resolveCommand, resolveTemplate, type ResolveContext } from '../src/stack/file/placeholders.js';
+import { resolveCommand, resolveTemplate, type ResolveContext } from '../src/stack/file/fill-placeholders.js';
+import { parseTemplate } from '../src/stack/file/placeholders.js';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 
 const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}', '{gpu}', '{engine.url}', '{engine.urls}', '{engine.port}', '{engine.ports}', '{db.port}', '{x.y.port}', '{Engine-2.url}', '{.port}', '{port', 'port}', '{}', '{ port }', 'http://', ':',

@@ -9,7 +9,8 @@ export type { HostMap, HostSysctls, PortRange, SocketOwner, SocketProtocol, Sock
 export { formatRange, inRanges, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from './intervals.js';
 export { parseStatPpid, parseStatStartTime, processStartTime } from './proc-stat.js';
 export { formatReservedPorts, parsePortRange, parseReservedPorts, parseUnprivilegedStart, readSysctls, sysctlDir } from './sysctl.js';
-export { formatIPv6, parseTcpTable, portsInUse, tcpStateName, type ParseTcpOptions } from './socket-table.js';
+export { formatIPv6 } from './proc-net-address.js';
+export { parseTcpTable, portsInUse, tcpStateName, type ParseTcpOptions } from './socket-table.js';
 export { findSocketOwners, parseCmdline, parseStatusUid, socketInode } from './owners.js';
 export { listPids } from './pids.js';
 export { describeOwner, readHostMap, readNetns, socketsOnPort, udpStateName, type ReadHostOptions } from './read-host.js';

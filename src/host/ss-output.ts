@@ -1,4 +1,4 @@
-import { formatIPv6 } from './socket-table.js';
+import { formatIPv6 } from './proc-net-address.js';
 import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
 
 /*

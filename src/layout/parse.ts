@@ -4,7 +4,9 @@ import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
 import { readInputFile } from '../util/safe-file.js';
 import { quoteExcerpt } from '../util/excerpt.js';
-import { didYouMean, isNullish, kindOf, readReason, scalarText, toUint, YamlSource } from '../util/yaml-source.js';
+import { didYouMean } from '../util/did-you-mean.js';
+import { readReason, YamlSource } from '../util/yaml-source.js';
+import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-values.js';
 import type { Band, Layout } from './types.js';
 
 /*

@@ -11,19 +11,10 @@
 export type { DependCondition, Dependency, ReplicaCount, ReplicaState, RestartPolicy, ServicePorts, ServiceSpec, StackSpec } from './spec.js';
 export { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, REPLICA_STATES } from './spec.js';
 export { loadStack, parseStack, SERVICE_KEYS } from './load.js';
-export {
-  describeTemplateError,
-  endpointUrl,
-  KNOWN_PLACEHOLDERS,
-  OWN_SET,
-  parseTemplate,
-  placeholdersOf,
-  reachableHost,
-  resolveCommand,
-  resolveTemplate,
-  SERVICE_NAME_RE,
-} from './placeholders.js';
-export type { Endpoint, ParsedTemplate, Placeholder, ResolveContext, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
+export { describeTemplateError, KNOWN_PLACEHOLDERS, OWN_SET, parseTemplate, placeholdersOf, SERVICE_NAME_RE } from './placeholders.js';
+export { endpointUrl, reachableHost } from './endpoint.js';
+export type { Endpoint, ParsedTemplate, Placeholder, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
+export { resolveCommand, resolveTemplate, type ResolveContext } from './fill-placeholders.js';
 export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './graph.js';
 export type { Blocked, ConditionStatus, GraphNode, ReplicaStatus, StatusMap } from './graph.js';
 export { replicaSource } from './sources.js';

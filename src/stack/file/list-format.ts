@@ -1,4 +1,4 @@
-import { didYouMean } from '../../util/yaml-source.js';
+import { didYouMean } from '../../util/did-you-mean.js';
 
 /*
  * A list placeholder's per-entry format: {LIST|PATTERN} or {LIST|PATTERN|SEP}. A program

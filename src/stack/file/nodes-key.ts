@@ -1,4 +1,4 @@
-import { toUint } from '../../util/yaml-source.js';
+import { toUint } from '../../util/yaml-values.js';
 import type { ServiceSpec } from './spec.js';
 
 /*

@@ -4,8 +4,9 @@ import type { PortRange } from '../../host/types.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import type { Layout } from '../../layout/types.js';
 import { parseRangeText } from '../../source/range-text.js';
-import { didYouMean, kindOf, toUint } from '../../util/yaml-source.js';
-import type { Draft } from './cross-check.js';
+import { didYouMean } from '../../util/did-you-mean.js';
+import { kindOf, toUint } from '../../util/yaml-values.js';
+import type { Draft } from './draft.js';
 import { readPortsKey, type YamlReader } from './ports-key.js';
 
 /*

@@ -2,7 +2,7 @@ import { isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { MAX_BLOCK, portSetProblem, type PortEntry } from '../../allocate/port-set.js';
 import { compilePattern, learnEntriesProblem } from '../../launch/learn.js';
-import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-source.js';
+import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-values.js';
 
 /*
  * A service's `ports:` key: its named port set, in order, the first entry the primary port.

@@ -1,7 +1,8 @@
 import { isSeq } from 'yaml';
 import type { Node } from 'yaml';
 import type { StrayRule } from '../../launch/types.js';
-import { didYouMean, kindOf, scalarText } from '../../util/yaml-source.js';
+import { didYouMean } from '../../util/did-you-mean.js';
+import { kindOf, scalarText } from '../../util/yaml-values.js';
 import type { YamlReader } from './ports-key.js';
 
 /*

@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { isMap } from 'yaml';
 import type { Node } from 'yaml';
 import { PORT_NAME_RE } from '../../allocate/port-set.js';
-import { isNullish, kindOf, scalarText } from '../../util/yaml-source.js';
+import { isNullish, kindOf, scalarText } from '../../util/yaml-values.js';
 import type { YamlReader } from './ports-key.js';
 import type { ConfigTemplate } from './spec.js';
 import { renderedName } from './templates.js';

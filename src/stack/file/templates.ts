@@ -4,7 +4,8 @@ import { BerthError, EXIT } from '../../errors.js';
 import { writeFileAtomic, type FileOwner } from '../../util/atomic-write.js';
 import { lineIndex } from '../../util/line-index.js';
 import { readInputFile } from '../../util/safe-file.js';
-import { didYouMean, readReason } from '../../util/yaml-source.js';
+import { didYouMean } from '../../util/did-you-mean.js';
+import { readReason } from '../../util/yaml-source.js';
 import { templateBoundProblem } from './template-bounds.js';
 
 /*

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import type { RunStackOptions } from '../run/orchestrate.js';
-import { makeRunDir, PREVIOUS_RUN } from '../record/run-dir.js';
+import { makeRunDir, PREVIOUS_RUN } from '../record/create-stack-run-dir.js';
 import { nodesDir } from './node-files.js';
 
 /* What berth up of a multi-node stack is given (coordinator.ts), and the run directory it makes first. */

@@ -1,7 +1,8 @@
 /*
- * record/: what a run leaves and shows. The run directory (run-dir.ts: endpoints.json,
- * events.jsonl, logs/, diagnostics/) and its records (endpoints.ts), how a run ended
- * (result.ts), the writes that failed while it ran (write-failures.ts: a full disk), the
+ * record/: what a run leaves and shows. The run directory (stack-run-dir.ts: endpoints.json,
+ * events.jsonl, logs/, diagnostics/; made by create-stack-run-dir.ts) and its records
+ * (endpoints.ts), how a run ended (result.ts), the writes that failed while it ran
+ * (write-failures.ts: a full disk), the
  * console on stderr (stack-console.ts with status-view.ts and the replicas' prefixed output,
  * replica-output.ts), what `berth up` says (stack-messages.ts),
  * and the watchdog's mark on a run whose berth died (run-gone.ts).
@@ -9,8 +10,8 @@
  * May import: ../file/ and src/launch, src/allocate (types), src/util, src/errors; never
  * ../run/ or ../multi-node/.
  */
-export { checkRunDir, createRunDir, defaultRunDir, RunDir, runStamp } from './run-dir.js';
-export type { RunDirOptions } from './run-dir.js';
+export { checkRunDir, createRunDir, defaultRunDir, runStamp, type RunDirOptions } from './create-stack-run-dir.js';
+export { RunDir } from './stack-run-dir.js';
 export { applyUpdate, formatEvent, portsRecord } from './endpoints.js';
 export type { EndpointRecord, EndpointsDocument, ReplicaUpdate, StackEvent } from './endpoints.js';
 export type { SharedPorts, StackFailure, StackResult } from './result.js';

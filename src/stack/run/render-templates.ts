@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { BerthError, EXIT } from '../../errors.js';
-import type { ResolveContext } from '../file/placeholders.js';
+import type { ResolveContext } from '../file/fill-placeholders.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import type { Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';

@@ -4,7 +4,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import { REPLICA_DIRS, replicaDirPath } from '../file/replica-dir-path.js';
 import { placeholdersOf } from '../file/placeholders.js';
 import type { ServiceSpec } from '../file/spec.js';
-import { checkRunDir } from '../record/run-dir.js';
+import { checkRunDir } from '../record/create-stack-run-dir.js';
 import { userIds, type UserIds } from '../../util/user-ids.js';
 
 /*

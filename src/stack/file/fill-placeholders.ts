@@ -1,0 +1,188 @@
+import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
+import { BerthError, EXIT } from '../../errors.js';
+import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
+import { formatEntries, type ListEntry } from './list-format.js';
+import { describeTemplateError, parseTemplate, type OwnPart, type Placeholder } from './placeholders.js';
+import type { Rank } from './ranks.js';
+
+/*
+ * Placeholders filled for one replica's start (placeholders.ts reads them): from its own
+ * context, the replicas of the services it depends on, and the directories of this host.
+ * A placeholder the load-time checks should have refused is a bug (EXIT.SOFTWARE).
+ */
+
+/** A placeholder the load-time checks should have refused: berth's bug, said with where it stands. */
+function notFilled(ctx: ResolveContext, what: string, template: string, why: string): BerthError {
+  return new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${what} in ${JSON.stringify(template)}${why}`);
+}
+
+/** The URL a placeholder asks for; load-time checks refuse {svc.url} of a service without a scheme. */
+function urlOf(e: Endpoint, ctx: ResolveContext, p: Placeholder): string {
+  const url = endpointUrl(e);
+  if (url === null) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text}: its service has "scheme: none" (no URL)`);
+  return url;
+}
+
+export interface ResolveContext {
+  /** This service's name and replica index. */
+  name: string;
+  replica: number;
+  host: string;
+  /** This replica's port; when undefined, `{port}` is left in place for the launcher to fill. */
+  port?: number;
+  /** Names of its own learned ports: `{ports.NAME…}` of them is left in place for the launcher (its ready probe). */
+  learned?: ReadonlySet<string>;
+  /** The replica's GPU (node-wide index) under `replicas: gpus`. */
+  gpu?: number;
+  /** Its own directory ({dir}), made before its first start. */
+  dir?: string;
+  /** Every replica directory of the services on this host ({svc.dir}, {svc.dirs}), by service. */
+  dirs?: ReadonlyMap<string, readonly string[]>;
+  /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
+  ports?: readonly AssignedPorts[];
+  /** Where each shared port is reached (replica 0's host), by name. */
+  sharedHosts?: ReadonlyMap<string, string>;
+  /** Shared ports of the services it depends on, by service ({svc.port.NAME} of a shared NAME). */
+  sharedOf?: ReadonlyMap<string, { host: string; ports: readonly AssignedPorts[] }>;
+  /** Its rank (ranks.ts); {rank} and the others need it. */
+  rank?: Rank;
+  /** Started replicas of other services, in replica order. */
+  endpoints: ReadonlyMap<string, readonly Endpoint[]>;
+  /** This replica's rendered config files, name → absolute path ({templates.NAME}). */
+  templates?: ReadonlyMap<string, string>;
+}
+
+function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
+  if (p.kind === 'self') {
+    if (p.field === 'port') return ctx.port === undefined ? '{port}' : String(ctx.port);
+    if (p.field === 'replica') return String(ctx.replica);
+    if (p.field === 'host') return ctx.host;
+    if (p.field === 'gpu') {
+      // Load-time checks allow {gpu} only with replicas: gpus: reaching here is a bug.
+      if (ctx.gpu === undefined) throw notFilled(ctx, '{gpu}', template, `, but replica ${ctx.replica} has no GPU`);
+      return String(ctx.gpu);
+    }
+    if (p.field === 'name') return ctx.name;
+    if (p.field === 'dir') {
+      if (ctx.dir === undefined) throw notFilled(ctx, '{dir}', template, `, but replica ${ctx.replica} has no directory`);
+      return ctx.dir;
+    }
+    const rank = ctx.rank;
+    if (!rank) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no rank`);
+    if (p.field === 'node') return rank.node;
+    const { worldSize, localRank, nodeRank, nodeCount, generation } = rank;
+    return String({ rank: rank.rank, world_size: worldSize, local_rank: localRank, node_rank: nodeRank, node_count: nodeCount, generation }[p.field]);
+  }
+  if (p.kind === 'template') {
+    const path = ctx.templates?.get(p.template);
+    // Load-time checks name every template a placeholder uses: reaching here is a bug.
+    if (path === undefined) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no rendered template "${p.template}"`);
+    return path;
+  }
+  if (p.kind === 'own') {
+    // A port it chooses itself: known only to its launch, which fills it into the probe.
+    if (ctx.learned?.has(p.port)) return p.text;
+    const a = ctx.ports?.find((x) => x.name === p.port);
+    // Load-time checks name every port a template uses: reaching here is a bug.
+    if (!a) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no port "${p.port}"`);
+    return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
+  }
+  if (p.field === 'dir' || p.field === 'dirs') {
+    const dirs = dirsOf(p, ctx, template);
+    return p.field === 'dir' ? dirs[0]! : dirs.join(',');
+  }
+  const v = serviceValue(p, ctx, template);
+  return typeof v === 'string' ? v : v.join(p.format?.sep ?? ',');
+}
+
+/** Every replica directory of a service of this host ({svc.dir} is the first). */
+function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): readonly string[] {
+  const dirs = ctx.dirs?.get(p.service);
+  // Load-time checks allow only services of this host: reaching here is a bug.
+  if (!dirs || dirs.length === 0) throw notFilled(ctx, p.text, template, `: service "${p.service}" has no directory here`);
+  return dirs;
+}
+
+/** A service placeholder's value: one text, or a list's entries (each written by its format). */
+function serviceValue(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): string | string[] {
+  // An endpoint without a node is one of this host's (a stack on one host).
+  const here = ctx.rank?.node ?? '';
+  const written = (list: ListEntry[]) => (p.format ? formatEntries(list, p.format) : list.map((x) => x.value));
+  // A shared port is the service's, not a replica's: one value, even without replicas of its own.
+  const shared = p.port !== undefined ? ctx.sharedOf?.get(p.service) : undefined;
+  const sp = shared?.ports.find((a) => a.name === p.port);
+  if (sp) {
+    const value = portAt(sp, shared!.host, p.part);
+    return p.field === 'port' ? value : written([entry(p.service, 0, value, shared!.host, sp.ports[0]!, ctx.endpoints.get(p.service)?.[0]?.node ?? here)]);
+  }
+  const eps = ctx.endpoints.get(p.service);
+  if (!eps || eps.length === 0) {
+    // Load-time checks make every referenced service a started dependency: reaching here is a bug.
+    throw notFilled(ctx, p.text, template, ` refers to service "${p.service}", which has no started replica with a port`);
+  }
+  if (p.port !== undefined) {
+    const portOf = (e: Endpoint): AssignedPorts => {
+      const a = e.ports?.find((x) => x.name === p.port);
+      if (!a) throw notFilled(ctx, p.text, template, `: service "${p.service}" has no port "${p.port}"`);
+      return a;
+    };
+    if (p.field === 'port') return portAt(portOf(eps[0]!), eps[0]!.host, p.part);
+    return written(eps.map((e, i) => entry(p.service, i, portAt(portOf(e), e.host, p.part), e.host, portOf(e).ports[0]!, e.node ?? here)));
+  }
+  switch (p.field) {
+    case 'port':
+      return String(eps[0]!.port);
+    case 'url':
+      return urlOf(eps[0]!, ctx, p);
+    case 'host':
+      return reachableHost(eps[0]!.host);
+    case 'hostport':
+      return endpointHostPort(eps[0]!);
+  }
+  const values = {
+    ports: (e: Endpoint) => String(e.port),
+    urls: (e: Endpoint) => urlOf(e, ctx, p),
+    hosts: (e: Endpoint) => reachableHost(e.host),
+    hostports: endpointHostPort,
+  };
+  const value = values[p.field as keyof typeof values];
+  return written(eps.map((e, i) => entry(p.service, i, value(e), e.host, e.port, e.node ?? here)));
+}
+
+/** One entry of a list placeholder, for its per-entry format. */
+function entry(name: string, index: number, value: string, host: string, port: number, node: string): ListEntry {
+  return { value, index, name, host: reachableHost(host), port, hostport: endpointHostPort({ host, port }), node };
+}
+
+/** A port's value, or where it is reached (host, HOST:PORT of its first port). */
+function portAt(a: AssignedPorts, host: string, part: OwnPart | undefined): string {
+  if (part === 'host') return reachableHost(host);
+  if (part === 'hostport') return endpointHostPort({ host, port: a.ports[0]! });
+  return portValue(a, part);
+}
+
+/** Fills every placeholder of a template. Throws BerthError(DATAERR) for a malformed one. */
+export function resolveTemplate(template: string, ctx: ResolveContext): string {
+  const { parts, errors } = parseTemplate(template);
+  if (errors.length > 0) {
+    throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(template)} ${describeTemplateError(errors[0]!)}`);
+  }
+  let out = '';
+  for (const p of parts) out += typeof p === 'string' ? p : fill(p, ctx, template);
+  return out;
+}
+
+/** A command's words with every placeholder filled; a {...LIST} word is one word per entry. */
+export function resolveCommand(words: readonly string[], ctx: ResolveContext): string[] {
+  return words.flatMap((word) => {
+    const { parts, errors } = parseTemplate(word, { commandWord: true });
+    if (errors.length > 0) throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(word)} ${describeTemplateError(errors[0]!)}`);
+    const only = parts.length === 1 ? parts[0]! : undefined;
+    if (only !== undefined && typeof only !== 'string' && only.kind === 'service' && only.spread) {
+      if (only.field === 'dirs') return [...dirsOf(only, ctx, word)];
+      const v = serviceValue(only, ctx, word);
+      return typeof v === 'string' ? [v] : v;
+    }
+    return [parts.map((p) => (typeof p === 'string' ? p : fill(p, ctx, word))).join('')];
+  });
+}

@@ -1,0 +1,70 @@
+import type { ReadySpec } from '../../launch/types.js';
+import type { Draft } from './draft.js';
+import { describeTemplateError, parseTemplate, type TemplatePart } from './placeholders.js';
+import type { YamlReader } from './ports-key.js';
+import { templateParts } from './template-parts.js';
+
+/*
+ * A service's `ready:` (http://HOST:{port}/PATH, tcp, or cmd:COMMAND), read once `handoff:`
+ * is known: a tcp probe cannot tell an inherited socket from the service.
+ */
+
+/** The readiness spec, or undefined when it is refused (reported at `line`). */
+export function readReadyKey(written: string, line: number, label: string, draft: Draft, reader: YamlReader): ReadySpec | undefined {
+  const text = written.trim();
+  if (text === 'tcp') {
+    if (draft.spec.handoff === 'fd') {
+      reader.add(
+        line,
+        `${label}: "ready: tcp" cannot work with "handoff: fd": the inherited socket already listens, so a connect succeeds before the service runs; ` +
+          'use ready: http://127.0.0.1:{port}/PATH or cmd:COMMAND',
+      );
+      return undefined;
+    }
+    return { kind: 'tcp' };
+  }
+  if (text.startsWith('cmd:')) {
+    const command = text.slice(4).trim();
+    if (command === '') {
+      reader.add(line, `${label}: "ready: cmd:" needs a command, e.g. cmd:curl -sf http://127.0.0.1:{port}/health`);
+      return undefined;
+    }
+    draft.templates.push({ where: 'ready', line, parts: templateParts(command, 'ready', line, label, reader) });
+    return { kind: 'cmd', command };
+  }
+  if (/^https?:\/\//i.test(text)) {
+    if (/^https:/i.test(text)) {
+      reader.add(line, `${label}: https readiness probes are not supported; probe the plain-http health endpoint, or use "ready: cmd:curl -sfk ${text}"`);
+      return undefined;
+    }
+    const { parts, errors } = parseTemplate(text);
+    for (const e of errors) reader.add(line, `${label}: ready ${describeTemplateError(e)}`);
+    draft.templates.push({ where: 'ready', line, parts });
+    if (errors.length > 0) return undefined;
+    let url: URL | undefined;
+    try {
+      url = new URL(sampleUrl(parts));
+    } catch {
+      url = undefined;
+    }
+    if (!url || url.hostname === '') {
+      reader.add(line, `${label}: ready ${JSON.stringify(text)} is not a valid URL; expected http://HOST:{port}/PATH`);
+      return undefined;
+    }
+    return { kind: 'http', url: text };
+  }
+  reader.add(line, `${label}: ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found ${JSON.stringify(text)}`);
+  return undefined;
+}
+
+/** The URL with stand-ins for its placeholders: its shape is checked before any port is leased. */
+function sampleUrl(parts: readonly TemplatePart[]): string {
+  const standIn = (p: Exclude<TemplatePart, string>): string => {
+    if (p.kind === 'own') return '1';
+    if (p.kind === 'template') return '/t';
+    if (p.field === 'host') return '127.0.0.1';
+    if (p.field === 'name') return 'svc';
+    return p.field.startsWith('url') ? 'h' : '1';
+  };
+  return parts.map((p) => (typeof p === 'string' ? p : standIn(p))).join('');
+}
