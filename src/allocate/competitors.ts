@@ -45,7 +45,13 @@ export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean
     if (r !== undefined) {
       // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
       const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
-      const k: KnownLease = { createdBy: r.pid, uid: r.uid, ...(owner !== undefined ? { pid: owner } : {}), ...(r.owner !== undefined ? { owner: r.owner } : {}), inode: table.ports.get(port)![0]! };
+      const k: KnownLease = {
+        createdBy: r.pid,
+        uid: r.uid,
+        ...(owner !== undefined ? { pid: owner } : {}),
+        ...(r.owner !== undefined ? { owner: r.owner } : {}),
+        inode: table.ports.get(port)![0]!,
+      };
       if (r.name !== undefined) k.name = r.name;
       out.set(port, k);
       continue;
@@ -123,7 +129,8 @@ export function nameCompetitors(f: Failure, procRoot: string): void {
     u.pid = o.pid;
     u.command = o.cmdline.length > 0 ? o.cmdline.join(' ') : o.comm;
     // The lease's allocator holding its own port: a hold, given up (or handed to a service) shortly.
-    if (lease !== undefined && (o.pid === lease.createdBy || o.pid === lease.pending?.pid) && socketsHeldBy(procRoot, o.pid, new Set([ino])).size > 0) u.heldByBerth = true;
+    if (lease !== undefined && (o.pid === lease.createdBy || o.pid === lease.pending?.pid) && socketsHeldBy(procRoot, o.pid, new Set([ino])).size > 0)
+      u.heldByBerth = true;
   }
   if (unowned.length > 0) {
     const now = readHostMap({ procRoot, localPorts: unowned.map((p) => ({ lo: p, hi: p })) });

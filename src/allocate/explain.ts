@@ -66,8 +66,11 @@ export function describeInUse(u: InUse, isRoot = false): string {
 export function describeLeased(l: Leased): string {
   const name = l.name !== undefined ? ` "${cleanText(truncate(l.name, 60))}"` : '';
   const user = l.uid === undefined ? '' : l.user !== undefined ? `${l.user}, uid ${l.uid}` : `uid ${l.uid}`;
-  if (l.kind === 'pending') return `${l.port} being allocated by berth${l.pid !== undefined ? ` pid ${l.pid}` : ''}${user === '' ? '' : ` of ${user}`}${command(l.command)} (a set in progress)`;
-  const owner = l.pid === undefined ? 'no owner pid (expiry only)' : l.ownerGone ? `pid ${l.pid} (owner gone from this PID namespace, yet the lease is still held)` : `pid ${l.pid}`;
+  if (l.kind === 'pending')
+    return `${l.port} being allocated by berth${l.pid !== undefined ? ` pid ${l.pid}` : ''}${user === '' ? '' : ` of ${user}`}${command(l.command)} ` +
+      `(a set in progress)`;
+  const owner = l.pid === undefined ? 'no owner pid (expiry only)' : l.ownerGone ? `pid ${l.pid} (owner gone from this PID namespace, yet the lease ` +
+    `is still held)` : `pid ${l.pid}`;
   return `${l.port} leased to ${owner}${user === '' ? '' : ` of ${user}`}${name}${command(l.command)}`;
 }
 
@@ -94,20 +97,24 @@ export function explainUnavailable(input: ExplainInput): string {
     const head = `port ${p} is not available`;
     if (x.privileged > 0) {
       // Privileged ports are the host's own services', not a pool berth shares out (the library's allowPrivileged is for root-run tools).
-      return `${head}: it is below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}, and berth does not lease privileged ports; pick a port >= ${host.unprivilegedStart}`;
+      return `${head}: it is below net.ipv4.ip_unprivileged_port_start=${host.unprivilegedStart}, and berth does not lease privileged ports; pick a ` +
+        `port >= ${host.unprivilegedStart}`;
     }
     if (x.ephemeral > 0) {
-      return `${head}: it is inside ${eph} and not reserved, so any outgoing connection may take it; reserve it (${sysctlHint(input)}), pick a port outside the range, or pass --allow-ephemeral`;
+      return `${head}: it is inside ${eph} and not reserved, so any outgoing connection may take it; reserve it (${sysctlHint(input)}), pick a port ` +
+        `outside the range, or pass --allow-ephemeral`;
     }
     const u = x.inUse[0];
     if (u) return `${head}: it is in use: ${describeInUse(u, input.isRoot)}`;
     const l = x.leased[0];
     if (l) {
-      const hint = l.kind === undefined ? `; see berth leases (its holder ends it: berth release --port ${p})` : '; it was still being allocated when berth gave up';
+      const hint = l.kind === undefined ? `; see berth leases (its holder ends it: berth release --port ${p})` : '; it was still being allocated when ' +
+        'berth gave up';
       return `${head}: ${describeLeased(l)}${hint}`;
     }
     const b = x.bindFailed[0];
-    if (b) return `${head}: binding ${b.protocol === 'udp' ? 'its UDP side' : 'it'} failed (${b.code})${b.code === 'EADDRINUSE' ? ', although no socket was listed a moment before: another process took it just now' : ''}`;
+    if (b) return `${head}: binding ${b.protocol === 'udp' ? 'its UDP side' : 'it'} failed ` +
+      `(${b.code})${b.code === 'EADDRINUSE' ? ', although no socket was listed a moment before: another process took it just now' : ''}`;
     const r = x.raced[0];
     if (r) return `${head}: lost to a concurrent allocator (${r.reason})`;
     return `${head}`;
@@ -115,13 +122,16 @@ export function explainUnavailable(input: ExplainInput): string {
   const src = describeSource(report.source);
   const { needed, usable, got } = input;
   const block = input.block;
-  const longest = block?.longest === undefined ? 'no port is usable' : `the longest run of usable ports is ${formatRange(block.longest)} (${block.longest.hi - block.longest.lo + 1})`;
+  const longest = block?.longest === undefined ? 'no port is usable' : `the longest run of usable ports is ${formatRange(block.longest)} ` +
+    `(${block.longest.hi - block.longest.lo + 1})`;
   const head = block
     ? block.runs === 0
       ? `no ${needed} contiguous usable ports in ${src} (${report.considered} considered, ${usable} usable): ${longest}`
-      : `could not get a block of ${needed} contiguous ports in ${src}: each of the ${block.runs} run${block.runs === 1 ? '' : 's'} that looked usable lost a port (${report.considered} considered)`
+      : `could not get a block of ${needed} contiguous ports in ${src}: each of the ${block.runs} run${block.runs === 1 ? '' : 's'} that looked ` +
+        `usable lost a port (${report.considered} considered)`
     : usable < needed
-      ? `${usable === 0 ? 'no usable port' : `only ${usable} usable port${usable === 1 ? '' : 's'}`} in ${src} (${report.considered} considered), needed ${needed}`
+      ? `${usable === 0 ? 'no usable port' : `only ${usable} usable port${usable === 1 ? '' : 's'}`} in ${src} (${report.considered} considered), ` +
+        `needed ${needed}`
       : `could not get ${needed} ports in ${src}: got ${got} of the ${usable} that looked usable (${report.considered} considered)`;
   const lines = [head];
   const own = input.ownInSet ?? [];
@@ -143,6 +153,7 @@ export function explainUnavailable(input: ExplainInput): string {
   if (x.raced.length > 0) {
     lines.push(`  ${x.raced.length} lost to concurrent allocators: ${list(x.raced, (r) => `${r.port} (${r.reason})`)}`);
   }
-  lines.push(block ? `  use a wider range, ask for a smaller block (--block), or free some of the ports above` : `  use a wider range, ask for fewer ports (--count), or free some of the ports above`);
+  lines.push(block ? `  use a wider range, ask for a smaller block (--block), or free some of the ports above` : `  use a wider range, ask for fewer ` +
+    `ports (--count), or free some of the ports above`);
   return lines.join('\n');
 }

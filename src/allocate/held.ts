@@ -123,7 +123,9 @@ export class HeldReservation implements Reservation {
         const what = side === 'UDP' ? `the UDP side of port ${port}` : `port ${port}`;
         throw new BerthError(
           EXIT.UNAVAILABLE,
-          `cannot hold ${what}${at} again (${code}): ${who === undefined ? 'no socket is listed on it now (taken and let go just now)' : `it is in use: ${who}`}; the lease is still yours, the port is not`,
+          `cannot hold ${what}${at} again (${code}): ` +
+            `${who === undefined ? 'no socket is listed on it now (taken and let go just now)' : `it is in use: ${who}`}; the lease is still yours, ` +
+              `the port is not`,
           { port, code },
         );
       }

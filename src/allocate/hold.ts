@@ -113,10 +113,16 @@ export function listenBacklog(): number {
 export function addressFailure(e: unknown, address: string): BerthError | undefined {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'EADDRNOTAVAIL') {
-    return new BerthError(EXIT.USAGE, `cannot listen on ${address}: no interface of this host has that address (EADDRNOTAVAIL); give --bind / host: an address of this host, 127.0.0.1, ::1, 0.0.0.0 or ::`, { address, code });
+    return new BerthError(
+      EXIT.USAGE,
+      `cannot listen on ${address}: no interface of this host has that address (EADDRNOTAVAIL); give --bind / host: an address of this host, ` +
+        `127.0.0.1, ::1, 0.0.0.0 or ::`,
+      { address, code },
+    );
   }
   if (code === 'EAFNOSUPPORT' || code === 'EPROTONOSUPPORT') {
-    return new BerthError(EXIT.USAGE, `cannot listen on ${address}: this host has that address family turned off (${code}); give an address of the other family`, { address, code });
+    return new BerthError(EXIT.USAGE, `cannot listen on ${address}: this host has that address family turned off (${code}); give an address of the ` +
+      `other family`, { address, code });
   }
   return undefined;
 }

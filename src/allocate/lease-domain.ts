@@ -46,7 +46,8 @@ function readFdLimit(): string {
 export function descriptorError(code: string, what: string): BerthError {
   const msg =
     code === 'EMFILE'
-      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${fdLimit()}): a lease takes one descriptor per port, a held port one more; raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
+      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${fdLimit()}): a lease takes one descriptor per port, a held port one more; ` +
+        `raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
       : `the system is out of file descriptors while ${what} (ENFILE): raise fs.file-max (sysctl -w fs.file-max=…) or free descriptors elsewhere`;
   return new BerthError(EXIT.IOERR, `${msg}; nothing was leased`, { code });
 }
@@ -96,7 +97,8 @@ export function readUnixTable(procRoot = '/proc'): string {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, 'reading /proc/net/unix');
-    throw new BerthError(EXIT.IOERR, `cannot read ${join(procRoot, 'net', 'unix')} (the lease domain): ${code ?? (e as Error).message}; berth needs /proc mounted`);
+    throw new BerthError(EXIT.IOERR, `cannot read ${join(procRoot, 'net', 'unix')} (the lease domain): ${code ?? (e as Error).message}; berth needs ` +
+      `/proc mounted`);
   }
 }
 

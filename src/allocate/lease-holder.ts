@@ -140,7 +140,10 @@ function waiting(child: ChildProcess, h: HolderSpec): Promise<void> {
       if (child.exitCode !== null || child.signalCode !== null) {
         const how = child.exitCode !== null ? `status ${child.exitCode}` : child.signalCode;
         // tail --pid ends at once when its owner has: that is the likely cause, and not berth's fault.
-        const owner = h.ownerPid !== undefined && stateOf(h.ownerPid) === undefined ? `: owner pid ${h.ownerPid} ended before its lease was made` : ', so it could not hold the lease';
+        const owner =
+          h.ownerPid !== undefined && stateOf(h.ownerPid) === undefined
+            ? `: owner pid ${h.ownerPid} ended before its lease was made`
+            : ', so it could not hold the lease';
         reject(new BerthError(EXIT.UNAVAILABLE, `the lease holder (${child.spawnfile}) exited at once (${how})${owner}; nothing was leased`));
         return;
       }
@@ -156,7 +159,12 @@ function waiting(child: ChildProcess, h: HolderSpec): Promise<void> {
 function failure(e: unknown, cmd: string): BerthError {
   const code = (e as NodeJS.ErrnoException).code ?? '';
   if (code === 'EMFILE' || code === 'ENFILE') return descriptorError(code, 'starting the lease holder');
-  if (code === 'ENOENT') return new BerthError(EXIT.UNAVAILABLE, `cannot start the lease holder: ${cmd} is not on PATH (berth holds --owner/--ttl leases with coreutils' tail, sleep and timeout); install coreutils; nothing was leased`);
+  if (code === 'ENOENT')
+    return new BerthError(
+      EXIT.UNAVAILABLE,
+      `cannot start the lease holder: ${cmd} is not on PATH (berth holds --owner/--ttl leases with coreutils' tail, sleep and timeout); install ` +
+        `coreutils; nothing was leased`,
+    );
   return new BerthError(EXIT.IOERR, `cannot start the lease holder (${cmd}): ${code || (e as Error).message}; nothing was leased`);
 }
 

@@ -33,7 +33,14 @@ export async function leaseListened(port: number, name: string | undefined, proc
       ports: [port],
       ...(name !== undefined ? { name } : {}),
     });
-    const lease: Lease = { port, kind: 'single', createdAt, createdBy: process.pid, netns: readNetns(procRoot), ...(name !== undefined ? { name: capName(name) } : {}) };
+    const lease: Lease = {
+      port,
+      kind: 'single',
+      createdAt,
+      createdBy: process.pid,
+      netns: readNetns(procRoot),
+      ...(name !== undefined ? { name: capName(name) } : {}),
+    };
     const report = { ...emptyReport({ kind: 'port', port }), considered: 1 };
     // block: true in its shape only so that rehold() never tries to bind what the service holds.
     return { reservation: new HeldReservation([{ lease, name: hold, server: undefined }], report, { block: true }, { records }) };

@@ -64,7 +64,13 @@ function holdingProcs(procRoot: string, inodes: Set<number>, withJob: boolean): 
 /** Still the holder we decided on: same process (start time), same uid, still a holder of this socket. */
 function stillHolder(procRoot: string, was: HoldingProc, inode: number): boolean {
   const now = readProcFacts(procRoot, was.pid);
-  return now !== undefined && now.argv[0] === HOLDER_ARGV0 && now.uid === was.uid && now.startTime === was.startTime && socketsHeldBy(procRoot, was.pid, new Set([inode])).size > 0;
+  return (
+    now !== undefined &&
+    now.argv[0] === HOLDER_ARGV0 &&
+    now.uid === was.uid &&
+    now.startTime === was.startTime &&
+    socketsHeldBy(procRoot, was.pid, new Set([inode])).size > 0
+  );
 }
 
 /**
@@ -85,7 +91,13 @@ export async function releaseLeases(opts: ReleaseFilter & LeaseListOptions = {})
   const procs = holdingProcs(procRoot, new Set(proven.values()), opts.jobId !== undefined);
   const candidate = (l: ListedLease): ReleaseCandidate => {
     const inode = proven.get(l.port);
-    return { port: l.port, state: l.state, ...(l.uid !== undefined ? { claimedUid: l.uid } : {}), ...(inode !== undefined ? { inode } : {}), procs: inode === undefined ? [] : (procs.get(inode) ?? []) };
+    return {
+      port: l.port,
+      state: l.state,
+      ...(l.uid !== undefined ? { claimedUid: l.uid } : {}),
+      ...(inode !== undefined ? { inode } : {}),
+      procs: inode === undefined ? [] : (procs.get(inode) ?? []),
+    };
   };
   const ending: { lease: ListedLease; inode: number }[] = [];
   const signalled = new Set<number>();

@@ -70,7 +70,16 @@ export function leasesOf(table: LeaseTable, netns: string): ListedLease[] {
     const inode = inodes[0]!;
     const r = byPort.get(port);
     if (r !== undefined) {
-      out.push({ ...toLease(port, r, netns), uid: r.uid, state: 'live', live: true, inode, record: r.id, ...(r.set !== undefined ? { set: r.set } : {}), ...(r.pidns !== undefined ? { pidns: r.pidns } : {}) });
+      out.push({
+        ...toLease(port, r, netns),
+        uid: r.uid,
+        state: 'live',
+        live: true,
+        inode,
+        record: r.id,
+        ...(r.set !== undefined ? { set: r.set } : {}),
+        ...(r.pidns !== undefined ? { pidns: r.pidns } : {}),
+      });
       continue;
     }
     const a = pending.get(port);

@@ -109,7 +109,12 @@ export function planCandidates(input: PlanInput): Plan {
       }
       const row = busy.get(p);
       if (row !== undefined) {
-        const entry: AllocationReport['excluded']['inUse'][number] = { port: p, state: row.state, uid: row.uid, ...(row.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
+        const entry: AllocationReport['excluded']['inUse'][number] = {
+          port: p,
+          state: row.state,
+          uid: row.uid,
+          ...(row.protocol === 'udp' ? { protocol: 'udp' as const } : {}),
+        };
         const owner = row.inode !== 0 ? host.owners?.get(row.inode)?.[0] : undefined;
         if (owner) {
           entry.pid = owner.pid;

@@ -69,11 +69,14 @@ export function portSetProblem(entries: readonly PortEntry[]): string | undefine
   if (entries.length === 0) return 'declares no ports';
   const seen = new Map<string, string>();
   for (const e of entries) {
-    if (e.name.length > MAX_PORT_NAME) return `port name "${e.name.slice(0, 20)}…" is ${e.name.length} characters long; a port name has at most ${MAX_PORT_NAME} (it is stored in the lease record)`;
+    if (e.name.length > MAX_PORT_NAME)
+      return `port name "${e.name.slice(0, 20)}…" is ${e.name.length} characters long; a port name has at most ${MAX_PORT_NAME} (it is stored in the ` +
+        `lease record)`;
     if (!PORT_NAME_RE.test(e.name)) return `port name "${e.name}" is not a name (letters, digits, "_" and "-", starting with a letter)`;
     const env = portEnvName(e.name);
     const other = seen.get(env);
-    if (other !== undefined) return other === e.name ? `port name "${e.name}" appears twice` : `port names "${other}" and "${e.name}" are the same variable ${env}`;
+    if (other !== undefined) return other === e.name ? `port name "${e.name}" appears twice` : `port names "${other}" and "${e.name}" are the same ` +
+      `variable ${env}`;
     seen.set(env, e.name);
     if (e.kind === 'block' && (!Number.isInteger(e.count) || e.count < 1 || e.count > MAX_BLOCK)) {
       return `block "${e.name}" has ${e.count} ports; a block has 1 to ${MAX_BLOCK}`;
@@ -99,7 +102,8 @@ export function parsePortsFlag(text: string): PortEntry[] {
     if (what === '1') entries.push({ name, kind: 'single' });
     else if (what === 'window') entries.push({ name, kind: 'window' });
     else if (block) entries.push({ name, kind: 'block', count: Number(block[1]) });
-    else throw new BerthError(EXIT.USAGE, `--ports ${shown}: "${item.length > 40 ? `${item.slice(0, 37)}…` : item}" is not NAME, NAME=block:N or NAME=window (e.g. --ports http,dist=block:32)`);
+    else throw new BerthError(EXIT.USAGE, `--ports ${shown}: "${item.length > 40 ? `${item.slice(0, 37)}…` : item}" is not NAME, NAME=block:N or ` +
+      `NAME=window (e.g. --ports http,dist=block:32)`);
   }
   const problem = portSetProblem(entries);
   if (problem !== undefined) throw new BerthError(EXIT.USAGE, `--ports ${shown}: ${problem}`);

@@ -48,7 +48,8 @@ export type Verdict =
 const PID_ARG = /^--pid=([1-9]\d{0,9})$/;
 
 /** `tail`, by name or by the system path the holder runs it from (lease-holder.ts). */
-const isTail = (arg: string | undefined): boolean => arg === 'tail' || (arg !== undefined && /^\/(?:usr\/)?bin\/tail$|^\/run\/current-system\/sw\/bin\/tail$/.test(arg));
+const isTail = (arg: string | undefined): boolean =>
+  arg === 'tail' || (arg !== undefined && /^\/(?:usr\/)?bin\/tail$|^\/run\/current-system\/sw\/bin\/tail$/.test(arg));
 
 /** The owner a holder's argv (as the kernel shows it) watches: `tail --pid=N …` or `timeout D tail --pid=N …`. */
 export function watchedPid(argv: readonly string[]): number | undefined {
@@ -83,7 +84,11 @@ export function isTargeted(c: ReleaseCandidate, ask: ReleaseAsk, me: Caller): bo
   // namespace, so it answers --owner N only when the caller is in that same namespace (a
   // container's inner owner 5 is not the host's pid 5). The process holding the socket
   // itself is named by its pid in the caller's /proc.
-  if (ask.ownerPid !== undefined && c.procs.some((p) => p.pid === ask.ownerPid || (watchedPid(p.argv) === ask.ownerPid && p.pidns !== undefined && p.pidns === me.pidns))) return true;
+  if (
+    ask.ownerPid !== undefined &&
+    c.procs.some((p) => p.pid === ask.ownerPid || (watchedPid(p.argv) === ask.ownerPid && p.pidns !== undefined && p.pidns === me.pidns))
+  )
+    return true;
   if (ask.jobId !== undefined && c.procs.some((p) => p.job === ask.jobId)) return true;
   return false;
 }

@@ -36,7 +36,11 @@ class NamedSet implements NamedReservation {
       throw new BerthError(EXIT.SOFTWARE, `a port set of ${entries.length} entries got ${reservations.length} reservations`);
     }
     this.reservations = reservations;
-    this.assigned = entries.map((e, i) => ({ name: e.name, kind: e.kind === 'single' ? 'single' : 'block', ports: [...reservations[i]!.ports].sort((a, b) => a - b) }));
+    this.assigned = entries.map((e, i) => ({
+      name: e.name,
+      kind: e.kind === 'single' ? 'single' : 'block',
+      ports: [...reservations[i]!.ports].sort((a, b) => a - b),
+    }));
   }
 
   byName(name: string): Reservation | undefined {
@@ -64,14 +68,16 @@ export type NamedRequestBase = Omit<SetRequest, 'count' | 'block' | 'name' | 'ud
 
 function windowProblem(entries: readonly PortEntry[], source: PortSource): string | undefined {
   if (source.kind === 'port' && (entries.length > 1 || entries.some((e) => e.kind === 'block' && e.count > 1))) {
-    return `${entries.length > 1 ? `${entries.length} entries` : `a block of ${(entries[0] as { count: number }).count}`} from the one port ${source.port}: a set needs a range or a band`;
+    return `${entries.length > 1 ? `${entries.length} entries` : `a block of ${(entries[0] as { count: number }).count}`} from the one port ` +
+      `${source.port}: a set needs a range or a band`;
   }
   const windows = entries.filter((e) => e.kind === 'window');
   if (windows.length === 0) return undefined;
   if (windows.length > 1) return `ports ${windows.map((w) => `"${w.name}"`).join(' and ')} are both "window": a set has at most one (the window is one run)`;
   if (source.kind !== 'band' || source.instance === undefined) {
     const what = source.kind === 'band' ? `the whole band ${source.band}` : source.kind === 'range' ? `a range` : `one port`;
-    return `port "${windows[0]!.name}" is "window", the ports of one band instance's window, but the source is ${what}; give a band with an instance (--band B --instance N, or a stack service with band:), or use NAME=block:N`;
+    return `port "${windows[0]!.name}" is "window", the ports of one band instance's window, but the source is ${what}; give a band with an instance ` +
+      `(--band B --instance N, or a stack service with band:), or use NAME=block:N`;
   }
   return undefined;
 }
@@ -91,13 +97,20 @@ export function namedSetRequests(entries: readonly PortEntry[], base: NamedReque
   return entries.map((e): SetRequest => {
     const label = name === undefined ? e.name : `${name}/${e.name}`;
     // With a window every entry stacks up from the window's bottom: a random start would cut it.
-    const r: SetRequest = { ...common, ...(hasWindow ? { strategy: 'lowest' } : {}), count: 1, name: label, ...(e.kind === 'single' && e.udp === true ? { udp: true } : {}) };
+    const r: SetRequest = {
+      ...common,
+      ...(hasWindow ? { strategy: 'lowest' } : {}),
+      count: 1,
+      name: label,
+      ...(e.kind === 'single' && e.udp === true ? { udp: true } : {}),
+    };
     if (e.kind === 'block') return { ...r, count: e.count, block: true };
     if (e.kind === 'window') {
       const size = base.source.kind === 'port' ? 1 : rangeSize(base.source.range);
       const count = size - others;
       if (count < 1) {
-        throw new BerthError(EXIT.UNAVAILABLE, `port set: the window ${describeRange(base.source)} has ${size} ports and the set's other entries take ${others}, leaving none for "${e.name}"`);
+        throw new BerthError(EXIT.UNAVAILABLE, `port set: the window ${describeRange(base.source)} has ${size} ports and the set's other entries take ` +
+          `${others}, leaving none for "${e.name}"`);
       }
       return { ...r, count, block: true };
     }

@@ -45,7 +45,11 @@ export async function allocatePorts(options: AllocateOptions): Promise<Reservati
   const count = blockCount(opts) ?? opts.count ?? 1;
   if (!Number.isInteger(count) || count < 1) throw usage(`count ${count}: expected a whole number >= 1`);
   checkSource(opts.source);
-  if (opts.block !== undefined && count > 1 && opts.source.kind === 'port') throw usage(`block ${count} from port ${opts.source.port}: a block needs a range or a band to lie in; give range ${opts.source.port}-${opts.source.port + count - 1} for exactly those ports`);
+  if (opts.block !== undefined && count > 1 && opts.source.kind === 'port')
+    throw usage(
+      `block ${count} from port ${opts.source.port}: a block needs a range or a band to lie in; give range ` +
+        `${opts.source.port}-${opts.source.port + count - 1} for exactly those ports`,
+    );
   checkLeaseName(opts.name);
   const set = setOptions(opts);
   const [r] = await reserveSet(
@@ -77,14 +81,17 @@ const MAX_PID = 4_194_304;
 export function checkLeaseName(name: string | undefined, flag = 'name'): void {
   if (name === undefined) return;
   const n = [...name].length;
-  if (n > USER_NAME_CHARS) throw usage(`${flag} is ${n} characters long; a lease name has at most ${USER_NAME_CHARS} (it is stored in the lease record every user of the host reads)`);
+  if (n > USER_NAME_CHARS) throw usage(`${flag} is ${n} characters long; a lease name has at most ${USER_NAME_CHARS} (it is stored in the lease ` +
+    `record every user of the host reads)`);
 }
 
 /** `block` checked: a block size, which excludes count > 1; undefined without a block. */
 export function blockCount(o: Pick<AllocateOptions, 'block' | 'count'>): number | undefined {
   if (o.block === undefined) return undefined;
-  if (!Number.isInteger(o.block) || o.block < 1 || o.block > MAX_BLOCK) throw usage(`block ${o.block}: expected a whole number of ports from 1 to ${MAX_BLOCK}`);
-  if (o.count !== undefined && o.count !== 1) throw usage(`block ${o.block} with count ${o.count}: a block is one run of contiguous ports; ask for one or the other`);
+  if (!Number.isInteger(o.block) || o.block < 1 || o.block > MAX_BLOCK) throw usage(`block ${o.block}: expected a whole number of ports from 1 to ` +
+    `${MAX_BLOCK}`);
+  if (o.count !== undefined && o.count !== 1) throw usage(`block ${o.block} with count ${o.count}: a block is one run of contiguous ports; ask for ` +
+    `one or the other`);
   return o.block;
 }
 
@@ -92,7 +99,8 @@ export function blockCount(o: Pick<AllocateOptions, 'block' | 'count'>): number 
 export function setOptions(opts: Pick<AllocateOptions, 'ownerPid' | 'ttlMs' | 'hold' | 'procRoot' | 'contentionMs' | 'signal'>): SetOptions {
   const set: SetOptions = {};
   if (opts.ownerPid !== undefined) {
-    if (!(Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 && opts.ownerPid <= MAX_PID)) throw usage(`owner pid ${opts.ownerPid} is not a running process; the lease would end at once`);
+    if (!(Number.isInteger(opts.ownerPid) && opts.ownerPid > 0 && opts.ownerPid <= MAX_PID)) throw usage(`owner pid ${opts.ownerPid} is not a running ` +
+      `process; the lease would end at once`);
     // The library's own pid is a lease it holds itself (no holder): only another process is checked as an owner.
     if (opts.ownerPid === process.pid) set.owner = { pid: opts.ownerPid, start: processStartTime(opts.ownerPid) ?? 0 };
     else {

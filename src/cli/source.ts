@@ -58,7 +58,8 @@ export async function resolveSource(command: string, values: SourceValues, host:
   if (band !== undefined) o.band = band;
   if (source !== undefined) o.source = source as 'resv';
   if (instance !== undefined) {
-    if (instance !== 'auto' && instance !== 'gpu' && !/^\d+$/.test(instance)) throw usage(command, `--instance ${JSON.stringify(instance)}: expected a whole number ≥ 0, auto or gpu`);
+    if (instance !== 'auto' && instance !== 'gpu' && !/^\d+$/.test(instance))
+      throw usage(command, `--instance ${JSON.stringify(instance)}: expected a whole number ≥ 0, auto or gpu`);
     o.instance = instance === 'auto' || instance === 'gpu' ? instance : parseCount(command, '--instance', instance, 0);
   }
   return resolvePortSource(o, { host, env, flag: (n) => `--${n}`, usage: (m) => usage(command, m) });

@@ -47,7 +47,10 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const env = o.env ?? process.env;
   const slurm = readSlurmEnv(env);
   if (!slurm || slurm.nodeList.length === 0 || slurm.nodeName === undefined) {
-    throw new BerthError(EXIT.USAGE, 'up --agent runs inside a Slurm step (srun), started by berth up on a multi-node allocation; it is not meant to be run by hand');
+    throw new BerthError(
+      EXIT.USAGE,
+      'up --agent runs inside a Slurm step (srun), started by berth up on a multi-node allocation; it is not meant to be run by hand',
+    );
   }
   const node = slurm.nodeName;
   const index = slurm.nodeList.indexOf(node);
@@ -59,7 +62,14 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const local = spec.services.filter((s) => s.nodes === undefined && services.some((x) => x.dependsOn.some((d) => d.service === s.name)));
   // A job restarted as a group across nodes: berth up starts one agents step per generation.
   const generation = agentGeneration(env);
-  const file: NodeFile = { node, pid: process.pid, state: 'starting', updated: new Date().toISOString(), services: {}, ...(generation !== undefined ? { generation } : {}) };
+  const file: NodeFile = {
+    node,
+    pid: process.pid,
+    state: 'starting',
+    updated: new Date().toISOString(),
+    services: {},
+    ...(generation !== undefined ? { generation } : {}),
+  };
   const publish = (patch: Partial<NodeFile> = {}) => {
     Object.assign(file, patch, { updated: new Date().toISOString() });
     writeNodeFile(o.runDir, file);
@@ -74,7 +84,17 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const replicas = (): NodeReplica[] =>
     (handle?.endpoints().replicas ?? []).map((r) => {
       const code = codes.get(`${r.service}/${r.replica}`);
-      return { service: r.service, replica: r.replica, state: r.state, host: r.host, port: r.port, pid: r.pid, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}), ...(code !== undefined ? { code } : {}), ...(r.generation !== undefined ? { generation: r.generation } : {}) };
+      return {
+        service: r.service,
+        replica: r.replica,
+        state: r.state,
+        host: r.host,
+        port: r.port,
+        pid: r.pid,
+        ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}),
+        ...(code !== undefined ? { code } : {}),
+        ...(r.generation !== undefined ? { generation: r.generation } : {}),
+      };
     });
   const publishSoon = () => {
     if (ended) return;
@@ -173,7 +193,10 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
             const svc = services.find((s) => s.name === e.service)!;
             const here = handle?.endpoints().replicas.filter((r) => r.service === e.service).length ?? 1;
             const rank = rankOf(svc, e.replica, here, { node, nodeIndex: index, nodes: slurm.nodeList }).rank;
-            publish({ rankFailure: { service: e.service, replica: e.replica, rank, status: e.code ?? EXIT.SOFTWARE, t: e.t, generation: g }, replicas: replicas() });
+            publish({
+              rankFailure: { service: e.service, replica: e.replica, rank, status: e.code ?? EXIT.SOFTWARE, t: e.t, generation: g },
+              replicas: replicas(),
+            });
           } else publishSoon();
         },
         ...(local.length > 0 ? { externalServices: graphNodes(local) } : {}),
@@ -196,7 +219,12 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
       const eps: Record<string, NodeEndpoint[]> = {};
       for (const r of doc.replicas) {
         if (r.port === null || !mine.has(r.service)) continue;
-        (eps[r.service] ??= []).push({ replica: r.replica, host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1', port: r.port, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) });
+        (eps[r.service] ??= []).push({
+          replica: r.replica,
+          host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1',
+          port: r.port,
+          ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}),
+        });
       }
       if (!ended) publish({ state: 'ready', services: eps, replicas: replicas() });
     },
@@ -218,7 +246,18 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
     state: failed || jobFailed ? 'failed' : done ? 'done' : 'stopped',
     exitCode: result.exitCode,
     replicas: reps,
-    ...(failed && f ? { failure: { service: f.service, replica: f.replica, exitCode: f.exitCode, reason: redactText(f.reason), logs: f.logs, ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}) } } : {}),
+    ...(failed && f
+      ? {
+          failure: {
+            service: f.service,
+            replica: f.replica,
+            exitCode: f.exitCode,
+            reason: redactText(f.reason),
+            logs: f.logs,
+            ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}),
+          },
+        }
+      : {}),
     ...(jobFailed && result.job
       ? {
           failure: {
@@ -226,7 +265,10 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
             replica: result.job.replica,
             exitCode: result.exitCode,
             reason: result.job.signal ? `was killed by ${result.job.signal}` : `exited with status ${result.job.status}`,
-            logs: { out: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.out`), err: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.err`) },
+            logs: {
+              out: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.out`),
+              err: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.err`),
+            },
           },
         }
       : {}),

@@ -15,6 +15,7 @@ import type { StackSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
+import { failedNode } from './failed-node.js';
 import { firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
 import { AGENT_GENERATION_ENV, readNodeFiles } from './node-generation.js';
 import { JobGenerations } from './job-generations.js';
@@ -135,7 +136,9 @@ class MultiNodeStack {
         void Promise.resolve(this.local?.stop())
           .then(() => this.local?.done)
           .then(() => this.stopAgents())
-          .then(() => this.finish(this.failedResult({ service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })));
+          .then(() =>
+            this.finish(this.failedResult({ service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })),
+          );
       },
     );
   }
@@ -210,27 +213,12 @@ class MultiNodeStack {
   /** Node files now; records the first failed node (or agents that ended unasked) in nodeFailure. */
   private readNodes(): Map<string, NodeFile> {
     const files = this.readNodesQuiet();
-    if (!this.nodeFailure) {
-      const failed = firstFailure(files, this.gens.generation);
-      if (failed) this.nodeFailure = { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
-    }
-    const step = this.step;
-    if (!this.nodeFailure && step && !this.agentsStopAsked) {
-      // An agent is gone (kill -9, a crash, its node lost) though its node file still says
-      // starting or ready: srun's report is its end (task-ended.ts). A done node runs nothing.
-      step.scan();
-      const gone = this.plan.agentNodes.find((n) => step.ended.has(n) && files.get(n)?.state !== 'done');
-      if (gone) {
-        this.nodeFailure = { node: gone, file: files.get(gone), why: `its agent ended unasked (srun: ${step.ended.get(gone)}); see ${step.log}`, gone: true };
-        // Said now: the stop of every node takes their stop_grace, and nothing else tells why.
-        this.msg(`berth: node ${gone}: its agent ended unasked (srun: ${step.ended.get(gone)}); stopping the stack`);
-      }
-    }
-    if (!this.nodeFailure && step && !step.running && !this.agentsStopAsked && !this.allDone(files)) {
-      const silent = this.plan.agentNodes.find((n) => !['ready', 'done'].includes(files.get(n)?.state ?? '')) ?? this.plan.agentNodes[0]!;
-      const why = step.startError ?? `the agents' step (srun) ended with status ${step.code} (see ${step.log})`;
-      this.nodeFailure = { node: silent, file: files.get(silent), why };
-    }
+    if (this.nodeFailure) return files;
+    const w = { generation: this.gens.generation, step: this.step, agentNodes: this.plan.agentNodes, stopAsked: this.agentsStopAsked };
+    this.nodeFailure = failedNode(files, { ...w, allDone: this.allDone(files) });
+    // Said now: the stop of every node takes their stop_grace, and nothing else tells why.
+    const gone = this.nodeFailure?.gone ? this.nodeFailure.node : undefined;
+    if (gone) this.msg(`berth: node ${gone}: its agent ended unasked (srun: ${this.step?.ended.get(gone)}); stopping the stack`);
     return files;
   }
 
@@ -283,19 +271,26 @@ class MultiNodeStack {
     } else {
       this.recorder = {
         run: createRunDir({ stack: this.spec.file, dir: this.runDir }),
-        console: new StackConsole({ stdout: this.o.stdout === undefined ? process.stdout : this.o.stdout, stderr: this.o.stderr === undefined ? process.stderr : this.o.stderr, status: this.o.status ?? 'off', ...(this.o.env ? { env: this.o.env } : {}) }),
+        console: new StackConsole({
+          stdout: this.o.stdout === undefined ? process.stdout : this.o.stdout,
+          stderr: this.o.stderr === undefined ? process.stderr : this.o.stderr,
+          status: this.o.status ?? 'off',
+          ...(this.o.env ? { env: this.o.env } : {}),
+        }),
       };
     }
     // A service here that other nodes' services depend on must listen where they reach it.
     for (const s of this.plan.local.services) {
       if (!this.plan.nodeServices.some((n) => n.dependsOn.some((d) => d.service === s.name))) continue;
       if (/^(127\.|localhost$|::1$|\[::1\]$)/.test(s.host)) {
-        const msg = `service "${s.name}" listens on ${s.host}, but services on other nodes depend on it (they are given ${this.addresses.get(first)}); give it host: 0.0.0.0 unless every node is this host`;
+        const msg = `service "${s.name}" listens on ${s.host}, but services on other nodes depend on it (they are given ` +
+          `${this.addresses.get(first)}); give it host: 0.0.0.0 unless every node is this host`;
         this.say(`berth: warning: ${msg}`);
         this.o.onWarning?.(msg);
       }
     }
-    this.msg(`berth: starting ${this.plan.nodeServices.map((s) => s.name).join(', ')} on ${compressHostlist(this.plan.agentNodes)} (one agent per node, srun step; run directory ${this.runDir})`);
+    this.msg(`berth: starting ${this.plan.nodeServices.map((s) => s.name).join(', ')} on ${compressHostlist(this.plan.agentNodes)} (one agent per ` +
+      `node, srun step; run directory ${this.runDir})`);
     let jobDone = false;
     for (;;) {
       const files = this.readNodes();
@@ -315,7 +310,10 @@ class MultiNodeStack {
       this.gens.poll(files);
       if (!this.nodeFailure && performance.now() - this.agentsStartedAt > AGENT_START_TIMEOUT_MS) {
         const missing = this.plan.agentNodes.find((n) => !files.has(n));
-        if (missing) this.nodeFailure = { node: missing, file: undefined, why: `its agent did not start within ${AGENT_START_TIMEOUT_MS / 1000}s (see ${this.step?.log}; squeue -s shows the step)` };
+        if (missing) {
+          const why = `its agent did not start within ${AGENT_START_TIMEOUT_MS / 1000}s (see ${this.step?.log}; squeue -s shows the step)`;
+          this.nodeFailure = { node: missing, file: undefined, why };
+        }
       }
       if (!this.allNodesReady && !this.nodeFailure && this.plan.agentNodes.every((n) => ['ready', 'done'].includes(files.get(n)?.state ?? ''))) {
         this.allNodesReady = true;

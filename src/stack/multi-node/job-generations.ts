@@ -50,7 +50,10 @@ export class JobGenerations {
       const job = plan.nodeServices.find((s) => s.job && s.restart.policy === 'on-failure' && serviceNodes(s.nodes!, plan.nodes).includes(nf.node));
       const nextG = this.waiting ? g : g + 1;
       if (!job || nextG > job.restart.limit) return undefined;
-      this.host.msg(`berth: ${job.name}: generation ${nextG - 1} ends: the agent on node ${nf.node} is gone; stopping every node's agents, then generation ${nextG} of ${job.restart.limit + 1} with new agents`);
+      this.host.msg(
+        `berth: ${job.name}: generation ${nextG - 1} ends: the agent on node ${nf.node} is gone; stopping every node's agents, then generation ` +
+          `${nextG} of ${job.restart.limit + 1} with new agents`,
+      );
       await this.newStep(job, nextG);
       return this.host.stopping() ? undefined : 'new-step';
     }

@@ -43,7 +43,13 @@ function coordinatorRecords(runDir: string): CoordinatorRecord[] {
 }
 
 /** Polls berth up's endpoints.json until each of `local` meets what this node's services ask of it. */
-export async function waitForLocal(runDir: string, services: readonly ServiceSpec[], local: readonly ServiceSpec[], h: StackHandle, ended: () => boolean): Promise<void> {
+export async function waitForLocal(
+  runDir: string,
+  services: readonly ServiceSpec[],
+  local: readonly ServiceSpec[],
+  h: StackHandle,
+  ended: () => boolean,
+): Promise<void> {
   const left = new Map(local.map((s) => [s.name, neededCondition(services, s.name)]));
   let address: string | undefined;
   while (left.size > 0 && !ended()) {
@@ -57,7 +63,12 @@ export async function waitForLocal(runDir: string, services: readonly ServiceSpe
       if (mine.length === 0 || conditionStatus(cond, statuses) !== 'met') continue;
       const eps: Endpoint[] = mine
         .filter((r) => r.port !== null)
-        .map((r) => ({ host: reachAt(r.host, '', new Map([['', address!]])), port: r.port!, scheme, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) }));
+        .map((r) => ({
+          host: reachAt(r.host, '', new Map([['', address!]])),
+          port: r.port!,
+          scheme,
+          ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}),
+        }));
       left.delete(name);
       h.setExternal(name, eps, statuses);
     }

@@ -50,7 +50,8 @@ export function nodeFailureResult(plan: NodePlan, runDir: string, nf: NodeFailur
       service: rf.service,
       replica: rf.replica,
       exitCode: rf.status,
-      reason: `on node ${nf.node}: rank ${rf.rank}${world !== undefined ? ` of ${world}` : ''} exited with status ${rf.status}; every other rank, on every node, was stopped`,
+      reason: `on node ${nf.node}: rank ${rf.rank}${world !== undefined ? ` of ${world}` : ''} exited with status ${rf.status}; every other rank, on ` +
+        `every node, was stopped`,
       logs: { out: `${logs}.out`, err: `${logs}.err` },
       ...(same && f.diagnostics ? { diagnostics: f.diagnostics } : {}),
     });

@@ -37,7 +37,12 @@ export function leasedPeers(replicas: readonly EndpointRecord[], hostOf: Readonl
   const out: Record<string, NodeEndpoint[]> = {};
   for (const r of replicas) {
     if (r.port === null || !hostOf.has(r.service)) continue;
-    (out[r.service] ??= []).push({ replica: r.replica, host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1', port: r.port, ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}) });
+    (out[r.service] ??= []).push({
+      replica: r.replica,
+      host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1',
+      port: r.port,
+      ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}),
+    });
   }
   for (const eps of Object.values(out)) eps.sort((a, b) => a.replica - b.replica);
   return out;
@@ -48,7 +53,13 @@ export function leasedPeers(replicas: readonly EndpointRecord[], hostOf: Readonl
  * at addresses other nodes reach) once every node running it has published them; gives up
  * when `stopped` says so.
  */
-export async function waitForPeers(runDir: string, services: readonly ServiceSpec[], nodes: readonly string[], found: (service: string, endpoints: Endpoint[]) => void, stopped: () => boolean): Promise<void> {
+export async function waitForPeers(
+  runDir: string,
+  services: readonly ServiceSpec[],
+  nodes: readonly string[],
+  found: (service: string, endpoints: Endpoint[]) => void,
+  stopped: () => boolean,
+): Promise<void> {
   const left = new Map(services.map((s) => [s.name, serviceNodes(s.nodes!, nodes)]));
   while (left.size > 0 && !stopped()) {
     const coord = readCoordinatorFile(runDir);

@@ -46,13 +46,25 @@ export function planNodes(spec: StackSpec, env: NodeJS.ProcessEnv = process.env)
   const slurm: SlurmEnv | undefined = readSlurmEnv(env);
   const nodes = slurm && slurm.nodeList.length > 0 ? slurm.nodeList : [];
   const total = Math.max(1, nodes.length);
-  const where = () => (slurm ? `job ${slurm.jobId} has ${total} node${total === 1 ? '' : 's'}${nodes.length > 0 ? ` (${compressHostlist(nodes)})` : ''}` : 'berth up is not inside a Slurm job (one host)');
+  const where = () =>
+    slurm
+      ? `job ${slurm.jobId} has ${total} node${total === 1 ? '' : 's'}${nodes.length > 0 ? ` (${compressHostlist(nodes)})` : ''}`
+      : 'berth up is not inside a Slurm job (one host)';
   for (const s of nodeServices) {
     if (typeof s.nodes === 'number' && s.nodes > total) {
-      throw new BerthError(EXIT.DATAERR, `${spec.file}:${s.line}: service "${s.name}": nodes: ${s.nodes}, but ${where()}; ask Slurm for more nodes (sbatch --nodes=${s.nodes}) or lower nodes:`, { service: s.name });
+      throw new BerthError(
+        EXIT.DATAERR,
+        `${spec.file}:${s.line}: service "${s.name}": nodes: ${s.nodes}, but ${where()}; ask Slurm for more nodes (sbatch --nodes=${s.nodes}) or lower nodes:`,
+        { service: s.name },
+      );
     }
     if (s.nodes === 'others' && total < 2) {
-      throw new BerthError(EXIT.DATAERR, `${spec.file}:${s.line}: service "${s.name}": nodes: others runs on every node but the first, but ${where()}; ask Slurm for at least 2 nodes (sbatch --nodes=2), or use nodes: all`, { service: s.name });
+      throw new BerthError(
+        EXIT.DATAERR,
+        `${spec.file}:${s.line}: service "${s.name}": nodes: others runs on every node but the first, but ${where()}; ask Slurm for at least 2 nodes ` +
+          `(sbatch --nodes=2), or use nodes: all`,
+        { service: s.name },
+      );
     }
   }
   if (total === 1) return undefined;
@@ -108,7 +120,12 @@ export function reachAt(host: string | null | undefined, node: string, addresses
 }
 
 /** A node replica's endpoint as other nodes reach it. */
-export const endpointOnNode = (e: Pick<NodeReplica, 'host' | 'port' | 'ports'>, node: string, addresses: ReadonlyMap<string, string>, nodeRank?: number): Endpoint => ({
+export const endpointOnNode = (
+  e: Pick<NodeReplica, 'host' | 'port' | 'ports'>,
+  node: string,
+  addresses: ReadonlyMap<string, string>,
+  nodeRank?: number,
+): Endpoint => ({
   host: reachAt(e.host, node, addresses),
   port: e.port!,
   ...(e.ports ? { ports: e.ports } : {}),
