@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setOptions } from '../src/allocate/reserve.js';
+import { setOptions } from '../src/allocate/allocate-ports.js';
 import { reserveSet, type SetRequest } from '../src/allocate/reserve-set.js';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as { n: number; reps: number };

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { HOLDER_ARGV0 } from '../src/allocate/lease-holder.js';
 import { isTargeted, splitHolders, verdict, watchedPid, type HoldingProc, type ReleaseCandidate } from '../src/allocate/release-plan.js';
-import { NAME_BYTES } from '../src/allocate/lease-names.js';
+import { NAME_BYTES } from '../src/allocate/lease-protocol.js';
 import { listNames, provenPortInodes } from '../src/allocate/lease-table.js';
 
 const NS = 4026531836;

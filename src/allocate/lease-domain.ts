@@ -6,7 +6,7 @@ import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 
 /*
  * The lease domain: names in the network namespace's abstract Unix socket space
- * (lease-names.ts has the protocol). The kernel does everything a lease store must: bind()
+ * (lease-protocol.ts has the protocol). The kernel does everything a lease store must: bind()
  * of a taken name fails (EADDRINUSE) atomically, /proc/net/unix lists every name of the
  * namespace whatever the user, container or mount namespace, and a name is gone the moment
  * the last descriptor of its socket is closed, so a lease can neither outlive its holder nor

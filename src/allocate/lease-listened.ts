@@ -1,8 +1,8 @@
 import { readNetns } from '../host/read-host.js';
 import { bindName, closeName } from './lease-domain.js';
-import { capName, portName } from './lease-names.js';
-import { currentLeases, type ListedLease } from './leases.js';
-import { HeldReservation } from './held.js';
+import { capName, portName } from './lease-protocol.js';
+import { currentLeases, type ListedLease } from './lease-list.js';
+import { HeldReservation } from './held-reservation.js';
 import { emptyReport } from './plan.js';
 import { bindRecord } from './reserve-commit.js';
 import type { Lease, Reservation } from './types.js';

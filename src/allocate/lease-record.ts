@@ -1,4 +1,4 @@
-import { capName, NAME_BYTES, PREFIX, randomId } from './lease-names.js';
+import { capName, NAME_BYTES, PREFIX, randomId } from './lease-protocol.js';
 
 /*
  * A lease record's payload (docs/leases.md): "key=value" fields joined by "/", values

@@ -4,7 +4,7 @@ import { readNetns } from '../host/read-host.js';
 import { readUnixTable } from './lease-domain.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
 import { leaseTable, listNames, provenPortInodes } from './lease-table.js';
-import { leasesOf, type LeaseListOptions, type LeaseState, type ListedLease } from './leases.js';
+import { leasesOf, type LeaseListOptions, type LeaseState, type ListedLease } from './lease-list.js';
 import { isTargeted, verdict, type Caller, type HoldingProc, type ReleaseCandidate } from './release-plan.js';
 
 /*

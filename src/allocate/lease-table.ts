@@ -1,4 +1,4 @@
-import { MAX_PARTS, NAME_BYTES, PREFIX } from './lease-names.js';
+import { MAX_PARTS, NAME_BYTES, PREFIX } from './lease-protocol.js';
 import { isPort, parsePayload, type ParsedRecord } from './lease-record.js';
 
 /*

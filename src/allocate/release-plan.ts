@@ -7,7 +7,7 @@ import { HOLDER_ARGV0 } from './lease-holder.js';
  * kernel lists it, the processes that really hold that inode (/proc/PID/fd), their real
  * uid, their argv (the owner a holder really watches: `tail --pid=N`), their parent and
  * their environment as they started. A record's uid, job, owner and name are labels for
- * messages only. Pure: the facts are read by leases.ts.
+ * messages only. Pure: the facts are read by lease-list.ts.
  */
 
 /** A process holding a lease's socket, with what the kernel shows of it. */

@@ -3,9 +3,9 @@ import { BerthError, EXIT } from '../errors.js';
 import { bindName, closeName, type NameHold } from './lease-domain.js';
 import { endHolder, spawnHolder, type HolderSpec } from './lease-holder.js';
 import { processStartTime } from '../host/proc-stat.js';
-import { allocatorName, randomId } from './lease-names.js';
+import { allocatorName, randomId } from './lease-protocol.js';
 import { recordNames, type RecordInfo } from './lease-record.js';
-import { HeldReservation, type HoldShape, type Taken } from './held.js';
+import { HeldReservation, type HoldShape, type Taken } from './held-reservation.js';
 import type { AllocationReport } from './types.js';
 
 /*

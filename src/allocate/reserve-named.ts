@@ -2,7 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { rangeSize } from '../host/intervals.js';
 import { describeAssigned, portSetProblem, type AssignedPorts, type PortEntry } from './port-set.js';
 import { reserveSet, type SetRequest } from './reserve-set.js';
-import { checkLeaseName, foldOptionNames, setOptions } from './reserve.js';
+import { checkLeaseName, foldOptionNames, setOptions } from './allocate-ports.js';
 import type { AllocateOptions, PortSource, Reservation } from './types.js';
 
 /*

@@ -7,9 +7,9 @@ import { hull, knownLeases, nameCompetitors, type Attempt, type Failure } from '
 import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
 import { aborted, signalsSeen, sleep } from './allocation-abort.js';
-import { giveBack, type Taken } from './held.js';
+import { giveBack, type Taken } from './held-reservation.js';
 import { closeName, readLeaseTable, rememberFdLimit } from './lease-domain.js';
-import { capName } from './lease-names.js';
+import { capName } from './lease-protocol.js';
 import { planCandidates, sourceRanges, type Plan } from './plan.js';
 import { planBlockStarts, type BlockPlan } from './plan-block.js';
 import { bindAllocator, commitSet, type CommitRequest } from './reserve-commit.js';
@@ -47,7 +47,7 @@ export interface SetRequest {
   strategy?: Strategy;
   allowEphemeral?: boolean;
   allowPrivileged?: boolean;
-  /** fd handoff: hold on this address with a server's backlog instead of the wildcard (hold.ts). */
+  /** fd handoff: hold on this address with a server's backlog instead of the wildcard (hold-socket.ts). */
   holdAddress?: string;
   /**
    * The `count` ports are one contiguous run p..p+count-1 inside the source (a port set's
@@ -57,7 +57,7 @@ export interface SetRequest {
   block?: boolean;
   /**
    * The service uses the port's UDP side too (`udp: true`, `--udp`): each port is held on UDP
-   * as well, until the handoff, so that both sides are proved free and stay so (hold.ts
+   * as well, until the handoff, so that both sides are proved free and stay so (hold-socket.ts
    * holdUdp). Not for blocks. Any port with a UDP socket is passed over whatever this says.
    */
   udp?: boolean;

@@ -1,5 +1,5 @@
 import { readPidns } from '../host/proc-facts.js';
-import type { Taken } from './held.js';
+import type { Taken } from './held-reservation.js';
 import type { HolderSpec } from './lease-holder.js';
 import type { RecordInfo } from './lease-record.js';
 

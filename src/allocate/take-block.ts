@@ -1,5 +1,5 @@
 import { aborted, signalsSeen } from './allocation-abort.js';
-import { giveBack, unholdTaken, type Taken } from './held.js';
+import { giveBack, unholdTaken, type Taken } from './held-reservation.js';
 import { blockPorts, type BlockPlan } from './plan-block.js';
 
 /**

@@ -1,8 +1,8 @@
 import type net from 'node:net';
-import type { Taken } from './held.js';
-import { addressFailure, closeServer, holdPort, holdUdp, type HoldError } from './hold.js';
+import type { Taken } from './held-reservation.js';
+import { addressFailure, closeServer, holdPort, holdUdp, type HoldError } from './hold-socket.js';
 import { bindName, closeName, descriptorError } from './lease-domain.js';
-import { portName } from './lease-names.js';
+import { portName } from './lease-protocol.js';
 import type { AllocationReport, Lease } from './types.js';
 
 /** Lease (its name) and hold one port; undefined, with the reason in `report`, when it cannot be had. */

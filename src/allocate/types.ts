@@ -74,7 +74,7 @@ export interface AllocateOptions {
   /**
    * fd handoff: hold each port on this IP address (the service's `--bind`/`host:`; "::" is
    * dual-stack, "0.0.0.0" IPv4 only) with the kernel's full backlog, instead of the wildcard:
-   * the hold is handed over as the service's listening socket (hold.ts).
+   * the hold is handed over as the service's listening socket (hold-socket.ts).
    */
   holdAddress?: string;
   /**
@@ -146,7 +146,7 @@ export interface AllocationReport {
 /**
  * Ports leased and held by this process. The allocator never returns a port it does not
  * hold: while `held` is true every port has a listening socket on the wildcard address (on
- * holdAddress instead when given: fd handoff, see hold.ts).
+ * holdAddress instead when given: fd handoff, see hold-socket.ts).
  */
 export interface Reservation {
   readonly ports: number[];

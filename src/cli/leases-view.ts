@@ -1,4 +1,4 @@
-import { currentLeases, type ListedLease } from '../allocate/leases.js';
+import { currentLeases, type ListedLease } from '../allocate/lease-list.js';
 import { cleanText } from '../util/clean-text.js';
 import { procRoot } from './env.js';
 import { readPidns } from '../host/proc-facts.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { IMPLICIT_SET, portSetProblem } from '../allocate/port-set.js';
 import { hasSourceOptions } from '../source/options.js';
-import { checkLeaseName } from '../allocate/reserve.js';
+import { checkLeaseName } from '../allocate/allocate-ports.js';
 import { BerthError, EXIT } from '../errors.js';
 import { removeReplaceable } from '../util/atomic-write.js';
 import { nulProblems } from '../util/nul-bytes.js';

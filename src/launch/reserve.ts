@@ -1,6 +1,6 @@
 import { pickSourceOptions, type ReserveOptions } from '../source/options.js';
 import { reserve as reservePorts, reserveNamedSet } from '../source/reserve.js';
-import { capName, USER_NAME_CHARS } from '../allocate/lease-names.js';
+import { capName, USER_NAME_CHARS } from '../allocate/lease-protocol.js';
 import { BerthError, EXIT } from '../errors.js';
 import { iso, type LaunchState } from './state.js';
 

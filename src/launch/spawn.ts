@@ -10,7 +10,7 @@ import { DEFAULT_STOP_GRACE_MS, iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
 import { onChildExit } from './supervise.js';
 import { guardRun } from './watchdog/index.js';
-import { leaseHandles } from '../allocate/held.js';
+import { leaseHandles } from '../allocate/held-reservation.js';
 
 /**
  * Phase 2: hand the ports over (close the holds, or pass each single port as fd 3, 4, …)

@@ -1,6 +1,6 @@
 import type { PortEntry } from '../allocate/port-set.js';
 import { allocateNamedSet, checkNoSetSize, type NamedReservation } from '../allocate/reserve-named.js';
-import { allocatePorts } from '../allocate/reserve.js';
+import { allocatePorts } from '../allocate/allocate-ports.js';
 import type { AllocateOptions, Reservation } from '../allocate/types.js';
 import { pickSourceOptions, type ReserveOptions } from './options.js';
 import { resolvePortSource } from './resolve.js';
@@ -12,7 +12,7 @@ async function allocateOptions(o: ReserveOptions): Promise<AllocateOptions> {
 }
 
 /**
- * Lease and hold `count` distinct ports of a source, all or none (allocate/reserve.ts).
+ * Lease and hold `count` distinct ports of a source, all or none (allocate/allocate-ports.ts).
  * Throws BerthError 69 explaining every excluded port, 74 when out of file descriptors,
  * 64 for bad options, 65 for a bad layout file.
  */

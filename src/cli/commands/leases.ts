@@ -1,5 +1,5 @@
 import { parseCommandArgs, printJson, type Command } from '../command.js';
-import { currentLeases } from '../../allocate/leases.js';
+import { currentLeases } from '../../allocate/lease-list.js';
 import { procRoot } from '../env.js';
 import { leaseHolderText, leaseOwnerText, leaseRows } from '../leases-view.js';
 import { cleanText } from '../../util/clean-text.js';

@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { checkLeaseName, DEFAULT_TTL_MS } from '../../allocate/reserve.js';
+import { checkLeaseName, DEFAULT_TTL_MS } from '../../allocate/allocate-ports.js';
 import { BerthError } from '../../errors.js';
 import type { Reservation, Strategy } from '../../allocate/types.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';

@@ -1,6 +1,6 @@
 import { leasedEntries } from '../../allocate/port-set.js';
 import { namedReservation, namedSetRequests, type NamedReservation } from '../../allocate/reserve-named.js';
-import { setOptions } from '../../allocate/reserve.js';
+import { setOptions } from '../../allocate/allocate-ports.js';
 import { reserveSet, type SetRequest } from '../../allocate/reserve-set.js';
 import type { AllocateOptions, PortSource, Reservation } from '../../allocate/types.js';
 import { BerthError, EXIT } from '../../errors.js';

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type dgram from 'node:dgram';
 import type net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
-import { closeServer, closeUdp, holdPort, holdUdp, serverFd, type HoldError } from './hold.js';
+import { closeServer, closeUdp, holdPort, holdUdp, serverFd, type HoldError } from './hold-socket.js';
 import { closeName, type NameHold } from './lease-domain.js';
 import { endHolder } from './lease-holder.js';
 import { portTaker } from './port-taker.js';
@@ -43,12 +43,12 @@ export async function giveBack(taken: readonly Taken[]): Promise<void> {
 /** How the ports were first held, so that rehold() binds them the same way. */
 export interface HoldShape {
   block?: boolean;
-  /** IPv6 on: the hold is dual-stack [::] (hold.ts). */
+  /** IPv6 on: the hold is dual-stack [::] (hold-socket.ts). */
   ipv6?: boolean;
   /** fd handoff: the service's address, with a server's backlog. */
   holdAddress?: string;
   procRoot?: string;
-  /** The port's UDP side is held too (hold.ts holdUdp). */
+  /** The port's UDP side is held too (hold-socket.ts holdUdp). */
   udp?: boolean;
 }
 

@@ -3,7 +3,7 @@ import { ownerCheck } from '../host/proc-facts.js';
 import { processStartTime } from '../host/proc-stat.js';
 import { timerProblem, TTL } from '../util/duration.js';
 import { durationMs, eitherName } from '../util/option-names.js';
-import { USER_NAME_CHARS } from './lease-names.js';
+import { USER_NAME_CHARS } from './lease-protocol.js';
 import { MAX_BLOCK } from './port-set.js';
 import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
 import type { AllocateOptions, PortSource, Reservation } from './types.js';

@@ -1,11 +1,11 @@
 /**
- * The lease protocol's names (src/allocate/lease-names.ts, lease-record.ts, lease-table.ts; docs/leases.md) as data:
+ * The lease protocol's names (src/allocate/lease-protocol.ts, lease-record.ts, lease-table.ts; docs/leases.md) as data:
  * formatting, parsing, and what hostile or malformed names can and cannot do. Pure.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { leasesOf } from '../src/allocate/leases.js';
-import { NAME_BYTES, portName } from '../src/allocate/lease-names.js';
+import { leasesOf } from '../src/allocate/lease-list.js';
+import { NAME_BYTES, portName } from '../src/allocate/lease-protocol.js';
 import { escapeValue, formatPorts, parsePayload, parsePorts, recordNames, unescapeValue, type RecordInfo } from '../src/allocate/lease-record.js';
 import { leaseTable, listNames, type ListedName } from '../src/allocate/lease-table.js';
 import { knownLeases } from '../src/allocate/competitors.js';
