@@ -6,6 +6,7 @@ import { suggestBandRange } from './suggest.js';
 import type { RangeSuggestion } from './suggest.js';
 import type { Band, Finding, Fix, Layout } from './types.js';
 import { instanceCount, instanceWindow } from './windows.js';
+import { instancesText, list, plural, quoteNames, reservedPortsCommand, sum } from './check-text.js';
 
 /*
  * berth doctor's audit, pure: a layout and the host's three sysctls in, findings out.
@@ -16,39 +17,10 @@ import { instanceCount, instanceWindow } from './windows.js';
 /** Below this many ports left for connect(), a busy host runs out of source ports. */
 export const SMALL_EPHEMERAL_PORTS = 10000;
 /** Start of the Linux default ephemeral range (32768-60999). */
-export { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand };
+export { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand, reservedPortsCommand };
 export const SYSCTL_CONF = '/etc/sysctl.d/90-berth.conf';
 /** torch.distributed's default MASTER_PORT: the classic victim of a low ephemeral range. */
 const TORCH_MASTER_PORT = 29500;
-
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-const list = (ranges: readonly PortRange[]) => (ranges.length === 0 ? 'none' : ranges.map(formatRange).join(','));
-const sum = (ranges: readonly PortRange[]) => ranges.reduce((n, r) => n + rangeSize(r), 0);
-const quoteNames = (bands: readonly Band[]) => bands.map((b) => `"${b.name}"`).join(', ');
-
-/** `sysctl -w net.ipv4.ip_local_reserved_ports=a,b-c` for the union of the given ranges. */
-export function reservedPortsCommand(ranges: readonly PortRange[]): string {
-  return `sysctl -w net.ipv4.ip_local_reserved_ports=${list(normalizeRanges(ranges))}`;
-}
-
-/** "instances 8-11, 14 of 16 are exposed" from the exposed instance numbers. */
-function instancesText(exposed: number[], count: number): string {
-  if (exposed.length === 0) return 'no instance window is exposed, only ports past the last window';
-  if (exposed.length === count) return count === 1 ? 'its only instance is exposed' : `all ${count} instances are exposed`;
-  const runs: string[] = [];
-  let start = exposed[0]!;
-  let prev = start;
-  for (const i of [...exposed.slice(1), -1]) {
-    if (i === prev + 1) {
-      prev = i;
-      continue;
-    }
-    runs.push(start === prev ? String(start) : `${start}-${prev}`);
-    start = prev = i;
-  }
-  const which = exposed.length === 1 ? 'instance' : 'instances';
-  return `${which} ${runs.join(', ')} of ${count} ${exposed.length === 1 ? 'is' : 'are'} exposed`;
-}
 
 class Checker {
   readonly findings: Finding[] = [];
@@ -351,14 +323,4 @@ export function checkLayout(layout: Layout, host: HostSysctls): Finding[] {
   layout.bands.forEach((b, i) => c.band(b, i, exposed));
   c.reserveAll(exposed);
   return c.findings;
-}
-
-export function summarizeFindings(findings: readonly Finding[]): { errors: number; warnings: number; infos: number } {
-  const s = { errors: 0, warnings: 0, infos: 0 };
-  for (const f of findings) {
-    if (f.severity === 'error') s.errors++;
-    else if (f.severity === 'warning') s.warnings++;
-    else s.infos++;
-  }
-  return s;
 }

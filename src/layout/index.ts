@@ -12,7 +12,6 @@ export { suggestBandRange } from './suggest.js';
 export type { RangeSuggestion } from './suggest.js';
 export {
   checkLayout,
-  summarizeFindings,
   reservedPortsCommand,
   portRangeCommand,
   SMALL_EPHEMERAL_PORTS,
@@ -20,3 +19,4 @@ export {
   LINUX_EPHEMERAL_END,
   SYSCTL_CONF,
 } from './check.js';
+export { summarizeFindings } from './check-text.js';
