@@ -142,7 +142,7 @@ export const upCommand: Command = {
       onEvent: (e) => sendEvent(events, { event: 'state', ...e }),
       onWarning: (message) => sendEvent(events, { event: 'warning', message }),
     };
-    // `nodes:` services on a multi-node Slurm allocation: agents on the other nodes (multi-node.ts).
+    // `nodes:` services on a multi-node Slurm allocation: agents on the other nodes (stack/multi-node/).
     const handle = plan ? runMultiNodeStack(spec, plan, { ...opts, stackFile: resolve(positionals[0]!) }) : runStack(spec, opts);
 
     // berth's messages: the status stream (above a live table) or stderr, and the --events-fd channel.

@@ -8,13 +8,10 @@ import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
 import { runStack, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
 import { endpointHostPort, endpointUrl } from '../file/placeholders.js';
-import type { EndpointsDocument, ReplicaUpdate } from '../record/endpoints.js';
-import { createRunDir } from '../record/create-stack-run-dir.js';
-import type { RunDir } from '../record/stack-run-dir.js';
+import type { EndpointsDocument } from '../record/endpoints.js';
 import type { StackSpec } from '../file/spec.js';
-import type { SharedPorts } from '../record/result.js';
-import { StackConsole } from '../record/stack-console.js';
 import { AgentsStep } from './agents-step.js';
+import { FirstNodeRecord } from './first-node-record.js';
 import { failedNode } from './failed-node.js';
 import { firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
 import { AGENT_GENERATION_ENV, readNodeFiles } from './node-generation.js';
@@ -44,18 +41,12 @@ export function runMultiNodeStack(spec: StackSpec, plan: NodePlan, o: MultiNodeO
   return new MultiNodeStack(spec, plan, o).handle;
 }
 
-/** A stack of `nodes:` services only: nothing runs here, but the run directory and status view record the nodes'. */
-interface Recorder {
-  run: RunDir;
-  console: StackConsole;
-}
-
 class MultiNodeStack {
   readonly handle: StackHandle;
   private readonly runDir: string;
   private step: AgentsStep | undefined;
   private local: StackHandle | undefined;
-  private recorder: Recorder | undefined;
+  private readonly out: FirstNodeRecord;
   private addresses = new Map<string, string>();
   private stopping: { signal?: NodeJS.Signals; force: boolean } | undefined;
   private agentsStopAsked = false;
@@ -84,6 +75,7 @@ class MultiNodeStack {
     private readonly o: MultiNodeOptions,
   ) {
     this.runDir = makeCoordinatorRunDir(o);
+    this.out = new FirstNodeRecord(spec.file, this.runDir, o);
     const jobs = plan.nodeServices.filter((s) => s.job);
     this.jobNodes = plan.nodes.filter((_, i) => jobs.some((s) => onNode(s.nodes!, i, plan.nodes.length)));
     this.gens = new JobGenerations(
@@ -91,7 +83,7 @@ class MultiNodeStack {
         plan,
         runDir: this.runDir,
         label: spec.file,
-        msg: (text) => this.msg(text),
+        msg: (text) => this.out.msg(text),
         send: (c) => this.step?.send(c),
         stopAgents: () => this.stopAgents(),
         startAgents: () => {
@@ -111,7 +103,7 @@ class MultiNodeStack {
       runDir: this.runDir,
       ready: this.whenReady.promise,
       done,
-      endpoints: () => this.endpointsNow(),
+      endpoints: () => this.out.endpoints(),
       stop: (so) => {
         this.stopping ??= { ...(so?.signal ? { signal: so.signal } : {}), force: false };
         if (so?.force) this.stopping.force = true;
@@ -120,12 +112,12 @@ class MultiNodeStack {
         this.wake?.();
         return done;
       },
-      say: (text) => this.say(text),
+      say: (text) => this.out.say(text),
       setExternal: (service, endpoints, statuses) => this.local?.setExternal(service, endpoints, statuses),
       // Peers are an agent's business (peer-wait.ts): the first node's services get none.
       setPeers: () => {},
-      recordExternal: (u) => this.record(u),
-      recordShared: (service, shared) => this.recordShared(service, shared),
+      recordExternal: (u) => this.out.record(u),
+      recordShared: (service, shared) => this.out.recordShared(service, shared),
       endGeneration: (service, generation, why) => this.local?.endGeneration(service, generation, why),
     };
     void this.main().then(
@@ -144,57 +136,14 @@ class MultiNodeStack {
   }
 
   private finish(r: StackResult): void {
-    if (this.recorder) {
-      try {
-        this.recorder.run.writeEndpoints();
-      } catch {
-        // reported when it first failed
-      }
-      this.recorder.run.close();
-      this.recorder.console.close();
-    }
+    this.out.close();
     this.whenDone.resolve(this.readyMs !== undefined && r.readyMs === undefined ? { ...r, readyMs: this.readyMs } : r);
   }
 
-  private endpointsNow(): EndpointsDocument {
-    if (this.local) return this.local.endpoints();
-    if (this.recorder) return this.recorder.run.endpointsDocument();
-    return { stack: this.spec.file, runDir: this.runDir, pid: process.pid, updated: new Date().toISOString(), replicas: [] };
-  }
 
-  private say(text: string): void {
-    if (this.local) this.local.say(text);
-    else if (this.recorder) this.recorder.console.message(text);
-    else (this.o.stderr === undefined ? process.stderr : this.o.stderr)?.write(text + '\n');
-  }
 
-  private msg(text: string): void {
-    if (this.o.onMessage) this.o.onMessage(text);
-    else this.say(text);
-  }
 
-  private record(u: ReplicaUpdate): void {
-    if (this.local) return this.local.recordExternal(u);
-    if (!this.recorder) return;
-    try {
-      const ev = this.recorder.run.update(u);
-      this.recorder.console.event(ev);
-      this.o.onEvent?.(ev);
-    } catch {
-      // a broken run directory: the end says so (writeEndpoints)
-    }
-  }
 
-  private recordShared(service: string, shared: SharedPorts): void {
-    if (this.local) return this.local.recordShared(service, shared);
-    if (!this.recorder) return;
-    this.recorder.run.shared[service] = shared;
-    try {
-      this.recorder.run.writeEndpoints();
-    } catch {
-      // a broken run directory: the end says so (writeEndpoints)
-    }
-  }
 
   private failedResult(failure: StackFailure): StackResult {
     return { exitCode: failure.exitCode, reason: 'failed', failure, runDir: this.runDir };
@@ -218,7 +167,7 @@ class MultiNodeStack {
     this.nodeFailure = failedNode(files, { ...w, allDone: this.allDone(files) });
     // Said now: the stop of every node takes their stop_grace, and nothing else tells why.
     const gone = this.nodeFailure?.gone ? this.nodeFailure.node : undefined;
-    if (gone) this.msg(`berth: node ${gone}: its agent ended unasked (srun: ${this.step?.ended.get(gone)}); stopping the stack`);
+    if (gone) this.out.msg(`berth: node ${gone}: its agent ended unasked (srun: ${this.step?.ended.get(gone)}); stopping the stack`);
     return files;
   }
 
@@ -234,7 +183,7 @@ class MultiNodeStack {
   private maybeReady(): void {
     if (this.readyMs !== undefined || !this.allNodesReady || (this.local && !this.localReady)) return;
     this.readyMs = Math.round(performance.now() - this.t0);
-    const doc = this.endpointsNow();
+    const doc = this.out.endpoints();
     try {
       this.o.onReady?.(doc);
     } catch {
@@ -247,7 +196,7 @@ class MultiNodeStack {
     const first = this.plan.nodes[0]!;
     requireSlurmProgram('srun', 'to start one agent per node', this.o.env ?? process.env);
     this.addresses = await nodeAddresses([...new Set([first, ...this.plan.agentNodes])]);
-    this.mirrorer = new NodeMirror(this.plan.agentNodes, this.addresses, (u) => this.record(u), (service, shared) => this.recordShared(service, shared));
+    this.mirrorer = new NodeMirror(this.plan.agentNodes, this.addresses, (u) => this.out.record(u), (service, shared) => this.out.recordShared(service, shared));
     writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
     const { stackFile, berth: b, onMessage: _m, pollMs: _p, ...ro } = this.o;
     this.agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];
@@ -268,28 +217,19 @@ class MultiNodeStack {
         this.localDone = r;
         this.wake?.();
       });
-    } else {
-      this.recorder = {
-        run: createRunDir({ stack: this.spec.file, dir: this.runDir }),
-        console: new StackConsole({
-          stdout: this.o.stdout === undefined ? process.stdout : this.o.stdout,
-          stderr: this.o.stderr === undefined ? process.stderr : this.o.stderr,
-          status: this.o.status ?? 'off',
-          ...(this.o.env ? { env: this.o.env } : {}),
-        }),
-      };
-    }
+      this.out.local = this.local;
+    } else this.out.recordHere();
     // A service here that other nodes' services depend on must listen where they reach it.
     for (const s of this.plan.local.services) {
       if (!this.plan.nodeServices.some((n) => n.dependsOn.some((d) => d.service === s.name))) continue;
       if (/^(127\.|localhost$|::1$|\[::1\]$)/.test(s.host)) {
         const msg = `service "${s.name}" listens on ${s.host}, but services on other nodes depend on it (they are given ` +
           `${this.addresses.get(first)}); give it host: 0.0.0.0 unless every node is this host`;
-        this.say(`berth: warning: ${msg}`);
+        this.out.say(`berth: warning: ${msg}`);
         this.o.onWarning?.(msg);
       }
     }
-    this.msg(`berth: starting ${this.plan.nodeServices.map((s) => s.name).join(', ')} on ${compressHostlist(this.plan.agentNodes)} (one agent per ` +
+    this.out.msg(`berth: starting ${this.plan.nodeServices.map((s) => s.name).join(', ')} on ${compressHostlist(this.plan.agentNodes)} (one agent per ` +
       `node, srun step; run directory ${this.runDir})`);
     let jobDone = false;
     for (;;) {
@@ -303,7 +243,7 @@ class MultiNodeStack {
             const at = { ...endpointOnNode(e, node, this.addresses), scheme: this.spec.services.find((x) => x.name === s)?.scheme };
             return `${s}/${e.replica} ${endpointUrl(at) ?? endpointHostPort(at)}`;
           }));
-          this.msg(`berth: node ${node} ready: ${list.join(', ') || 'no ports'}`);
+          this.out.msg(`berth: node ${node} ready: ${list.join(', ') || 'no ports'}`);
         }
       }
       if (this.gens.holding && this.allNodesReady) await this.gens.giveBack();
@@ -372,7 +312,7 @@ class MultiNodeStack {
   /** `--follow`: the agents' output (their services' lines, their messages), each line prefixed with its node. */
   private follow(): void {
     if (!this.o.follow || !this.step) return;
-    for (const line of this.step.lines()) if (line !== '' && !STATUS_LINE.test(line)) this.say(line);
+    for (const line of this.step.lines()) if (line !== '' && !STATUS_LINE.test(line)) this.out.say(line);
   }
 
   /** Every agent asked to stop (each stops its services dependents first); their last states recorded. */
