@@ -3,7 +3,8 @@ import type { PortSource } from '../allocate/types.js';
 import { readSysctls } from '../host/sysctl.js';
 import { builtInLayout } from '../layout/default-band.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
-import { bandSource } from './band-source.js';
+import type { Band } from '../layout/types.js';
+import { instanceWindow } from '../layout/windows.js';
 import type { ResolveSourceContext, SourceOptions } from './options.js';
 import { parseRangeText } from './range-text.js';
 import { slurmDecides } from './slurm-source.js';
@@ -50,4 +51,12 @@ export async function resolvePortSource(o: SourceOptions, ctx: ResolveSourceCont
   if (!found) throw usage(`band ${JSON.stringify(bandName)} is not in ${layout.source} (bands: ${bands})`);
   // Without an instance the whole band is the source; windows matter only when instances are asked for.
   return bandSource(found, instance, o.layout);
+}
+
+/** A band as a source: the whole band, or the window of one instance of it. */
+export function bandSource(band: Band, instance?: number, layoutFile?: string): PortSource {
+  const src: PortSource = { kind: 'band', band: band.name, range: instance === undefined ? { lo: band.lo, hi: band.hi } : instanceWindow(band, instance) };
+  if (layoutFile !== undefined) src.layoutFile = layoutFile;
+  if (instance !== undefined) src.instance = instance;
+  return src;
 }

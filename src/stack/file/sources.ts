@@ -3,7 +3,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import type { HostSysctls } from '../../host/types.js';
 import { builtInLayout } from '../../layout/default-band.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
-import { bandSource } from '../../source/band-source.js';
+import { bandSource } from '../../source/resolve.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /**
