@@ -30,17 +30,32 @@ def this_generation():
 if os.environ.get('IGNORE_TERM_RANK') == str(rank):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
+
+def store_listens(addr, port):
+    """Rank 0's TCPStore, not berth's hold of the port: a hold resets a connection, the store
+    says nothing until asked."""
+    try:
+        c = socket.create_connection((addr, port), timeout=1)
+    except OSError:
+        return False
+    with c:
+        c.settimeout(1)
+        try:
+            return c.recv(1) != b''
+        except socket.timeout:
+            return True
+        except OSError:
+            return False
+
+
 # The recipe's failure test: this rank dies before joining, as a rank would on a bad GPU or a
 # missing file, once rank 0 listens on MASTER_PORT (it is then waiting in init_process_group for
-# every rank); berth must end the job with its status and stop the ranks left waiting for it.
+# every rank, its SIGTERM hook in place); berth must end the job with its status and stop the
+# ranks left waiting for it.
 if os.environ.get('FAIL_RANK') == str(rank) and this_generation():
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    while time.monotonic() < deadline and not store_listens(os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])):
+        time.sleep(0.1)
     print(f'rank {rank}: failing on purpose before init_process_group', file=sys.stderr, flush=True)
     sys.exit(3)
 
