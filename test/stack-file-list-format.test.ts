@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { BerthError, EXIT } from '../src/errors.js';
-import { parseStack, parseTemplate, resolveTemplate, describeTemplateError, type Endpoint, type ResolveContext } from '../src/stack/index.js';
+import { parseStack, parseTemplate, resolveTemplate, describeTemplateError, type Endpoint, type ReplicaContext } from '../src/stack/index.js';
 
 /* A list placeholder formatted per entry: {LIST|PATTERN} and {LIST|PATTERN|SEP} (list-format.ts). */
 
@@ -14,7 +14,7 @@ const endpoints = new Map<string, Endpoint[]>([
   ['nats', [{ host: '127.0.0.1', port: 4222, ports: two(4222, 6222) }, { host: '0.0.0.0', port: 4223, ports: two(4223, 6223) }, { host: '::', port: 4224, ports: two(4224, 6224) }]],
   ['one', [{ host: '10.0.0.1', port: 80, ports: [{ name: 'port', kind: 'single', ports: [80] }] }]],
 ]);
-const ctx: ResolveContext = { name: 'nats', replica: 0, host: '127.0.0.1', port: 4222, endpoints };
+const ctx: ReplicaContext = { name: 'nats', replica: 0, replicas: 1, host: '127.0.0.1', port: 4222, endpoints };
 
 test('nats routes and etcd initial-cluster from one placeholder each', () => {
   assert.equal(resolveTemplate('--routes={nats.ports.cluster.hostport|nats://{}}', ctx), '--routes=nats://127.0.0.1:6222,nats://127.0.0.1:6223,nats://[::1]:6224');
@@ -32,7 +32,7 @@ test('every list takes a format; {} is the entry as the bare list writes it', ()
   assert.equal(resolveTemplate('{nats.hostports|{name}{index}={host}:{port}| }', ctx), 'nats0=127.0.0.1:4222 nats1=127.0.0.1:4223 nats2=::1:4224');
   assert.equal(resolveTemplate('{nats.ports.cluster.count|{port}}', ctx), '6222,6223,6224');
   // {node}: the node an entry runs on (this replica's for one on this host).
-  const nodes: ResolveContext = { ...ctx, rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'n1' }, endpoints: new Map([['nats', endpoints.get('nats')!.map((e, i) => (i === 0 ? e : { ...e, node: `n${i + 1}` }))]]) };
+  const nodes: ReplicaContext = { ...ctx, rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'n1' }, endpoints: new Map([['nats', endpoints.get('nats')!.map((e, i) => (i === 0 ? e : { ...e, node: `n${i + 1}` }))]]) };
   assert.equal(resolveTemplate('{nats.ports|{node}:{port}}', nodes), 'n1:4222,n2:4223,n3:4224');
   // An empty separator, and a pattern of literal text only.
   assert.equal(resolveTemplate('{nats.ports|x{index}|}', ctx), 'x0x1x2');

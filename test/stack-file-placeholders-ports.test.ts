@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { BerthError, EXIT } from '../src/errors.js';
-import { parseTemplate, portsRecord, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
+import { parseTemplate, portsRecord, resolveTemplate, type Endpoint, type ReplicaContext } from '../src/stack/index.js';
 import { assignedOfRecord } from '../src/stack/record/endpoints.js';
 
 /* The named-port placeholders of a stack: grammar (pure parsing) and values. */
@@ -17,7 +17,7 @@ const endpoints = new Map<string, Endpoint[]>([
   ['engine', [{ host: '127.0.0.1', port: 20000, ports: set(20000, 20001, 8) }, { host: '127.0.0.1', port: 20100, ports: set(20100, 20101, 8) }]],
   ['etcd', [{ host: '127.0.0.1', port: 2379, ports: [{ name: 'client', kind: 'single', ports: [2379] }, { name: 'peer', kind: 'single', ports: [2380] }] }]],
 ]);
-const ctx: ResolveContext = { name: 'proxy', replica: 0, host: '127.0.0.1', port: 30000, ports: set(30000, 30010, 4), endpoints };
+const ctx: ReplicaContext = { name: 'proxy', replica: 0, replicas: 1, host: '127.0.0.1', port: 30000, ports: set(30000, 30010, 4), endpoints };
 
 test('grammar: own ports, a dependency\'s named ports, fields', () => {
   assert.deepEqual(parseTemplate('{ports.http}').parts, [{ kind: 'own', port: 'http', text: '{ports.http}' }]);

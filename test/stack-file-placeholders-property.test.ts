@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { resolveCommand, resolveTemplate, type ResolveContext } from '../src/stack/file/fill-placeholders.js';
+import { resolveCommand, resolveTemplate, } from '../src/stack/file/fill-placeholders.js';
+import type { ReplicaContext } from '../src/stack/file/replica-context.js';
 import { parseTemplate } from '../src/stack/file/placeholders.js';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 
@@ -18,9 +19,10 @@ const TOKENS = ['{', '}', '{{', '}}', '{port}', '{replica}', '{name}', '{host}',
   '...', '{...', '{...engine.hostports}', '{...engine.urls|-u={}}', '{...port}', '{...db.ports|{}|;}'];
 const template = fc.oneof(anyText(80), tokenSoup(TOKENS, 20));
 
-const ctx: ResolveContext = {
+const ctx: ReplicaContext = {
   name: 'svc',
   replica: 1,
+  replicas: 2,
   host: '::',
   port: 20001,
   gpu: 3,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
-import { endpointUrl, parseTemplate, placeholdersOf, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
+import { endpointUrl, parseTemplate, placeholdersOf, resolveTemplate, type Endpoint, type ReplicaContext } from '../src/stack/index.js';
 
 const endpoints = new Map<string, Endpoint[]>([
   ['engine', [{ host: '127.0.0.1', port: 20000 }, { host: '127.0.0.1', port: 20100 }]],
@@ -9,7 +9,7 @@ const endpoints = new Map<string, Endpoint[]>([
   ['v6', [{ host: '::1', port: 22000 }]],
   ['wild', [{ host: '0.0.0.0', port: 23000 }, { host: '::', port: 23001 }]],
 ]);
-const ctx: ResolveContext = { name: 'client', replica: 1, host: '127.0.0.1', port: 30000, endpoints };
+const ctx: ReplicaContext = { name: 'client', replica: 1, replicas: 2, host: '127.0.0.1', port: 30000, endpoints };
 
 test('own placeholders: {port} {replica} {name} {host}', () => {
   assert.equal(resolveTemplate('--port={port}', ctx), '--port=30000');

@@ -10,7 +10,7 @@ import { BerthError, EXIT } from '../src/errors.js';
 import { markOneShots } from '../src/stack/file/one-shot.js';
 import { replicaDirPath, socketPathProblems } from '../src/stack/file/replica-dir-path.js';
 import { templateContext } from '../src/stack/file/template-context.js';
-import { applyUpdate, endpointUrl, loadStack, parseStack, resolveTemplate, type EndpointRecord, type ResolveContext } from '../src/stack/index.js';
+import { applyUpdate, endpointUrl, loadStack, parseStack, resolveTemplate, type EndpointRecord, type ReplicaContext } from '../src/stack/index.js';
 
 const FIX = 'test/fixtures/stacks/servers';
 
@@ -66,9 +66,10 @@ test('markOneShots on drafts: awaited steps lose the implicit port, servers and 
 test('{dir} in command, env and ready; {svc.url} and templates in the service\'s scheme', () => {
   const spec = parseStack('services:\n  db:\n    scheme: postgresql\n    command: [postgres, -D, "{dir}/data"]\n    env: { PGDATA: "{dir}/data" }\n    ready: "cmd:test -d {dir}"\n', 's.yaml', '/srv');
   assert.equal(spec.services[0]!.ready?.kind, 'cmd');
-  const ctx: ResolveContext = {
+  const ctx: ReplicaContext = {
     name: 'app',
     replica: 0,
+    replicas: 1,
     host: '127.0.0.1',
     dir: '/run/x/data/app-0',
     endpoints: new Map([
@@ -92,7 +93,7 @@ test('{dir} in command, env and ready; {svc.url} and templates in the service\'s
     port: 7000,
     scheme: 'redis',
     dir: '/run/x/data/proxy-0',
-    dependencies: new Map([
+    endpoints: new Map([
       ['db', [{ host: '127.0.0.1', port: 25432, scheme: 'postgresql' }]],
       ['raw', [{ host: '127.0.0.1', port: 9, scheme: null }]],
     ]),
@@ -143,7 +144,7 @@ test('replica directories are short, and a socket path under {dir} that would no
 test('{svc.dir} and {svc.dirs}: any service of this host, no dependency needed; one replica for .dir; never across nodes', () => {
   const ok = parseStack('services:\n  init: { command: [initdb, -D, "{db.dir}/data", "{node.dirs}"] }\n  db: { command: [postgres, -D, "{dir}/data", -p, "{port}"], depends_on: { init: completed } }\n  node: { replicas: 2, command: [x, "{port}"] }\n', 's.yaml', '.');
   assert.equal(ok.services[0]!.source.kind, 'none');
-  const ctx: ResolveContext = { name: 'init', replica: 0, host: '127.0.0.1', endpoints: new Map(), dirs: new Map([['db', ['/r/data/db-0']], ['node', ['/r/data/node-0', '/r/data/node-1']]]) };
+  const ctx: ReplicaContext = { name: 'init', replica: 0, replicas: 1, host: '127.0.0.1', endpoints: new Map(), dirs: new Map([['db', ['/r/data/db-0']], ['node', ['/r/data/node-0', '/r/data/node-1']]]) };
   assert.equal(resolveTemplate('{db.dir}/data {node.dirs}', ctx), '/r/data/db-0/data /r/data/node-0,/r/data/node-1');
   assert.throws(
     () => parseStack('services:\n  a: { command: [x, "{b.dir}"] }\n  b: { replicas: 2, command: [y, "{port}"] }\n  c: { nodes: all, command: [z, "{a.dir}"] }\n', 's.yaml', '.'),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { BerthError, EXIT } from '../src/errors.js';
-import { describeTemplateError, parseStack, parseTemplate, resolveCommand, resolveTemplate, type Endpoint, type ResolveContext } from '../src/stack/index.js';
+import { describeTemplateError, parseStack, parseTemplate, resolveCommand, resolveTemplate, type Endpoint, type ReplicaContext } from '../src/stack/index.js';
 
 /* A list spread into one command word per entry: a command: word that is only {...LIST} or {...LIST|PATTERN}. */
 
@@ -14,7 +14,7 @@ const endpoints = new Map<string, Endpoint[]>([
   ['node', [{ host: '127.0.0.1', port: 7000, ports: two(7000, 17000) }, { host: '0.0.0.0', port: 7001, ports: two(7001, 17001) }, { host: '::', port: 7002, ports: two(7002, 17002) }]],
   ['one', [{ host: '10.0.0.1', port: 80 }]],
 ]);
-const ctx: ResolveContext = { name: 'create', replica: 0, host: '127.0.0.1', endpoints };
+const ctx: ReplicaContext = { name: 'create', replica: 0, replicas: 1, host: '127.0.0.1', endpoints };
 
 test('redis-cli --cluster create HOST:PORT HOST:PORT HOST:PORT from one word', () => {
   assert.deepEqual(resolveCommand(['redis-cli', '--cluster', 'create', '{...node.hostports}', '--cluster-yes'], ctx), [
@@ -30,7 +30,7 @@ test('every list spreads, with or without a per-entry pattern; a one-replica lis
   }
   assert.deepEqual(resolveCommand(['{...node.ports.bus|m{index}=http://{hostport}}'], ctx), ['m0=http://127.0.0.1:17000', 'm1=http://127.0.0.1:17001', 'm2=http://[::1]:17002']);
   // A shared port is one value: one word.
-  const shared: ResolveContext = { ...ctx, sharedOf: new Map([['node', { host: '127.0.0.1', ports: [{ name: 'gossip', kind: 'single', ports: [9000] }] }]]) };
+  const shared: ReplicaContext = { ...ctx, sharedOf: new Map([['node', { host: '127.0.0.1', ports: [{ name: 'gossip', kind: 'single', ports: [9000] }] }]]) };
   assert.deepEqual(resolveCommand(['{...node.ports.gossip|-g={port}}'], shared), ['-g=9000']);
 });
 
@@ -87,7 +87,7 @@ test('checked at load time: 65 with file:line, like every placeholder', () => {
 // Issue 32 item 21: {svc.dirs} is every replica's directory, so it spreads; before, it was
 // refused as "one value".
 test('{...svc.dirs} is one word per replica directory; {svc.dir} stays one value', () => {
-  const withDirs: ResolveContext = { ...ctx, dirs: new Map([['node', ['/run/node-0', '/run/node 1', '/run/node-2']]]) };
+  const withDirs: ReplicaContext = { ...ctx, dirs: new Map([['node', ['/run/node-0', '/run/node 1', '/run/node-2']]]) };
   assert.deepEqual(parseTemplate('{...node.dirs}', { commandWord: true }).errors, []);
   assert.deepEqual(resolveCommand(['ls', '{...node.dirs}'], withDirs), ['ls', '/run/node-0', '/run/node 1', '/run/node-2']);
   assert.equal(resolveTemplate('{node.dirs}', withDirs), '/run/node-0,/run/node 1,/run/node-2');

@@ -27,7 +27,7 @@ test('every replica entry has its own rank, node and node rank (Prometheus label
     host: '127.0.0.1',
     port: 9090,
     rank: rank('n1', 0),
-    dependencies: new Map([
+    endpoints: new Map([
       ['exporter', [
         { host: '10.0.0.1', port: 9100, node: 'n1', nodeRank: 0 },
         { host: '10.0.0.2', port: 9100, node: 'n2', nodeRank: 1 },
@@ -41,7 +41,7 @@ test('every replica entry has its own rank, node and node rank (Prometheus label
     "- targets: ['10.0.0.1:9100'] labels: { node: n1, rank: 0, node_rank: 0 }\n- targets: ['10.0.0.2:9100'] labels: { node: n2, rank: 1, node_rank: 1 }\n- targets: ['10.0.0.3:9100'] labels: { node: n3, rank: 2, node_rank: 2 }\n",
   );
   // On one host an endpoint carries no node: it runs on the rendering replica's.
-  const one = templateContext({ name: 'p', replica: 0, replicas: 1, host: '127.0.0.1', rank: rank('h', 0), dependencies: new Map([['e', [{ host: '127.0.0.1', port: 1 }, { host: '127.0.0.1', port: 2 }]]]) });
+  const one = templateContext({ name: 'p', replica: 0, replicas: 1, host: '127.0.0.1', rank: rank('h', 0), endpoints: new Map([['e', [{ host: '127.0.0.1', port: 1 }, { host: '127.0.0.1', port: 2 }]]]) });
   assert.equal(renderTemplateText('{{#e.replicas}}{{node}}/{{rank}}/{{node_rank}} {{/e.replicas}}', one, 't'), 'h/0/0 h/1/0 ');
 });
 

@@ -4,21 +4,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
-import { serviceNames, templateContext, type TemplateInput } from '../src/stack/file/template-context.js';
+import { serviceNames, templateContext, } from '../src/stack/file/template-context.js';
+import type { ReplicaContext } from '../src/stack/file/replica-context.js';
 import { renderedName, renderTemplateFile, renderTemplateText, templateProblems, templateTagNames } from '../src/stack/file/templates.js';
 import { dataErrors } from './helpers/refusal.js';
 
 // Config-file templates: the context a replica sees, and mustache rendering of real config shapes.
 
 /** A proxy in front of two engines (one named ports each: http + a block), as the stack would describe it. */
-const proxyInput = (over: Partial<TemplateInput> = {}): TemplateInput => ({
+const proxyInput = (over: Partial<ReplicaContext> = {}): ReplicaContext => ({
   name: 'proxy',
   replica: 0,
   replicas: 1,
   host: '127.0.0.1',
   port: 21000,
   ports: [{ name: 'port', kind: 'single', ports: [21000] }],
-  dependencies: new Map([
+  endpoints: new Map([
     [
       'engine',
       [
@@ -102,7 +103,7 @@ test('context: joined lists, separators through first/last, IPv6 bracketed, wild
     replicas: 3,
     host: '::',
     port: 2379,
-    dependencies: new Map([
+    endpoints: new Map([
       ['peer', [{ host: '::1', port: 2380 }, { host: '::', port: 2381 }, { host: '10.0.0.3', port: 2382 }]],
       ['host', [{ host: '127.0.0.1', port: 9 }]],
     ]),

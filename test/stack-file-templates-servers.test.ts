@@ -53,7 +53,7 @@ const contextFor = (port: number) =>
     host: '127.0.0.1',
     port,
     ports: [{ name: 'port', kind: 'single', ports: [port] }],
-    dependencies: new Map([['engine', ports.slice(0, 2).map((p) => ({ host: '127.0.0.1', port: p, ports: [{ name: 'port', kind: 'single' as const, ports: [p] }] }))]]),
+    endpoints: new Map([['engine', ports.slice(0, 2).map((p) => ({ host: '127.0.0.1', port: p, ports: [{ name: 'port', kind: 'single' as const, ports: [p] }] }))]]),
   });
 
 function start(argv: string[]): { child: ChildProcess; output: () => string } {

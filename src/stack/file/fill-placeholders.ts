@@ -3,56 +3,28 @@ import { BerthError, EXIT } from '../../errors.js';
 import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
 import { formatEntries, type ListEntry } from './list-format.js';
 import { describeTemplateError, parseTemplate, type OwnPart, type Placeholder } from './placeholders.js';
-import type { Rank } from './ranks.js';
+import type { ReplicaContext } from './replica-context.js';
 
 /*
- * Placeholders filled for one replica's start (placeholders.ts reads them): from its own
- * context, the replicas of the services it depends on, and the directories of this host.
+ * Placeholders filled for one replica's start (placeholders.ts reads them) from its context
+ * (replica-context.ts): its own values, the replicas of the services it depends on, and the
+ * directories of this host.
  * A placeholder the load-time checks should have refused is a bug (EXIT.SOFTWARE).
  */
 
 /** A placeholder the load-time checks should have refused: berth's bug, said with where it stands. */
-function notFilled(ctx: ResolveContext, what: string, template: string, why: string): BerthError {
+function notFilled(ctx: ReplicaContext, what: string, template: string, why: string): BerthError {
   return new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${what} in ${JSON.stringify(template)}${why}`);
 }
 
 /** The URL a placeholder asks for; load-time checks refuse {svc.url} of a service without a scheme. */
-function urlOf(e: Endpoint, ctx: ResolveContext, p: Placeholder): string {
+function urlOf(e: Endpoint, ctx: ReplicaContext, p: Placeholder): string {
   const url = endpointUrl(e);
   if (url === null) throw new BerthError(EXIT.SOFTWARE, `service "${ctx.name}": ${p.text}: its service has "scheme: none" (no URL)`);
   return url;
 }
 
-export interface ResolveContext {
-  /** This service's name and replica index. */
-  name: string;
-  replica: number;
-  host: string;
-  /** This replica's port; when undefined, `{port}` is left in place for the launcher to fill. */
-  port?: number;
-  /** Names of its own learned ports: `{ports.NAME…}` of them is left in place for the launcher (its ready probe). */
-  learned?: ReadonlySet<string>;
-  /** The replica's GPU (node-wide index) under `replicas: gpus`. */
-  gpu?: number;
-  /** Its own directory ({dir}), made before its first start. */
-  dir?: string;
-  /** Every replica directory of the services on this host ({svc.dir}, {svc.dirs}), by service. */
-  dirs?: ReadonlyMap<string, readonly string[]>;
-  /** This replica's named ports ({ports.NAME}), its service's shared ports included. */
-  ports?: readonly AssignedPorts[];
-  /** Where each shared port is reached (replica 0's host), by name. */
-  sharedHosts?: ReadonlyMap<string, string>;
-  /** Shared ports of the services it depends on, by service ({svc.port.NAME} of a shared NAME). */
-  sharedOf?: ReadonlyMap<string, { host: string; ports: readonly AssignedPorts[] }>;
-  /** Its rank (ranks.ts); {rank} and the others need it. */
-  rank?: Rank;
-  /** Started replicas of other services, in replica order. */
-  endpoints: ReadonlyMap<string, readonly Endpoint[]>;
-  /** This replica's rendered config files, name → absolute path ({templates.NAME}). */
-  templates?: ReadonlyMap<string, string>;
-}
-
-function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
+function fill(p: Placeholder, ctx: ReplicaContext, template: string): string {
   if (p.kind === 'self') {
     if (p.field === 'port') return ctx.port === undefined ? '{port}' : String(ctx.port);
     if (p.field === 'replica') return String(ctx.replica);
@@ -96,7 +68,7 @@ function fill(p: Placeholder, ctx: ResolveContext, template: string): string {
 }
 
 /** Every replica directory of a service of this host ({svc.dir} is the first). */
-function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): readonly string[] {
+function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ReplicaContext, template: string): readonly string[] {
   const dirs = ctx.dirs?.get(p.service);
   // Load-time checks allow only services of this host: reaching here is a bug.
   if (!dirs || dirs.length === 0) throw notFilled(ctx, p.text, template, `: service "${p.service}" has no directory here`);
@@ -104,7 +76,7 @@ function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, templ
 }
 
 /** A service placeholder's value: one text, or a list's entries (each written by its format). */
-function serviceValue(p: Placeholder & { kind: 'service' }, ctx: ResolveContext, template: string): string | string[] {
+function serviceValue(p: Placeholder & { kind: 'service' }, ctx: ReplicaContext, template: string): string | string[] {
   // An endpoint without a node is one of this host's (a stack on one host).
   const here = ctx.rank?.node ?? '';
   const written = (list: ListEntry[]) => (p.format ? formatEntries(list, p.format) : list.map((x) => x.value));
@@ -162,7 +134,7 @@ function portAt(a: AssignedPorts, host: string, part: OwnPart | undefined): stri
 }
 
 /** Fills every placeholder of a template. Throws BerthError(DATAERR) for a malformed one. */
-export function resolveTemplate(template: string, ctx: ResolveContext): string {
+export function resolveTemplate(template: string, ctx: ReplicaContext): string {
   const { parts, errors } = parseTemplate(template);
   if (errors.length > 0) {
     throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(template)} ${describeTemplateError(errors[0]!)}`);
@@ -173,7 +145,7 @@ export function resolveTemplate(template: string, ctx: ResolveContext): string {
 }
 
 /** A command's words with every placeholder filled; a {...LIST} word is one word per entry. */
-export function resolveCommand(words: readonly string[], ctx: ResolveContext): string[] {
+export function resolveCommand(words: readonly string[], ctx: ReplicaContext): string[] {
   return words.flatMap((word) => {
     const { parts, errors } = parseTemplate(word, { commandWord: true });
     if (errors.length > 0) throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(word)} ${describeTemplateError(errors[0]!)}`);

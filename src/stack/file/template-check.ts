@@ -1,14 +1,17 @@
 import { leasedEntries, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readInputFile } from '../../util/safe-file.js';
 import type { ServiceSpec } from './spec.js';
-import { OWN_FIELDS, serviceNames, templateContext, type TemplateEndpoint } from './template-context.js';
+import type { Endpoint } from './endpoint.js';
+import type { ServiceShared } from './replica-context.js';
+import { OWN_FIELDS, serviceNames, templateContext } from './template-context.js';
 import { templateProblems, templateTagNames } from './templates.js';
 
 /*
  * Load-time check of a service's config templates: every tag must name something the
  * replica's context will hold (its own fields and ports, its dependencies), so a typo stops
  * the stack before anything starts rather than rendering an empty string into nginx.conf.
- * The context is a stand-in with the real shape and made-up port numbers.
+ * The context is a stand-in of the replica context it renders from at a start (replica-context.ts):
+ * the real shape, made-up port numbers.
  */
 
 function standIn(entries: readonly PortEntry[]): AssignedPorts[] {
@@ -34,10 +37,13 @@ const FIELD_WORDS: Record<string, string> = {
 export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<string, ServiceSpec>): [number, string][] {
   if (spec.templates.length === 0) return [];
   const label = `service "${spec.name}"`;
-  const deps = new Map<string, TemplateEndpoint[]>();
+  const deps = new Map<string, Endpoint[]>();
+  const sharedOf = new Map<string, ServiceShared>();
   for (const d of spec.dependsOn) {
     const t = services.get(d.service);
-    if (t && t.source.kind !== 'none') deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports), scheme: t.scheme }]);
+    if (!t || t.source.kind === 'none') continue;
+    deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports), scheme: t.scheme }]);
+    if (t.shared.length > 0) sharedOf.set(d.service, { host: t.host, ports: standIn(t.shared) });
   }
   const hasPort = spec.source.kind !== 'none';
   // Its own learned ports are not known when its templates are rendered (before it starts).
@@ -53,7 +59,8 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
     ...(hasPort ? { port: spec.ports.length > 0 && spec.ports[0]!.kind !== 'learn' ? 1 : undefined, ports: standIn([...own, ...spec.shared]) } : {}),
     rank: { rank: 0, worldSize: 1, localRank: 0, nodeRank: 0, nodeCount: 1, node: 'node', generation: 0 },
     ...(spec.replicas === 'gpus' ? { gpu: 0 } : {}),
-    dependencies: deps,
+    endpoints: deps,
+    sharedOf,
   });
   const out: [number, string][] = [];
   for (const t of spec.templates) {

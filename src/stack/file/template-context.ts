@@ -1,12 +1,12 @@
 import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
 import { endpointHostPort, reachableHost, type Endpoint } from './endpoint.js';
-import type { Rank } from './ranks.js';
+import type { ReplicaContext, ServiceShared } from './replica-context.js';
 import { schemeUrl } from './server-keys.js';
 
 /*
- * What a config-file template sees (mustache, logic-less): plain data built from what the
- * stack knows before a replica starts. Every port is leased up front, so the dependencies'
- * replicas and ports are known when the file is rendered.
+ * What a config-file template sees (mustache, logic-less): a plain-data view of the replica's
+ * context (replica-context.ts), the one its placeholders are filled from. Every port is leased
+ * up front, so the dependencies' replicas and ports are known when the file is rendered.
  *
  *   name, replica (= index), replicas, host, port, hostport, url      this replica
  *   ports.NAME.{port,first,last,count,range,host,hostport}             its named ports (shared
@@ -17,7 +17,9 @@ import { schemeUrl } from './server-keys.js';
  *                                                                      {dir} of its command (data,
  *                                                                      pid files, sockets)
  *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
- *                                                                      values, and joined lists)
+ *                                                                      values, and joined lists;
+ *                                                                      its shared ports in every
+ *                                                                      replica's ports, as {svc.port.NAME})
  *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last,self,   each of its replicas
  *                   rank,node,node_rank}                               (self: this replica's own entry)
  *   services[] {name, replicas[], …}                                   every dependency, in order, then the service itself (its peers)
@@ -100,32 +102,6 @@ export interface TemplateContext {
   [dependency: string]: unknown;
 }
 
-/** A started replica of a dependency, as the stack knows it. */
-export type TemplateEndpoint = Endpoint;
-
-export interface TemplateInput {
-  /** This service's name, replica index and replica count. */
-  name: string;
-  replica: number;
-  replicas: number;
-  /** The address this replica listens on. */
-  host: string;
-  /** Its primary port (absent with `port: none`). */
-  port?: number;
-  gpu?: number;
-  /** Its own directory ({dir}). */
-  dir?: string;
-  /** Its service's `scheme:` (default http; null: no URL). */
-  scheme?: string | null;
-  /** Its named ports, in `ports:` order (its service's shared ports after them). */
-  ports?: readonly AssignedPorts[];
-  /** Where its shared ports are reached (replica 0's host), by name. */
-  sharedHosts?: ReadonlyMap<string, string>;
-  rank?: Rank;
-  /** The dependencies' replicas, in replica order; map order is the order of `services`. */
-  dependencies: ReadonlyMap<string, readonly TemplateEndpoint[]>;
-}
-
 /** The fields of the context itself; a dependency with one of these names is only in `services`. */
 export const OWN_FIELDS: readonly string[] = [
   'name',
@@ -170,7 +146,9 @@ function templatePorts(set: readonly AssignedPorts[] | undefined, host: string, 
   return out;
 }
 
-function service(name: string, eps: readonly TemplateEndpoint[], self: number | undefined, here: string): TemplateService {
+function service(name: string, eps: readonly Endpoint[], self: number | undefined, here: string, shared?: ServiceShared): TemplateService {
+  // A shared port is the service's: the same entry in every replica's ports (placeholders: {svc.port.NAME}).
+  const sharedPorts = shared ? templatePorts(shared.ports, shared.host) : {};
   const replicas = eps.map((e, index): TemplateReplica => {
     const host = reachableHost(e.host);
     const hp = endpointHostPort(e);
@@ -184,7 +162,7 @@ function service(name: string, eps: readonly TemplateEndpoint[], self: number | 
       port: e.port,
       hostport: hp,
       ...(url !== null ? { url } : {}),
-      ports: templatePorts(e.ports, e.host),
+      ports: { ...templatePorts(e.ports, e.host), ...sharedPorts },
       first: index === 0,
       last: index === eps.length - 1,
       self: index === self,
@@ -206,21 +184,21 @@ function service(name: string, eps: readonly TemplateEndpoint[], self: number | 
   };
 }
 
-/** The context one replica's templates are rendered with. Pure. */
-export function templateContext(input: TemplateInput): TemplateContext {
+/** The view of one replica's context its templates are rendered with. Pure. */
+export function templateContext(rc: ReplicaContext): TemplateContext {
   // Its own entry among its peers: its rank (= its replica on one host; node order across nodes).
-  const services = [...input.dependencies].map(([name, eps]) =>
-    service(name, eps, name === input.name ? (input.rank?.rank ?? input.replica) : undefined, input.rank?.node ?? ''),
+  const services = [...rc.endpoints].map(([name, eps]) =>
+    service(name, eps, name === rc.name ? (rc.rank?.rank ?? rc.replica) : undefined, rc.rank?.node ?? '', rc.sharedOf?.get(name)),
   );
   const ctx: TemplateContext = {
-    name: input.name,
-    replica: input.replica,
-    replicas: input.replicas,
-    host: input.host,
-    ports: templatePorts(input.ports, input.host, input.sharedHosts),
+    name: rc.name,
+    replica: rc.replica,
+    replicas: rc.replicas,
+    host: rc.host,
+    ports: templatePorts(rc.ports, rc.host, rc.sharedHosts),
     services,
   };
-  const r = input.rank;
+  const r = rc.rank;
   if (r)
     Object.assign(ctx, {
       rank: r.rank,
@@ -231,14 +209,14 @@ export function templateContext(input: TemplateInput): TemplateContext {
       node: r.node,
       generation: r.generation,
     });
-  if (input.port !== undefined) {
-    ctx.port = input.port;
-    ctx.hostport = endpointHostPort({ host: input.host, port: input.port });
-    const url = schemeUrl(input.scheme, ctx.hostport);
+  if (rc.port !== undefined) {
+    ctx.port = rc.port;
+    ctx.hostport = endpointHostPort({ host: rc.host, port: rc.port });
+    const url = schemeUrl(rc.scheme, ctx.hostport);
     if (url !== null) ctx.url = url;
   }
-  if (input.gpu !== undefined) ctx.gpu = input.gpu;
-  if (input.dir !== undefined) ctx.dir = input.dir;
+  if (rc.gpu !== undefined) ctx.gpu = rc.gpu;
+  if (rc.dir !== undefined) ctx.dir = rc.dir;
   for (const s of services) if (!OWN_FIELDS.includes(s.name)) ctx[s.name] = s;
   return ctx;
 }

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { BerthError, EXIT } from '../../errors.js';
-import type { ResolveContext } from '../file/fill-placeholders.js';
+import type { ReplicaContext } from '../file/replica-context.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import type { Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
@@ -13,28 +13,16 @@ import { lookUp } from './replica-dir.js';
  * <run>/data/<service>-<replica>/ ({dir}, {{dir}}: one folder, one name), from what its
  * placeholders see now (its ports, its dependencies' replicas): a ZooKeeper `myid` lands in
  * its dataDir. They stay in the run folder, so a failed start can be read back with the
- * very file the program was given.
+ * very file the program was given. Templates and placeholders render from the one context
+ * (start-attempt.ts resolveContext).
  */
 
-export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ResolveContext): RenderedTemplate[] {
+export function renderReplicaTemplates(st: StackRun, rep: Replica, ctx: ReplicaContext): RenderedTemplate[] {
   const s = rep.svc.spec;
   if (s.templates.length === 0) return [];
   // Made by start-attempt.ts (makeReplicaDir) before this; the stand-in is for callers without it.
   const dir = ctx.dir ?? replicaDirPath(st.run.path, s.name, rep.index);
-  const context = templateContext({
-    name: s.name,
-    replica: rep.index,
-    replicas: rep.svc.replicas.length,
-    host: s.host,
-    dependencies: ctx.endpoints,
-    ...(ctx.port !== undefined ? { port: ctx.port } : {}),
-    ...(ctx.ports !== undefined ? { ports: ctx.ports } : {}),
-    ...(ctx.gpu !== undefined ? { gpu: ctx.gpu } : {}),
-    ...(ctx.sharedHosts !== undefined ? { sharedHosts: ctx.sharedHosts } : {}),
-    ...(ctx.rank !== undefined ? { rank: ctx.rank } : {}),
-    dir,
-    scheme: s.scheme,
-  });
+  const context = templateContext({ ...ctx, dir });
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (e) {

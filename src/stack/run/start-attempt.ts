@@ -5,7 +5,8 @@ import { portSetEnv, type PortEntry } from '../../allocate/port-set.js';
 import type { LearnEntry } from '../../launch/learn.js';
 import { rankEnv, rankOf } from '../file/ranks.js';
 import type { SharedPorts } from './types.js';
-import { resolveCommand, resolveTemplate, type ResolveContext } from '../file/fill-placeholders.js';
+import { resolveCommand, resolveTemplate } from '../file/fill-placeholders.js';
+import type { ReplicaContext } from '../file/replica-context.js';
 import type { Endpoint } from '../file/placeholders.js';
 import { oneShotFix } from '../file/one-shot.js';
 import { renderReplicaTemplates } from './render-templates.js';
@@ -39,7 +40,7 @@ const endpointOf = (st: StackRun, r: Replica): Endpoint => {
 };
 
 /** The endpoints of the services this one depends on (and its own replicas), as they are now. */
-export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
+export function resolveContext(st: StackRun, rep: Replica): ReplicaContext {
   const endpoints = new Map<string, Endpoint[]>();
   for (const d of rep.svc.spec.dependsOn) {
     const dep = st.byName.get(d.service);
@@ -68,10 +69,12 @@ export function resolveContext(st: StackRun, rep: Replica): ResolveContext {
     const sp = st.run.shared[name];
     if (sp) sharedOf.set(name, sp);
   }
-  const ctx: ResolveContext = {
+  const ctx: ReplicaContext = {
     name: rep.svc.spec.name,
     replica: rep.index,
+    replicas: rep.svc.replicas.length,
     host: rep.svc.spec.host,
+    scheme: rep.svc.spec.scheme,
     endpoints,
     sharedOf,
     rank: { ...rankOf(rep.svc.spec, rep.index, rep.svc.replicas.length, st.topology), generation: rep.svc.generation },
