@@ -204,7 +204,7 @@ export async function finish(s: LaunchState): Promise<void> {
   if (s.runDir && !keep) removeRunDir(s.runDir);
   s.happen({ kind: 'ended' });
   s.emit({ type: 'exited', code, signal, exitCode, t: iso() });
-  const info: ExitInfo = { exitCode, code, signal, ready: s.readyInfo !== undefined };
+  const info: ExitInfo = { exitCode, code, signal, ready: end.ready };
   if (s.failure) info.error = s.failure;
   if (s.runDir && keep) info.runDir = s.runDir.path;
   if (s.bundlePath) info.bundle = s.bundlePath;
