@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 const QUICK = [
   'allocate-block-plan', 'allocate-plan',
   'host-owners', 'host-socket-filter', 'host-socket-table', 'host-sysctl',
-  'launch-poller', 'launch-redact', 'launch-units',
+  'launch-lifecycle', 'launch-poller', 'launch-redact', 'launch-units',
   'layout-check', 'layout-default', 'layout-examples', 'layout-parse', 'layout-windows',
   'property-duration', 'property-hostlist', 'property-layout', 'property-socket-table',
   'report-geometry', 'report-html', 'report-text',

@@ -117,7 +117,7 @@ export async function checkForeignAtReady(s: LaunchState): Promise<boolean> {
   const ports = [...candidatePorts(s.assigned(), s.o.sharedPorts ?? [])];
   if (ports.length === 0 || !s.tree) return true;
   for (let i = 0; i < HIDDEN_LOOKS + 1; i++) {
-    // Asynchronous is safe: readyPending is set, so an exit meanwhile is a ready service's (supervise.ts).
+    // Asynchronous is safe: the launch is 'answered', so an exit meanwhile is a ready service's (supervise.ts).
     const rows = await listenersNow(s, ports);
     if (s.settled) return false;
     const found = lookForeign(s, rows);

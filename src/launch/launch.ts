@@ -7,6 +7,7 @@ import { prepare } from './prepare.js';
 import { becomeReady, probeUntilReady } from './ready.js';
 import { reserve } from './reserve.js';
 import { spawn } from './spawn.js';
+import { failed, stopSignal } from './lifecycle.js';
 import { LaunchState } from './state.js';
 import { fail, finish, stop } from './stop.js';
 import { signalTree, treeSurvivors } from './tree-control.js';
@@ -23,7 +24,13 @@ import type { LaunchHandle, LaunchOptions } from './types.js';
  *   supervise.ts        the child's exit, a daemon it left
  *   stop.ts             stop, failure and the one cleanup every ending shares
  *   bundle.ts           the diagnostics bundle of a failure
- * state.ts holds what they share. This file only sequences them.
+ * state.ts holds what they share, lifecycle.ts which state the launch is in: preparing →
+ * held → spawned (waiting for ownership, learned ports, a probe's answer) → answered (only
+ * the foreign check left) → ready, and stopping, failing, ending, ended from any of them.
+ * The phases report what happened (s.happen) instead of setting flags, so which ending wins
+ * (the first stop, the first failure, nothing once finishing began) is one pure function's
+ * rule, not an order of tests repeated in each phase. This file only sequences the phases,
+ * and ends the sequence after a step that left the start-up stopped or failed.
  */
 
 export { LaunchError } from './state.js';
@@ -63,16 +70,18 @@ async function run(s: LaunchState): Promise<void> {
   try {
     prepare(s);
     if (!s.portless && !(s.learnPrimary && !s.o.ports && !s.o.portSet)) await reserve(s);
-    if (s.stopReq) return void (await finish(s));
+    // Held, or nothing to hold (portless, a learned primary): the spawn's turn.
+    s.happen({ kind: 'reserved' });
+    if (stopSignal(s.life) !== undefined) return void (await finish(s));
     // false: the spawn failed ('error' reports it) or a stop came first.
-    if (!(await spawn(s)) || s.failure || s.stopReq) return;
+    if (!(await spawn(s)) || failed(s.life) || stopSignal(s.life) !== undefined) return;
     // Nothing to own without a port: spawned is started; the probe, when given, says ready.
     if (!s.portless && !s.learnPrimary && !(await waitOwnership(s))) return;
     // Ports the service chooses: known once its tree listens on them (learn-phase.ts).
     if (s.o.learn?.length && !(await learnPorts(s))) return;
     if (s.spec && !(await probeUntilReady(s))) return;
     // Owned, or answered: an exit from here on is a ready service's (supervise.ts).
-    s.readyPending = true;
+    s.happen({ kind: 'answered' });
     // Ready only if nobody else answers on its ports (69 naming the stranger).
     if (!s.portless && !(await checkForeignAtReady(s))) return;
     becomeReady(s);

@@ -44,7 +44,7 @@ export function learnLineWatcher(s: LaunchState): ((chunk: Buffer) => void) | un
 
 /** false: the launch ended meanwhile (failed, stopped, the deadline). */
 export async function learnPorts(s: LaunchState): Promise<boolean> {
-  s.phase = 'learn';
+  s.happen({ kind: 'waiting', phase: 'learn' });
   const entries = s.o.learn!;
   const known = setPorts([...s.assigned(), ...(s.o.sharedPorts ?? [])]);
   let interval = LEARN_POLL_FIRST_MS;

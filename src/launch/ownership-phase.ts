@@ -19,7 +19,7 @@ const INVISIBLE_CONFIRMATIONS = 3;
 export async function waitOwnership(s: LaunchState): Promise<boolean> {
   const port = s.port!;
   if (s.handoff === 'release') {
-    s.phase = 'ownership';
+    s.happen({ kind: 'waiting', phase: 'ownership' });
     const poller = tablePoller(s.procRoot);
     let interval = OWN_POLL_FIRST_MS;
     let within = 0; // the first look: now

@@ -8,6 +8,7 @@ import { portVars } from './port-vars.js';
 import { formatReadySpec, substitutePort } from './ready-spec.js';
 import { substitute } from './spawn-plan.js';
 import { learnDeadlineText } from './learn-phase.js';
+import { exitedWhileAsking } from './lifecycle.js';
 import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
 import { followDaemon, onChildExit, startAudit } from './supervise.js';
@@ -41,7 +42,7 @@ function fillLearned(s: LaunchState, text: string): string {
 
 /** Phase 4 (with --ready): probe until the service answers. false: the launch ended or the deadline passed. */
 export async function probeUntilReady(s: LaunchState): Promise<boolean> {
-  s.phase = 'probe';
+  s.happen({ kind: 'waiting', phase: 'probe' });
   const spec = s.spec!;
   const port = s.port;
   let attempt: (timeoutMs: number) => Promise<ProbeResult>;
@@ -75,17 +76,17 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
     if (left <= 0) return false; // the deadline timer reports it
     const full = s.o.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS;
     const budget = Math.max(1, Math.min(full, left));
-    s.probing = true;
+    s.happen({ kind: 'asking' });
     const r = await attempt(budget);
-    s.probing = false;
+    const exited = exitedWhileAsking(s.life);
+    s.happen({ kind: 'asked' });
     s.probe.attempts++;
     // An attempt cut short by the deadline says nothing about the service: keep the one before.
     if (r.ok || !r.timedOut || budget === full || s.probe.last === undefined) s.probe.last = { ...r, host };
     if (s.settled) return false;
-    if (r.ok) return true; // launch.ts marks it readyPending in this same turn
-    if (s.exitedWhileProbing) {
+    if (r.ok) return true; // launch.ts reports it answered in this same turn
+    if (exited) {
       // It exited while berth asked, and did not answer: the exit is the verdict now.
-      s.exitedWhileProbing = false;
       onChildExit(s);
       return false;
     }
@@ -96,6 +97,8 @@ export async function probeUntilReady(s: LaunchState): Promise<boolean> {
 
 /** Ready: the ready file, the event, `ready` resolved; a daemonized service is followed from here. */
 export function becomeReady(s: LaunchState): void {
+  // Stopped or failed in the turn of the last step: it never was ready, say nothing of it.
+  if (s.life.at !== 'answered') return;
   const port = s.port ?? 0;
   const childAlive = s.childExit === undefined;
   const pid = childAlive ? s.child!.pid! : (s.ownerPids[0] ?? s.child!.pid!);
@@ -116,7 +119,7 @@ export function becomeReady(s: LaunchState): void {
   }
   clearTimeout(s.deadlineTimer);
   s.readyInfo = info;
-  s.phase = 'ready';
+  s.happen({ kind: 'ready' });
   s.emit({ type: 'ready', info, t: iso() });
   s.whenReady.resolve(info);
   // After the ready callbacks (`berth run` prints its ready line first, then any finding).

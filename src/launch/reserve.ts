@@ -2,6 +2,7 @@ import { pickSourceOptions, type ReserveOptions } from '../source/options.js';
 import { reserve as reservePorts, reserveNamedSet } from '../source/reserve.js';
 import { capName, USER_NAME_CHARS } from '../allocate/lease-protocol.js';
 import { BerthError, EXIT } from '../errors.js';
+import { stopSignal } from './lifecycle.js';
 import { iso, type LaunchState } from './state.js';
 
 /**
@@ -9,7 +10,6 @@ import { iso, type LaunchState } from './state.js';
  * all or none) from the launch's source. The primary port is the set's first entry.
  */
 export async function reserve(s: LaunchState): Promise<void> {
-  s.phase = 'reserve';
   const o = s.o;
   if (o.portSet) {
     s.set = o.portSet;
@@ -30,7 +30,7 @@ export async function reserve(s: LaunchState): Promise<void> {
       if (entries) s.set = await reserveNamedSet(entries, ro);
       else s.reservation = await reservePorts(ro);
     } catch (e) {
-      if (s.stopReq) return;
+      if (stopSignal(s.life) !== undefined) return;
       throw e;
     }
   }

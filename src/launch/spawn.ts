@@ -6,6 +6,7 @@ import { listPids } from '../host/pids.js';
 import { portVars } from './port-vars.js';
 import { ProcessTree } from './process-tree.js';
 import { childEnv, execPlan, findPerl, substitute } from './spawn-plan.js';
+import { stopSignal } from './lifecycle.js';
 import { DEFAULT_STOP_GRACE_MS, iso, type LaunchState } from './state.js';
 import { fail, finish } from './stop.js';
 import { onChildExit } from './supervise.js';
@@ -18,7 +19,6 @@ import { leaseHandles } from '../allocate/held-reservation.js';
  * spawn failed ('error' reports it) or a stop came first.
  */
 export async function spawn(s: LaunchState): Promise<boolean> {
-  s.phase = 'spawn';
   const o = s.o;
   const port = s.port;
   const base = o.env ?? process.env;
@@ -68,7 +68,7 @@ export async function spawn(s: LaunchState): Promise<boolean> {
     // cooperating allocator takes the ports; ownership is verified before any probe.
     if (s.set) await Promise.all(s.set.reservations.map((r) => r.unhold()));
     else await s.reservation!.unhold(port);
-    if (s.stopReq) {
+    if (stopSignal(s.life) !== undefined) {
       await finish(s);
       return false;
     }
@@ -149,6 +149,7 @@ export async function spawn(s: LaunchState): Promise<boolean> {
     },
   });
   guard.spawned(group, s.tree.rootStart);
+  s.happen({ kind: 'spawned' });
   s.mark('spawnedMs');
   s.emit({ type: 'spawned', pid: child.pid, port: port ?? 0, handoff: s.handoff, t: iso() });
   return true;

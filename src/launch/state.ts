@@ -7,6 +7,7 @@ import type { Reservation } from '../allocate/types.js';
 import { BerthError } from '../errors.js';
 import type { SocketRow } from '../host/types.js';
 import { deferred } from '../util/deferred.js';
+import { phaseOf, settled, START, transition, type Life, type LifeEvent } from './lifecycle.js';
 import type { OutputTee } from './output.js';
 import type { Ownership } from './ownership.js';
 import type { TablePoller } from './port-watch.js';
@@ -20,8 +21,12 @@ import type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, Lau
 /*
  * Everything one launch knows, shared by its phases (prepare, reserve, spawn, ownership,
  * ready, supervise, stop, bundle: one file each). The phases are functions of this state;
- * launch.ts only sequences them. Besides the fields, only what every phase needs: events,
- * timings, warnings, and the one wake-up every wait of the launch listens to.
+ * launch.ts only sequences them. Which state the launch is in is one field, `life`, moved
+ * only by happen() through lifecycle.ts's transition: the rules of which ending wins stay
+ * in one pure function, and the phases decide by reading it. The other fields are data
+ * (ports, tree, the failure's LaunchError, ReadyInfo, the child's exit status). Besides
+ * them, only what every phase needs: events, timings, warnings, and the one wake-up every
+ * wait of the launch listens to.
  */
 
 /** A launch that did not come up: exitCode 69/70/75 (or 64/74), with its bundle's folder. */
@@ -57,7 +62,8 @@ export class LaunchState {
   readonly t0 = now();
   readonly startedAt = iso();
   readonly timings: Record<string, number> = {};
-  phase: LaunchPhase = 'reserve';
+  /** Which state the launch is in (lifecycle.ts); moved only by happen(). */
+  life: Life = START;
   spec: ReadySpec | undefined;
   runDir: RunDir | undefined;
   /** The primary port's reservation (the set's first entry when there is a set). */
@@ -107,22 +113,9 @@ export class LaunchState {
   listening: SocketRow[] = [];
   ownerPids: number[] = [];
   probe = { attempts: 0, last: undefined as (ProbeResult & { host: string }) | undefined };
-  /**
-   * A probe attempt is under way; the child's exit during one waits for its answer: a service
-   * that answered and exited at once was ready (its exit status is then the run's), not
-   * "exited before it was ready" (which order the two events arrive in is the loaded host's).
-   */
-  probing = false;
-  exitedWhileProbing = false;
-  /**
-   * Its last readiness condition is met (the probe answered; without a probe, it owns its
-   * port): an exit from now on is that of a service that was ready; the steps left before
-   * 'ready' (the foreign check) take their turns meanwhile.
-   */
-  readyPending = false;
   readyInfo: ReadyInfo | undefined;
+  /** The failure's error (the state says whether it failed: lifecycle.ts failed()). */
   failure: LaunchError | undefined;
-  stopReq: { signal: NodeJS.Signals } | undefined;
   /** Aborted by a stop: a reservation under way stops at its next port. */
   readonly reserveAbort = new AbortController();
   killTimer: NodeJS.Timeout | undefined;
@@ -132,10 +125,7 @@ export class LaunchState {
   readonly termed = new Set<number>();
   /** The tree was sent the stop's signal (a stop, or the cleanup's own SIGTERM). */
   termSent = false;
-  /** The cleanup is over: no more signals. */
-  stopped = false;
   deadlineTimer: NodeJS.Timeout | undefined;
-  finishing = false;
   bundlePath: string | undefined;
   /** The failure's message without the "diagnostics: …" note. */
   reason: string | undefined;
@@ -189,9 +179,22 @@ export class LaunchState {
     this.emit({ type: 'warning', message, t: iso() });
   }
 
+  /** What happened, through the one transition; false: the state did not take it (lifecycle.ts's rules). */
+  happen(e: LifeEvent): boolean {
+    const next = transition(this.life, e);
+    if (next === this.life) return false;
+    this.life = next;
+    return true;
+  }
+
+  /** LaunchHandle.phase. */
+  get phase(): LaunchPhase {
+    return phaseOf(this.life);
+  }
+
   /** Ready, failed, stopping or ending: the start-up waits are over. */
   get settled(): boolean {
-    return this.failure !== undefined || this.stopReq !== undefined || this.readyInfo !== undefined || this.finishing;
+    return settled(this.life);
   }
 
   remainingMs(): number {

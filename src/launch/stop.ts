@@ -2,6 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { removeCgroup } from '../host/cgroup.js';
 import { saveBundle } from './bundle.js';
 import { exitStatus, signalNumber } from './exit-status.js';
+import { cleanedUp, failed, finishing, phaseOf, stopSignal } from './lifecycle.js';
 import { removeRunDir } from './run-dir.js';
 import { DEFAULT_STOP_GRACE_MS, iso, LaunchError, now, type LaunchState } from './state.js';
 import { descendantsAlive, signalTree, termNewcomers } from './tree-control.js';
@@ -10,6 +11,8 @@ import type { ExitInfo, LaunchPhase } from './types.js';
 /*
  * Every way a launch ends: a stop asked by the caller, a failure (bundle first, then
  * cleanup), or the service ending on its own. finish() is the one cleanup all of them share.
+ * Which of them counts (the first stop, the first failure, none once finishing began) is
+ * lifecycle.ts's transition: here, s.happen() says whether it was taken.
  */
 
 /** After the child exits, how long its pipes may stay open (held by descendants) before we move on. */
@@ -17,21 +20,17 @@ const DRAIN_MS = 500;
 
 /** LaunchHandle.stop(): `signal` to the tree, SIGKILL after the grace; resolves with `exited`. */
 export function stop(s: LaunchState, signal: NodeJS.Signals, graceMs?: number): Promise<ExitInfo> {
-  if (s.finishing) return s.whenExited.promise;
-  const first = s.stopReq === undefined;
-  if (first && !s.failure) {
-    s.stopReq = { signal };
-    s.phase = 'stopping';
-    s.emit({ type: 'stopping', signal, t: iso() });
-  }
+  if (finishing(s.life)) return s.whenExited.promise;
+  const first = stopSignal(s.life) === undefined;
+  if (s.happen({ kind: 'stop', signal })) s.emit({ type: 'stopping', signal, t: iso() });
   s.reserveAbort.abort();
   if (s.child?.pid !== undefined) s.termSent = true;
   signalTree(s, signal);
   if (first) armKill(s, graceMs);
   s.wake();
-  // Not spawned yet: the main sequence sees stopReq after its current step. Spawned and
+  // Not spawned yet: the main sequence sees the stop after its current step. Spawned and
   // already exited (a daemon being followed): end now. Running: its exit ends the launch.
-  if (s.childExit !== undefined && !s.failure) void finish(s);
+  if (s.childExit !== undefined && !failed(s.life)) void finish(s);
   return s.whenExited.promise;
 }
 
@@ -53,7 +52,7 @@ function armKill(s: LaunchState, graceMs?: number): void {
   s.killAt = now() + grace;
   const tick = () => {
     signalTree(s, 'SIGKILL');
-    if (s.child?.pid === undefined || s.stopped) return;
+    if (s.child?.pid === undefined || cleanedUp(s.life)) return;
     if (s.childRunning() || descendantsAlive(s)) s.killTimer = setTimeout(tick, KILL_EVERY_MS);
   };
   s.killTimer = setTimeout(tick, grace);
@@ -108,8 +107,8 @@ export function failIfTreeGone(s: LaunchState): boolean {
  * under `strict`): the same ending, its exit code instead of the service's status.
  */
 export function fail(s: LaunchState, exitCode: number, message: string, details?: Record<string, unknown>, afterReady = false): void {
-  if (s.failure || s.finishing || (s.readyInfo && !afterReady)) return;
-  const failedPhase = s.phase;
+  const failedPhase = phaseOf(s.life);
+  if (!s.happen({ kind: 'fail', exitCode, afterReady })) return;
   s.mark('failedMs');
   s.failure = new LaunchError(exitCode, message, failedPhase, s.runDir?.path, details);
   clearTimeout(s.deadlineTimer);
@@ -140,8 +139,10 @@ async function failAsync(s: LaunchState, phase: LaunchPhase, details?: Record<st
 
 /** Cleanup common to every ending: stop what is left, release the lease, settle `exited`. */
 export async function finish(s: LaunchState): Promise<void> {
-  if (s.finishing) return;
-  s.finishing = true;
+  if (!s.happen({ kind: 'finish' })) return;
+  // How it ends (failed, stopped, ready before) is settled now: nothing is taken while finishing.
+  const end = s.life;
+  if (end.at !== 'ending') return;
   clearTimeout(s.deadlineTimer);
   s.wake();
   await cleanupTree(s);
@@ -153,7 +154,7 @@ export async function finish(s: LaunchState): Promise<void> {
   await drain(s, 2_000);
   s.out?.closeLog();
   s.err?.closeLog();
-  s.stopped = true;
+  s.happen({ kind: 'cleaned' });
   clearTimeout(s.killTimer);
   clearTimeout(s.kickTimer);
   s.stopAudit?.();
@@ -174,16 +175,16 @@ export async function finish(s: LaunchState): Promise<void> {
   const code = s.childExit?.code ?? null;
   const signal = s.childExit?.signal ?? null;
   let exitCode: number;
-  if (s.failure) exitCode = s.failure.exitCode;
+  if (end.failed !== undefined) exitCode = end.failed;
   // Stopped before it was ready (before the spawn, or while berth waited for it): the
   // signal's status, as `berth up` gives, whatever the half-started service exited with.
-  else if (s.stopReq && !s.readyInfo) exitCode = 128 + signalNumber(s.stopReq.signal);
+  else if (end.stop && !end.ready) exitCode = 128 + signalNumber(end.stop);
   else exitCode = exitStatus(code, signal);
-  if (!s.readyInfo && !s.failure) {
-    s.whenReady.reject(new LaunchError(exitCode, `${s.name}: stopped (${s.stopReq?.signal ?? 'stop'}) before it was ready`, s.phase, s.runDir?.path));
+  if (!end.ready && end.failed === undefined) {
+    s.whenReady.reject(new LaunchError(exitCode, `${s.name}: stopped (${end.stop ?? 'stop'}) before it was ready`, end.phase, s.runDir?.path));
   }
   // A ready service that died on its own (not asked to stop) leaves evidence too.
-  const unasked = s.readyInfo !== undefined && !s.stopReq && !s.failure && exitCode !== 0;
+  const unasked = end.ready && !end.stop && end.failed === undefined && exitCode !== 0;
   if (s.runDir && unasked) {
     try {
       const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
@@ -191,7 +192,7 @@ export async function finish(s: LaunchState): Promise<void> {
     } catch {
       // best effort
     }
-  } else if (s.runDir && s.failure && s.bundlePath) {
+  } else if (s.runDir && end.failed !== undefined && s.failure && s.bundlePath) {
     try {
       // Add how the cleanup ended (the child's final status) to the bundle written before it.
       saveBundle(s, s.runDir.path, s.failure.phase, s.failure, s.failure.details);
@@ -199,11 +200,11 @@ export async function finish(s: LaunchState): Promise<void> {
       // the first bundle stays
     }
   }
-  const keep = s.failure !== undefined || unasked || !s.runDir?.owned;
+  const keep = end.failed !== undefined || unasked || !s.runDir?.owned;
   if (s.runDir && !keep) removeRunDir(s.runDir);
-  s.phase = 'exited';
+  s.happen({ kind: 'ended' });
   s.emit({ type: 'exited', code, signal, exitCode, t: iso() });
-  const info: ExitInfo = { exitCode, code, signal, ready: s.readyInfo !== undefined };
+  const info: ExitInfo = { exitCode, code, signal, ready: end.ready };
   if (s.failure) info.error = s.failure;
   if (s.runDir && keep) info.runDir = s.runDir.path;
   if (s.bundlePath) info.bundle = s.bundlePath;

@@ -3,6 +3,7 @@ import { EXIT } from '../errors.js';
 import { auditListeners, auditWarning, isAcknowledged, setPorts } from './audit.js';
 import { foreignTurn } from './foreign-check.js';
 import { reportStolen } from './ownership-phase.js';
+import { exitedWhileAsking, failed, finishing } from './lifecycle.js';
 import { iso, type LaunchState } from './state.js';
 import type { AuditFinding } from './types.js';
 import { fail, finish } from './stop.js';
@@ -16,30 +17,26 @@ const TREE_POLL_MS = 250;
 export function onChildExit(s: LaunchState): void {
   s.wake();
   const { code, signal } = s.childExit!;
-  if (s.failure || s.finishing) return; // the failure path is waiting for this exit
-  if (s.stopReq) return void finish(s);
+  const at = s.life.at;
+  if (failed(s.life) || finishing(s.life)) return; // the failure path is waiting for this exit
+  if (at === 'stopping') return void finish(s);
   // A one-shot step is done: nothing to own or probe any more.
-  if (code === 0 && !s.readyInfo && s.o.oneShot) return void finish(s);
+  if (code === 0 && at !== 'ready' && s.o.oneShot) return void finish(s);
   if (code === 0 && descendantsAlive(s)) {
     // A daemonizing service: its parent returns 0 once the daemon is running.
     s.warn(`${s.name}: pid ${s.child!.pid} exited 0, leaving descendants; following them as the service`);
-    if (s.readyInfo) void followDaemon(s);
+    if (at === 'ready') void followDaemon(s);
     return;
   }
-  if (!s.readyInfo && s.readyPending) return; // ready in a moment: becomeReady() follows what is left of it
-  if (!s.readyInfo && s.probing) {
-    s.exitedWhileProbing = true; // the probe's answer decides (ready.ts)
-    return;
-  }
-  if (!s.readyInfo) {
-    // A service that died because a stranger took its port was robbed, not broken.
-    if (s.handoff === 'release' && reportStolen(s)) return;
-    const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
-    const hint = code === 0 && s.o.exitZeroHint ? `; ${s.o.exitZeroHint}` : '';
-    fail(s, EXIT.SOFTWARE, `${s.name}: the service ${how} before it was ready (phase ${s.phase})${hint}`);
-    return;
-  }
-  void finish(s);
+  if (at === 'ready') return void finish(s);
+  if (at === 'answered') return; // ready in a moment: becomeReady() follows what is left of it
+  // During a probe attempt the answer decides (ready.ts): answered and exited at once is ready.
+  if (s.happen({ kind: 'child-exited' }) && exitedWhileAsking(s.life)) return;
+  // A service that died because a stranger took its port was robbed, not broken.
+  if (s.handoff === 'release' && reportStolen(s)) return;
+  const how = signal ? `was killed by ${signal}` : `exited with status ${code}`;
+  const hint = code === 0 && s.o.exitZeroHint ? `; ${s.o.exitZeroHint}` : '';
+  fail(s, EXIT.SOFTWARE, `${s.name}: the service ${how} before it was ready (phase ${s.phase})${hint}`);
 }
 
 /**
@@ -49,16 +46,16 @@ export function onChildExit(s: LaunchState): void {
  */
 export function startAudit(s: LaunchState): void {
   // A service without a port is audited too: every listener it opens is outside its set.
-  if (!s.tree || s.finishing) return;
+  if (!s.tree || finishing(s.life)) return;
   // One read shared with every launch that becomes ready about now (a stack's replicas do).
   soonListenSnapshot(s.procRoot, (snap) => audit(s, snap));
   s.stopAudit = watchListeners(s.procRoot, (snap) => audit(s, snap));
 }
 
 function audit(s: LaunchState, snap: ListenSnapshot): void {
-  if (s.finishing || !s.tree) return;
+  if (finishing(s.life) || !s.tree) return;
   foreignTurn(s, snap.listening);
-  if (s.failure) return;
+  if (failed(s.life)) return;
   // Only sockets that could be news are looked up in the tree's fds: ports outside the set
   // not reported yet, and (fd handoff) the handed ports; with none, no fd is read at all.
   const own = [...s.assigned(), ...(s.o.sharedPorts ?? [])];
@@ -126,7 +123,7 @@ function report(
 
 /** After the child returned 0 leaving descendants: the service ends when the last of them does. */
 export async function followDaemon(s: LaunchState): Promise<void> {
-  while (!s.finishing && !s.failure) {
+  while (!finishing(s.life) && !failed(s.life)) {
     if (!descendantsAlive(s)) return void (await finish(s));
     await new Promise((r) => setTimeout(r, TREE_POLL_MS));
   }
