@@ -24,9 +24,9 @@ export type { Duration } from './util/option-names.js';
 export * from './stack/index.js';
 export * from './launch/index.js';
 /** Base of berth's private run folders ($BERTH_STATE_DIR, …); leases are never there (docs/leases.md). */
-export { resolveStateDir } from './launch/run-dir.js';
+export { resolveStateDir } from './launch/launch-run-dir.js';
 export * from './slurm/index.js';
 export { collectReport, type CollectOptions } from './report/collect.js';
-export type { PortSpaceReport } from './report/types.js';
+export type { PortSpaceReport } from './report/port-space-report.js';
 export { renderText, renderHtml, type TextOptions } from './report/index.js';
 export { parseDuration, formatDuration } from './util/duration.js';

@@ -10,7 +10,7 @@ import { planCandidates, type PlanHost } from '../src/allocate/plan.js';
 import { blockPorts, blockStartsWithout, freeRuns, planBlockStarts } from '../src/allocate/plan-block.js';
 import { namedSetRequests } from '../src/allocate/reserve-named.js';
 import { BerthError } from '../src/errors.js';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 import { seeded } from './helpers/seeded.js';
 
 function row(port: number, state: SocketRow['state'], inode = 1000 + port): SocketRow {

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { explainUnavailable } from '../src/allocate/explain.js';
 import { backoff, transientCompetitor } from '../src/allocate/contention.js';
 import { emptyReport, planCandidates, type PlanHost, type PlanInput } from '../src/allocate/plan.js';
-import type { SocketOwner } from '../src/host/types.js';
+import type { SocketOwner } from '../src/host/host-map.js';
 import { seeded } from './helpers/seeded.js';
 
 const FIX = join(import.meta.dirname, 'fixtures', 'leases');

@@ -11,7 +11,7 @@ import { chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, mkdte
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../src/errors.js';
-import { createRunDir } from '../src/launch/run-dir.js';
+import { createRunDir } from '../src/launch/launch-run-dir.js';
 import { checkPrivateDir, makePrivateDir, type PrivateDirWords } from '../src/util/private-dir.js';
 import { createNewFile, openForAppend, UnsafeFileError } from '../src/util/safe-file.js';
 import { systemErrorAsBerth } from '../src/util/system-error.js';

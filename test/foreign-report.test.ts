@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 import { sharedListenerFindings } from '../src/report/shared-listeners.js';
 import { requireNetns } from './helpers/netns.js';
 import { berthSh, kv, netnsSh, q, realPython, sandbox, SERVICES } from './fixtures/services/launch-harness.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AssignedPorts } from '../src/allocate/port-set.js';
 import { EXIT } from '../src/errors.js';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 import { candidatePorts, checkedPorts, findForeign, foreignWarning, sharesReuseport } from '../src/launch/foreign.js';
 import { BerthError } from '../src/errors.js';
 import { parseStack } from '../src/stack/index.js';

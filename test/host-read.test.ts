@@ -5,7 +5,7 @@ import { readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { BerthError, EXIT } from '../src/errors.js';
 import { describeOwner, readHostMap, readNetns, socketsOnPort } from '../src/host/index.js';
-import type { HostMap, SocketRow } from '../src/host/types.js';
+import type { HostMap, SocketRow } from '../src/host/host-map.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 

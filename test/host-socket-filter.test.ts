@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseTcpBuffer, parseTcpTable } from '../src/host/socket-table.js';
-import type { PortRange, SocketRow } from '../src/host/types.js';
+import type { PortRange, SocketRow } from '../src/host/host-map.js';
 
 const fixture = (p: string) => readFileSync(fileURLToPath(new URL(`./fixtures/${p}`, import.meta.url)));
 const LE = { littleEndian: true };

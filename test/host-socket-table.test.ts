@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { formatIPv6 } from '../src/host/proc-net-address.js';
 import { parseTcpTable, portsInUse, tcpStateName } from '../src/host/socket-table.js';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 
 const fixture = (p: string) => readFileSync(fileURLToPath(new URL(`./fixtures/${p}`, import.meta.url)), 'latin1');
 // The fixture rows were captured on x86_64; pin the byte order so the test means the same anywhere.

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { launch } from '../src/launch/launch.js';
 import { parseStatIds } from '../src/launch/process-tree.js';
-import type { LaunchEvent, LaunchOptions } from '../src/launch/types.js';
+import type { LaunchEvent, LaunchOptions } from '../src/launch/launch-api.js';
 
 /** Live (non-zombie) processes in process group `pgid`. */
 function groupMembers(pgid: number): number[] {

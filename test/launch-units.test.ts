@@ -10,7 +10,7 @@ import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { BerthError } from '../src/errors.js';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 import { exitStatus } from '../src/launch/launch.js';
 import { readPortRows } from '../src/launch/ownership.js';
 import { parseTcpTable } from '../src/host/socket-table.js';

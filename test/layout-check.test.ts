@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { unreservedEphemeral } from '../src/host/intervals.js';
-import type { HostSysctls, PortRange } from '../src/host/types.js';
+import type { HostSysctls, PortRange } from '../src/host/host-map.js';
 import { checkLayout, parseLayout, summarizeFindings } from '../src/layout/index.js';
 import type { Band, Finding, Fix, Layout } from '../src/layout/index.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { HostSysctls } from '../src/host/types.js';
+import type { HostSysctls } from '../src/host/host-map.js';
 import { checkLayout, defaultLayout, summarizeFindings } from '../src/layout/index.js';
 
 const host = (lo: number, hi: number, reserved: [number, number][] = [], unprivilegedStart = 1024): HostSysctls => ({

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { isIP } from 'node:net';
 import fc from 'fast-check';
 import { parseTcpBuffer, parseTcpTable, tcpStateName } from '../src/host/socket-table.js';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 import { anyText, holds, outcome, tokenSoup } from './helpers/property.js';
 
 const HEADER = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';

@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { parseIPv6, parseSsOutput, SS_STATE_NAME, ssArgs } from '../src/host/ss-output.js';
 import { formatIPv6 } from '../src/host/proc-net-address.js';
 import { parseTcpTable } from '../src/host/socket-table.js';
-import type { SocketRow, TcpState } from '../src/host/types.js';
+import type { SocketRow, TcpState } from '../src/host/host-map.js';
 import { holds } from './helpers/property.js';
 
 const dir = join(import.meta.dirname, 'fixtures', 'ss-debian');

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { renderHtml } from '../src/report/html.js';
-import type { PortSpaceReport } from '../src/report/types.js';
+import type { PortSpaceReport } from '../src/report/port-space-report.js';
 import { findProgram, NEED, skipUnless } from './helpers/require.js';
 
 /** Debian's chromium on PATH (playwright-core drives it; no browser download). */

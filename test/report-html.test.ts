@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { renderHtml } from '../src/report/html.js';
-import type { PortSpaceReport } from '../src/report/types.js';
+import type { PortSpaceReport } from '../src/report/port-space-report.js';
 
 const load = (): PortSpaceReport => JSON.parse(readFileSync(new URL('./fixtures/reports/doctor-rl.json', import.meta.url), 'utf8')) as PortSpaceReport;
 

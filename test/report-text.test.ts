@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { renderText } from '../src/report/text.js';
-import type { PortSpaceReport } from '../src/report/types.js';
+import type { PortSpaceReport } from '../src/report/port-space-report.js';
 
 const fixtureUrl = new URL('./fixtures/reports/doctor-rl.json', import.meta.url);
 const goldenUrl = new URL('./fixtures/reports/doctor-rl.txt', import.meta.url);

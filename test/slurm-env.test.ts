@@ -6,7 +6,7 @@ import { readSlurmEnv } from '../src/slurm/env.js';
 import { resolveInstance, stepResvPorts } from '../src/slurm/instance.js';
 import { renderJobSummary, slurmJobReport } from '../src/slurm/job-summary.js';
 import { resolveSource } from '../src/cli/source.js';
-import type { HostSysctls } from '../src/host/types.js';
+import type { HostSysctls } from '../src/host/host-map.js';
 
 // Environments as Slurm 22.05 sets them (captured on the test cluster: an srun step of a
 // 2-GPU sbatch job sharing node n1 with another job that holds GPUs 0 and 1).

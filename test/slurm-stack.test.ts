@@ -4,7 +4,7 @@ import { BerthError } from '../src/errors.js';
 import { parseStack } from '../src/stack/file/load.js';
 import { resolveTemplate } from '../src/stack/file/fill-placeholders.js';
 import { replicaSource } from '../src/stack/file/sources.js';
-import type { HostSysctls } from '../src/host/types.js';
+import type { HostSysctls } from '../src/host/host-map.js';
 
 // Stack files with Slurm's keys: replicas: gpus, {gpu}, nodes: all|N.
 const BANDS = 'bands:\n  engines: { range: 21000-21799, window: 100 }\n  proxy: { range: 22000-22099 }\n';

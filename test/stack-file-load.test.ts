@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { BerthError, EXIT } from '../src/errors.js';
-import type { HostSysctls } from '../src/host/types.js';
+import type { HostSysctls } from '../src/host/host-map.js';
 import { loadStack, parseStack, replicaSource, type ServiceSpec, type StackSpec } from '../src/stack/index.js';
 import { dataErrors } from './helpers/refusal.js';
 

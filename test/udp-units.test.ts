@@ -11,7 +11,7 @@ import { namedSetRequests } from '../src/allocate/reserve-named.js';
 import { EXIT, BerthError } from '../src/errors.js';
 import { parseTcpTable } from '../src/host/socket-table.js';
 import { parseSsOutput, ssArgs } from '../src/host/ss-output.js';
-import type { SocketRow } from '../src/host/types.js';
+import type { SocketRow } from '../src/host/host-map.js';
 import { auditListeners, auditWarning } from '../src/launch/audit.js';
 import { stateText, withoutPeer } from '../src/report/format.js';
 import { parseStack } from '../src/stack/index.js';

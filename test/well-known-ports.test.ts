@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { planBlockStarts } from '../src/allocate/plan-block.js';
 import { planCandidates, type PlanHost } from '../src/allocate/plan.js';
-import type { PortSource } from '../src/allocate/types.js';
+import type { PortSource } from '../src/allocate/allocation-types.js';
 import { wellKnownFindings } from '../src/layout/check-well-known.js';
 import { defaultLayout, parseLayout } from '../src/layout/index.js';
 import { WELL_KNOWN_PORTS, skippedByDefaultBand, wellKnownIn, wellKnownPort } from '../src/layout/well-known-ports.js';

@@ -3,9 +3,9 @@
  * dist/index.js (the published bundle) when that exports what they need, else from a
  * bundle of src/ made for this run, so a child never pays for tsx at startup.
  */
-import type { Reservation } from '../../src/allocate/types.js';
+import type { Reservation } from '../../src/allocate/allocation-types.js';
 import type { ReserveOptions } from '../../src/source/options.js';
-import type { HostMap, SocketTable } from '../../src/host/types.js';
+import type { HostMap, SocketTable } from '../../src/host/host-map.js';
 
 export interface BerthApi {
   reserve(opts: ReserveOptions): Promise<Reservation>;

@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { HostSysctls } from '../../src/host/types.js';
+import type { HostSysctls } from '../../src/host/host-map.js';
 import { checkLayout, parseLayout, summarizeFindings } from '../../src/layout/index.js';
 import type { Finding } from '../../src/layout/index.js';
 import { wellKnownFindings } from '../../src/layout/check-well-known.js';

@@ -6,7 +6,7 @@ import { durationMs, eitherName } from '../util/option-names.js';
 import { USER_NAME_CHARS } from './lease-protocol.js';
 import { MAX_BLOCK } from './port-set.js';
 import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
-import type { AllocateOptions, PortSource, Reservation } from './types.js';
+import type { AllocateOptions, PortSource, Reservation } from './allocation-types.js';
 
 export { DEFAULT_TTL_MS };
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
-import type { HostMap, PortRange } from '../host/types.js';
+import type { HostMap, PortRange } from '../host/host-map.js';
 import { allocatorsByPort, recordsByPort } from './lease-cover.js';
 import type { LeaseTable } from './lease-table.js';
 import { busyPorts, type Plan } from './plan.js';

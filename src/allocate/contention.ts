@@ -1,4 +1,4 @@
-import type { AllocationReport } from './types.js';
+import type { AllocationReport } from './allocation-types.js';
 
 /*
  * Contention is not exhaustion. When an allocation fails because of competitors that are

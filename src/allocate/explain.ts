@@ -1,9 +1,9 @@
 import { formatRange, normalizeRanges } from '../host/intervals.js';
 import { formatReservedPorts } from '../host/sysctl.js';
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { cleanText } from '../util/clean-text.js';
 import { redactText } from '../util/redact.js';
-import type { AllocationReport, PortSource } from './types.js';
+import type { AllocationReport, PortSource } from './allocation-types.js';
 
 /*
  * The exit-69 message: why a source could not give `needed` ports. Pure, so every

@@ -6,7 +6,7 @@ import { closeServer, closeUdp, holdPort, holdUdp, serverFd, type HoldError } fr
 import { closeName, type NameHold } from './lease-domain.js';
 import { endHolder } from './lease-holder.js';
 import { portTaker } from './port-taker.js';
-import type { AllocationReport, Lease, Reservation } from './types.js';
+import type { AllocationReport, Lease, Reservation } from './allocation-types.js';
 
 /** One port of a reservation: its lease (the port's name in the lease domain) and its hold. */
 export interface Taken {

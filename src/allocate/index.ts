@@ -4,7 +4,7 @@
  * sockets, retry. Which ports a caller may use is source/'s, which sits above.
  * May import: src/layout (the default band's well-known ports), src/host, src/util, src/errors.
  */
-export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, Strategy } from './types.js';
+export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, Strategy } from './allocation-types.js';
 export { DEFAULT_TTL_MS } from './allocate-ports.js';
 export { reserveSet, type SetOptions, type SetRequest } from './reserve-set.js';
 export { describeNamedSet, namedReservation, namedSetRequests, type NamedRequestBase, type NamedReservation } from './reserve-named.js';

@@ -1,13 +1,13 @@
 import { findSocketOwners } from '../host/owners.js';
 import { readNetns } from '../host/read-host.js';
-import type { SocketOwner } from '../host/types.js';
+import type { SocketOwner } from '../host/host-map.js';
 import { readLeaseTable } from './lease-domain.js';
 import { readProcFacts } from '../host/proc-facts.js';
 import { splitHolders, type HoldingProc } from './release-plan.js';
 import { allocatorsByPort, recordsByPort } from './lease-cover.js';
 import type { ParsedRecord } from './lease-record.js';
 import type { LeaseTable } from './lease-table.js';
-import type { Lease } from './types.js';
+import type { Lease } from './allocation-types.js';
 
 /*
  * The leases of this network namespace as people see them (berth leases, release, doctor):

@@ -5,7 +5,7 @@ import { currentLeases, type ListedLease } from './lease-list.js';
 import { HeldReservation } from './held-reservation.js';
 import { emptyReport } from './plan.js';
 import { bindRecord } from './reserve-commit.js';
-import type { Lease, Reservation } from './types.js';
+import type { Lease, Reservation } from './allocation-types.js';
 
 /*
  * The lease of a port a service already listens on (a learned port: it chose the port

@@ -1,6 +1,6 @@
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { shuffle } from './plan.js';
-import type { Strategy } from './types.js';
+import type { Strategy } from './allocation-types.js';
 
 /*
  * Where a block of `count` contiguous ports may start, given the ports that passed every

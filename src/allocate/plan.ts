@@ -1,7 +1,7 @@
 import { inRanges, intersectRanges, normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
-import type { PortRange, SocketOwner, SocketRow } from '../host/types.js';
+import type { PortRange, SocketOwner, SocketRow } from '../host/host-map.js';
 import { skippedByDefaultBand } from '../layout/well-known-ports.js';
-import type { AllocationReport, PortSource, Strategy } from './types.js';
+import type { AllocationReport, PortSource, Strategy } from './allocation-types.js';
 
 /*
  * Which ports of a source may be tried, in which order, and why the others may not.

@@ -1,6 +1,6 @@
 import { findSocketOwners } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
-import type { SocketRow } from '../host/types.js';
+import type { SocketRow } from '../host/host-map.js';
 import { describeInUse } from './explain.js';
 
 /*

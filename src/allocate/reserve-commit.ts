@@ -6,7 +6,7 @@ import { processStartTime } from '../host/proc-stat.js';
 import { allocatorName, randomId } from './lease-protocol.js';
 import { recordNames, type RecordInfo } from './lease-record.js';
 import { HeldReservation, type HoldShape, type Taken } from './held-reservation.js';
-import type { AllocationReport } from './types.js';
+import type { AllocationReport } from './allocation-types.js';
 
 /*
  * The end of an allocation: every port of the set has its name (and its hold), so the set

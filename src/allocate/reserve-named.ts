@@ -3,7 +3,7 @@ import { rangeSize } from '../host/intervals.js';
 import { describeAssigned, portSetProblem, type AssignedPorts, type PortEntry } from './port-set.js';
 import { reserveSet, type SetRequest } from './reserve-set.js';
 import { checkLeaseName, foldOptionNames, setOptions } from './allocate-ports.js';
-import type { AllocateOptions, PortSource, Reservation } from './types.js';
+import type { AllocateOptions, PortSource, Reservation } from './allocation-types.js';
 
 /*
  * A named port set (port-set.ts) allocated as one reserveSet: one request per entry, from

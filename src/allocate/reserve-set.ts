@@ -1,7 +1,7 @@
 import { BerthError, EXIT } from '../errors.js';
 import { inRanges, normalizeRanges } from '../host/intervals.js';
 import { readHostMap } from '../host/read-host.js';
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { userName } from '../util/user-name.js';
 import { hull, knownLeases, nameCompetitors, type Attempt, type Failure } from './competitors.js';
 import { backoff, transientCompetitor } from './contention.js';
@@ -16,7 +16,7 @@ import { bindAllocator, commitSet, type CommitRequest } from './reserve-commit.j
 import { holderOf, recordOf, type LeaseLife } from './set-record.js';
 import { takeBlock } from './take-block.js';
 import { takePort } from './take-port.js';
-import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './types.js';
+import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './allocation-types.js';
 
 /*
  * One allocation: several requests (a port source and a count each) leased and held as

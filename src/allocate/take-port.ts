@@ -3,7 +3,7 @@ import type { Taken } from './held-reservation.js';
 import { addressFailure, closeServer, holdPort, holdUdp, type HoldError } from './hold-socket.js';
 import { bindName, closeName, descriptorError } from './lease-domain.js';
 import { portName } from './lease-protocol.js';
-import type { AllocationReport, Lease } from './types.js';
+import type { AllocationReport, Lease } from './allocation-types.js';
 
 /** Lease (its name) and hold one port; undefined, with the reason in `report`, when it cannot be had. */
 export async function takePort(

@@ -1,7 +1,7 @@
 import { BerthError, EXIT } from '../errors.js';
 import { renderHtml } from '../report/html.js';
 import { renderText } from '../report/text.js';
-import type { PortSpaceReport } from '../report/types.js';
+import type { PortSpaceReport } from '../report/port-space-report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { err, printJson } from './command.js';
 

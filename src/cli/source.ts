@@ -1,5 +1,5 @@
-import type { PortSource } from '../allocate/types.js';
-import type { HostSysctls } from '../host/types.js';
+import type { PortSource } from '../allocate/allocation-types.js';
+import type { HostSysctls } from '../host/host-map.js';
 import type { SourceOptions } from '../source/options.js';
 import { resolvePortSource } from '../source/resolve.js';
 import { usage } from './command.js';

@@ -1,4 +1,4 @@
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { parseDuration, timerProblem, type TimerRule } from '../util/duration.js';
 import { usage } from './command.js';
 

@@ -5,7 +5,7 @@
  * the cgroup v2 directory a launch is born in. Reads and reports; decides nothing.
  * May import: src/errors. It is the floor every other folder reads the host through.
  */
-export type { HostMap, HostSysctls, PortRange, SocketOwner, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
+export type { HostMap, HostSysctls, PortRange, SocketOwner, SocketProtocol, SocketRow, SocketTable, TcpState } from './host-map.js';
 export { formatRange, inRanges, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from './intervals.js';
 export { parseStatPpid, parseStatStartTime, processStartTime } from './proc-stat.js';
 export { formatReservedPorts, parsePortRange, parseReservedPorts, parseUnprivilegedStart, readSysctls, sysctlDir } from './sysctl.js';

@@ -1,4 +1,4 @@
-import type { PortRange } from './types.js';
+import type { PortRange } from './host-map.js';
 
 /** Sort and merge overlapping or adjacent ranges. */
 export function normalizeRanges(ranges: readonly PortRange[]): PortRange[] {

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { listPids } from './pids.js';
-import type { SocketOwner } from './types.js';
+import type { SocketOwner } from './host-map.js';
 
 /*
  * Who holds which socket, from /proc/<pid>/fd/* links of the form "socket:[INODE]".

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { findSocketOwners } from './owners.js';
 import { readSockets, type ReaderChoice } from './socket-reader.js';
 import { readSysctls } from './sysctl.js';
-import type { HostMap, PortRange, SocketRow } from './types.js';
+import type { HostMap, PortRange, SocketRow } from './host-map.js';
 
 export { readSocketTableText } from './read-tables.js';
 

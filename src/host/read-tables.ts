@@ -2,7 +2,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { parseTcpBuffer } from './socket-table.js';
-import type { PortRange, SocketRow } from './types.js';
+import type { PortRange, SocketRow } from './host-map.js';
 
 /*
  * Reading the socket tables. The kernel makes /proc/net/tcp{,6} with seq_file: each

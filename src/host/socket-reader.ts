@@ -6,7 +6,7 @@ import { normalizeRanges } from './intervals.js';
 import { readProcTables } from './read-tables.js';
 import { parseSsOutput, ssArgs } from './ss-output.js';
 import { SsShell } from './ss-shell.js';
-import type { PortRange, SocketRow } from './types.js';
+import type { PortRange, SocketRow } from './host-map.js';
 
 /*
  * Reading only the sockets berth cares about. /proc/net/tcp{,6} makes the kernel format every

@@ -1,6 +1,6 @@
 import { TableAddresses } from './proc-net-address.js';
 import { decimal, hexValue, isDigit, isWs, skipWs, tokenEnd } from './proc-net-bytes.js';
-import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
+import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './host-map.js';
 
 /*
  * /proc/net/tcp{,6} can hold tens of thousands of rows on a busy node and is read on

@@ -1,5 +1,5 @@
 import { formatIPv6 } from './proc-net-address.js';
-import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './types.js';
+import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './host-map.js';
 
 /*
  * The output of iproute2's `ss -tanHOe` (sock_diag, filtered in the kernel: see

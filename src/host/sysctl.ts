@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange, normalizeRanges } from './intervals.js';
-import type { HostSysctls, PortRange } from './types.js';
+import type { HostSysctls, PortRange } from './host-map.js';
 
 const RANGE_FILE = 'ip_local_port_range';
 const RESERVED_FILE = 'ip_local_reserved_ports';

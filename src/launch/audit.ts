@@ -1,7 +1,7 @@
 import { describeAssigned, type AssignedPorts } from '../allocate/port-set.js';
 import { formatRange } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { AuditFinding, StrayRule } from './types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { AuditFinding, StrayRule } from './launch-api.js';
 
 /*
  * The listener audit, pure: which LISTEN sockets (and bound, unconnected UDP sockets) of the

@@ -7,7 +7,7 @@ import type { OutputTee } from './output.js';
 import { redactArgv, redactEnv, redactReadySpec } from '../util/redact.js';
 import { formatReadySpec } from './ready-spec.js';
 import { now, type LaunchState } from './state.js';
-import type { LaunchPhase } from './types.js';
+import type { LaunchPhase } from './launch-api.js';
 
 /**
  * diagnostics.json, and with the caller's log files, this launch's part of each copied in as

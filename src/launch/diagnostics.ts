@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { readHostMap, socketsOnPort, describeOwner } from '../host/read-host.js';
-import type { HostMap } from '../host/types.js';
+import type { HostMap } from '../host/host-map.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { redactArgv, redactJson } from '../util/redact.js';
 

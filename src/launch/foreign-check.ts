@@ -1,12 +1,12 @@
 import { EXIT } from '../errors.js';
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
 import { forgetTurn } from '../host/proc-turn.js';
-import type { SocketOwner, SocketRow } from '../host/types.js';
+import type { SocketOwner, SocketRow } from '../host/host-map.js';
 import { candidatePorts, checkedPorts, findForeign, foreignWarning } from './foreign.js';
 import { iso, type LaunchState } from './state.js';
 import { tablePoller } from './port-watch.js';
 import { fail } from './stop.js';
-import type { ForeignListener } from './types.js';
+import type { ForeignListener } from './launch-api.js';
 
 /*
  * The foreign-listener check's I/O: which LISTEN sockets on the replica's ports are its tree's,

@@ -1,7 +1,7 @@
 import type { AssignedPorts } from '../allocate/port-set.js';
-import type { SocketOwner, SocketRow } from '../host/types.js';
+import type { SocketOwner, SocketRow } from '../host/host-map.js';
 import { redactArgv } from '../util/redact.js';
-import type { ForeignListener } from './types.js';
+import type { ForeignListener } from './launch-api.js';
 
 /*
  * Foreign listeners, pure: a LISTEN socket on a port of the replica that a process outside

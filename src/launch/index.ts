@@ -19,7 +19,7 @@ export type {
   ReadyInfo,
   ReadySpec,
   StrayRule,
-} from './types.js';
+} from './launch-api.js';
 export { exitStatus, launch, LaunchError } from './launch.js';
 export { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
 export { chooseProbeHost, hostPort } from './probe-host.js';

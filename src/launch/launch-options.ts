@@ -1,5 +1,5 @@
 import { durationMs, eitherName } from '../util/option-names.js';
-import type { LaunchOptions } from './types.js';
+import type { LaunchOptions } from './launch-api.js';
 
 /**
  * LaunchOptions with the CLI-named durations (readyTimeout, stopGrace) folded into their

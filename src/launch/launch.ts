@@ -5,18 +5,18 @@ import { waitOwnership } from './ownership-phase.js';
 import { learnPorts } from './learn-phase.js';
 import { prepare } from './prepare.js';
 import { becomeReady, probeUntilReady } from './ready.js';
-import { reserve } from './reserve.js';
+import { reserve } from './reserve-phase.js';
 import { spawn } from './spawn.js';
 import { failed, stopSignal } from './lifecycle.js';
 import { LaunchState } from './state.js';
 import { fail, finish, stop } from './stop.js';
 import { signalTree, treeSurvivors } from './tree-control.js';
-import type { LaunchHandle, LaunchOptions } from './types.js';
+import type { LaunchHandle, LaunchOptions } from './launch-api.js';
 
 /*
  * A launch, phase by phase, one file each:
  *   prepare.ts          refuse what can be refused before a port is touched; logs, deadline
- *   reserve.ts          the caller's reservation, or lease and hold the port
+ *   reserve-phase.ts    the caller's reservation, or lease and hold the port
  *   spawn.ts            hand the port over (release or fd) and start the service's tree
  *   ownership-phase.ts  wait until the tree, and nobody else, listens on the port
  *   learn-phase.ts      ports the service chose itself: learned from its listeners, leased

@@ -1,4 +1,4 @@
-import type { LaunchPhase } from './types.js';
+import type { LaunchPhase } from './launch-api.js';
 
 /*
  * Which state a launch is in, and the one function that moves it on. The phases (launch.ts,

@@ -1,7 +1,7 @@
 import { findSocketOwners, socketsHeldBy } from '../host/owners.js';
 import { forgetTurn } from '../host/proc-turn.js';
 import { readSockets, readSocketsAsync } from '../host/socket-reader.js';
-import type { SocketOwner, SocketRow } from '../host/types.js';
+import type { SocketOwner, SocketRow } from '../host/host-map.js';
 import type { ProcessTree } from './process-tree.js';
 import { redactArgv } from '../util/redact.js';
 

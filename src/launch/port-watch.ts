@@ -1,5 +1,5 @@
 import { readSocketsAsync } from '../host/socket-reader.js';
-import type { PortRange, SocketRow } from '../host/types.js';
+import type { PortRange, SocketRow } from '../host/host-map.js';
 
 /*
  * Every launch waiting for its service to listen looks at the socket tables again and again.

@@ -5,7 +5,7 @@ import { listenAddressProblem } from '../util/address.js';
 import { DEADLINE, GRACE, timerProblem } from '../util/duration.js';
 import { fileKind } from '../util/safe-file.js';
 import { optionName } from './launch-options.js';
-import type { LaunchOptions } from './types.js';
+import type { LaunchOptions } from './launch-api.js';
 
 /*
  * What spawn() would only find out by failing, checked before anything is leased: the

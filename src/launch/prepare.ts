@@ -12,7 +12,7 @@ import { learnEntriesProblem } from './learn.js';
 import { learnLineWatcher } from './learn-phase.js';
 import { onDeadline } from './ready.js';
 import { checkReadyWithHandoff, formatReadySpec, parseReadySpec } from './ready-spec.js';
-import { createRunDir } from './run-dir.js';
+import { createRunDir } from './launch-run-dir.js';
 import { findExecutable, findPerl } from './spawn-plan.js';
 import { logWriteFailed } from './write-failed.js';
 import { DEFAULT_READY_TIMEOUT_MS, type LaunchState } from './state.js';

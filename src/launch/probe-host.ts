@@ -1,4 +1,4 @@
-import type { SocketRow } from '../host/types.js';
+import type { SocketRow } from '../host/host-map.js';
 
 /*
  * Which address berth connects to. Never "localhost": resolvers map it to ::1 on one host

@@ -1,6 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 import { standInPorts } from './port-vars.js';
-import type { Handoff, ReadySpec } from './types.js';
+import type { Handoff, ReadySpec } from './launch-api.js';
 
 /**
  * `--ready` text → spec. `http://HOST:{port}/PATH` (2xx is ready), `tcp`, `cmd:COMMAND`.

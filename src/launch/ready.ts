@@ -13,7 +13,7 @@ import { iso, type LaunchState } from './state.js';
 import { fail, failIfTreeGone } from './stop.js';
 import { followDaemon, onChildExit, startAudit } from './supervise.js';
 import { readListenSnapshot, treeListeners } from './tree-listeners.js';
-import type { ReadyInfo } from './types.js';
+import type { ReadyInfo } from './launch-api.js';
 
 const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
 /** Probe interval backs off from 10 ms to 250 ms. */

@@ -1,6 +1,6 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import type { Handoff } from './types.js';
+import type { Handoff } from './launch-api.js';
 
 /*
  * What exactly is exec'd: the user's argv (no shell), with `{port}`/`{host}` filled in, and

@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import type { AssignedPorts } from '../allocate/port-set.js';
 import type { NamedReservation } from '../allocate/reserve-named.js';
-import type { Reservation } from '../allocate/types.js';
+import type { Reservation } from '../allocate/allocation-types.js';
 import { BerthError } from '../errors.js';
-import type { SocketRow } from '../host/types.js';
+import type { SocketRow } from '../host/host-map.js';
 import { deferred } from '../util/deferred.js';
 import { phaseOf, settled, START, transition, type Life, type LifeEvent } from './lifecycle.js';
 import type { OutputTee } from './output.js';
@@ -13,10 +13,10 @@ import type { Ownership } from './ownership.js';
 import type { TablePoller } from './port-watch.js';
 import type { ProbeResult } from './probes.js';
 import type { ProcessTree } from './process-tree.js';
-import type { RunDir } from './run-dir.js';
+import type { RunDir } from './launch-run-dir.js';
 import type { ExecPlan } from './spawn-plan.js';
 import type { RunGuard } from './watchdog/index.js';
-import type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './types.js';
+import type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './launch-api.js';
 
 /*
  * Everything one launch knows, shared by its phases (prepare, reserve, spawn, ownership,

@@ -3,10 +3,10 @@ import { removeCgroup } from '../host/cgroup.js';
 import { saveBundle } from './bundle.js';
 import { exitStatus, signalNumber } from './exit-status.js';
 import { cleanedUp, failed, finishing, phaseOf, stopSignal } from './lifecycle.js';
-import { removeRunDir } from './run-dir.js';
+import { removeRunDir } from './launch-run-dir.js';
 import { DEFAULT_STOP_GRACE_MS, iso, LaunchError, now, type LaunchState } from './state.js';
 import { descendantsAlive, signalTree, termNewcomers } from './tree-control.js';
-import type { ExitInfo, LaunchPhase } from './types.js';
+import type { ExitInfo, LaunchPhase } from './launch-api.js';
 
 /*
  * Every way a launch ends: a stop asked by the caller, a failure (bundle first, then

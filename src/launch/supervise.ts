@@ -5,7 +5,7 @@ import { foreignTurn } from './foreign-check.js';
 import { reportStolen } from './ownership-phase.js';
 import { exitedWhileAsking, failed, finishing } from './lifecycle.js';
 import { iso, type LaunchState } from './state.js';
-import type { AuditFinding } from './types.js';
+import type { AuditFinding } from './launch-api.js';
 import { fail, finish } from './stop.js';
 import { soonListenSnapshot, treeListeners, watchListeners, type ListenSnapshot } from './tree-listeners.js';
 import { descendantsAlive } from './tree-control.js';

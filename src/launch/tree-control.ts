@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseCmdline } from '../host/owners.js';
 import { parseStatIds } from './process-tree.js';
 import type { LaunchState } from './state.js';
-import type { TreeSurvivor } from './types.js';
+import type { TreeSurvivor } from './launch-api.js';
 
 /** Whether any process of the tree other than the child itself is alive (a daemon it left). */
 export function descendantsAlive(s: LaunchState): boolean {

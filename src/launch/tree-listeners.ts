@@ -5,7 +5,7 @@ import { parseCmdline, socketsHeldBy } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
 import { readSocketsAsync } from '../host/socket-reader.js';
 import { readSysctls } from '../host/sysctl.js';
-import type { PortRange, SocketRow } from '../host/types.js';
+import type { PortRange, SocketRow } from '../host/host-map.js';
 import type { TreeListener } from './audit.js';
 import type { ProcessTree } from './process-tree.js';
 import { redactArgv } from '../util/redact.js';

@@ -1,6 +1,6 @@
 import { formatRange, normalizeRanges, rangeSize } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { Band, Finding } from './types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { Band, Finding } from './layout-model.js';
 
 /*
  * The words of berth doctor's audit (check.ts): counts, range lists, the reserve command,

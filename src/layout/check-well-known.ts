@@ -1,6 +1,6 @@
 import { formatRange } from '../host/intervals.js';
 import { DEFAULT_SOURCE } from './default-layout.js';
-import type { Finding, Layout } from './types.js';
+import type { Finding, Layout } from './layout-model.js';
 import { describeWellKnown, wellKnownIn } from './well-known-ports.js';
 
 /*

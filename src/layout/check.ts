@@ -1,10 +1,10 @@
 import { formatRange, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from '../host/intervals.js';
-import type { HostSysctls, PortRange } from '../host/types.js';
+import type { HostSysctls, PortRange } from '../host/host-map.js';
 import { DEFAULT_SOURCE, usableFloor } from './default-layout.js';
 import { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
 import { suggestBandRange } from './suggest.js';
 import type { RangeSuggestion } from './suggest.js';
-import type { Band, Finding, Fix, Layout } from './types.js';
+import type { Band, Finding, Fix, Layout } from './layout-model.js';
 import { instanceCount, instanceWindow } from './windows.js';
 import { instancesText, list, plural, quoteNames, reservedPortsCommand, sum } from './check-text.js';
 

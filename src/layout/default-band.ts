@@ -1,9 +1,9 @@
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
-import type { HostSysctls } from '../host/types.js';
+import type { HostSysctls } from '../host/host-map.js';
 import { DEFAULT_BAND, defaultLayout, usableFloor } from './default-layout.js';
 import { portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
-import type { Layout } from './types.js';
+import type { Layout } from './layout-model.js';
 
 /*
  * The built-in band, or why there is none. A host whose ephemeral range covers every

@@ -1,6 +1,6 @@
 import { subtractRanges, unreservedEphemeral } from '../host/intervals.js';
-import type { HostSysctls, PortRange } from '../host/types.js';
-import type { Layout } from './types.js';
+import type { HostSysctls, PortRange } from '../host/host-map.js';
+import type { Layout } from './layout-model.js';
 
 export const DEFAULT_SOURCE = '<default>';
 export const DEFAULT_BAND = 'default';

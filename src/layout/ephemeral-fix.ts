@@ -1,4 +1,4 @@
-import type { HostSysctls, PortRange } from '../host/types.js';
+import type { HostSysctls, PortRange } from '../host/host-map.js';
 
 /*
  * The sysctl fix for a too-low ephemeral range, apart from the layout checker (check.ts) so

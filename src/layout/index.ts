@@ -4,7 +4,7 @@
  * and the built-in default band. Pure but for reading the layout file.
  * May import: src/host (types, sysctls), src/util, src/errors.
  */
-export type { Band, Layout, Finding, Fix, Severity } from './types.js';
+export type { Band, Layout, Finding, Fix, Severity } from './layout-model.js';
 export { parseLayout, loadLayout } from './parse.js';
 export { instanceWindow, instanceCount } from './windows.js';
 export { defaultLayout, usableRanges, usableFloor, DEFAULT_SOURCE, DEFAULT_BAND } from './default-layout.js';

@@ -7,7 +7,7 @@ import { quoteExcerpt } from '../util/excerpt.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import { readReason, YamlSource } from '../util/yaml-source.js';
 import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-values.js';
-import type { Band, Layout } from './types.js';
+import type { Band, Layout } from './layout-model.js';
 
 /*
  * Layout file format (YAML; JSON is valid YAML):

@@ -1,7 +1,7 @@
 import { normalizeRanges, subtractRanges } from '../host/intervals.js';
-import type { HostSysctls, PortRange } from '../host/types.js';
+import type { HostSysctls, PortRange } from '../host/host-map.js';
 import { usableRanges } from './default-layout.js';
-import type { Band } from './types.js';
+import type { Band } from './layout-model.js';
 
 export interface RangeSuggestion {
   range: PortRange;

@@ -1,4 +1,4 @@
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 
 /*
  * Ports that common ML and infrastructure programs take by default. The built-in default

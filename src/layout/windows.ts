@@ -1,7 +1,7 @@
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { Band } from './types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { Band } from './layout-model.js';
 
 /** How many whole instance windows fit in the band; a band without a window is one instance. */
 export function instanceCount(band: Band): number {

@@ -1,16 +1,16 @@
 import { hostname } from 'node:os';
-import type { LeaseRecord } from '../allocate/types.js';
+import type { LeaseRecord } from '../allocate/allocation-types.js';
 import { normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
 import { findSocketOwners } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
-import type { HostMap, PortRange, SocketRow } from '../host/types.js';
+import type { HostMap, PortRange, SocketRow } from '../host/host-map.js';
 import { checkLayout } from '../layout/check.js';
 import { summarizeFindings } from '../layout/check-text.js';
-import type { Finding, Layout } from '../layout/types.js';
+import type { Finding, Layout } from '../layout/layout-model.js';
 import { redactArgv } from '../util/redact.js';
 import { stateText } from './format.js';
 import { sharedListenerFindings } from './shared-listeners.js';
-import type { PortSpaceReport } from './types.js';
+import type { PortSpaceReport } from './port-space-report.js';
 
 export interface CollectOptions {
   kind: 'doctor' | 'inspect';

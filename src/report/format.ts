@@ -1,9 +1,9 @@
 // Wording shared by the text and HTML renderings, so both say the same thing the same way.
 import { formatRange } from '../host/intervals.js';
-import type { PortRange, SocketOwner, SocketRow } from '../host/types.js';
-import type { Band, Fix } from '../layout/types.js';
+import type { PortRange, SocketOwner, SocketRow } from '../host/host-map.js';
+import type { Band, Fix } from '../layout/layout-model.js';
 import { locatePort } from './geometry.js';
-import type { PortSpaceReport } from './types.js';
+import type { PortSpaceReport } from './port-space-report.js';
 import { instanceCount } from '../layout/windows.js';
 import { cleanText } from '../util/clean-text.js';
 import { userText } from '../util/user-name.js';

@@ -2,8 +2,8 @@
 // ranges become, where a zoomed strip looks, and which labels must move to another lane.
 // No SVG here, so every number the picture draws can be unit-tested.
 import { intersectRanges, normalizeRanges } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { Band } from '../layout/types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { Band } from '../layout/layout-model.js';
 
 export const PORT_MIN = 0;
 export const PORT_MAX = 65535;

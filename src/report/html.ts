@@ -4,7 +4,7 @@
 // JSON lacks.
 import { createHash } from 'node:crypto';
 import { formatRange } from '../host/intervals.js';
-import type { Finding, Severity } from '../layout/types.js';
+import type { Finding, Severity } from '../layout/layout-model.js';
 import {
   bandSizeText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
   orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
@@ -12,7 +12,7 @@ import {
 import { ephemeralOverlap, zoomDomain } from './geometry.js';
 import { esc, h, scriptJson, v } from './markup.js';
 import { renderStrip, zoomTargets } from './strip.js';
-import type { PortSpaceReport } from './types.js';
+import type { PortSpaceReport } from './port-space-report.js';
 import { CSS, DEFS, SCRIPT } from './html-assets.js';
 import { instanceCount } from '../layout/windows.js';
 

@@ -5,7 +5,7 @@
  * May import: src/layout, src/allocate (lease types), src/host, src/util; never src/launch,
  * src/stack or src/cli.
  */
-export type { PortSpaceReport } from './types.js';
+export type { PortSpaceReport } from './port-space-report.js';
 export { renderText, type TextOptions } from './text.js';
 export { renderHtml } from './html.js';
 export { renderStrip, zoomTargets, type StripSpec } from './strip.js';

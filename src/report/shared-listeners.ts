@@ -1,5 +1,5 @@
-import type { SocketOwner, SocketRow } from '../host/types.js';
-import type { Finding } from '../layout/types.js';
+import type { SocketOwner, SocketRow } from '../host/host-map.js';
+import type { Finding } from '../layout/layout-model.js';
 import { formatArgv } from './format.js';
 
 /*

@@ -1,6 +1,6 @@
 import { formatRange } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { Band } from '../layout/types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { Band } from '../layout/layout-model.js';
 import { assignLanes, labelSpan, laneCount, textWidth, type Span } from './geometry.js';
 import { MAX_LABEL_LANES } from './strip-markers.js';
 

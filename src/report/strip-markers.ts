@@ -1,6 +1,6 @@
 // The marker rows of a port-space strip (strip.ts): sockets and leases as small shapes in
 // lanes, and in zoomed strips their labels in lanes underneath, tied by leaders.
-import type { Band } from '../layout/types.js';
+import type { Band } from '../layout/layout-model.js';
 import {
   cleanText,
   endpoint,

@@ -2,8 +2,8 @@
 // ranges (privileged, ephemeral, reserved), sockets and leases, and an axis. The full
 // 0-65535 strip and every zoomed strip are drawn by the same code at different scales.
 import { formatRange, normalizeRanges, subtractRanges } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { Band } from '../layout/types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { Band } from '../layout/layout-model.js';
 import { bandText } from './format.js';
 import {
   assignLanes, bandWindows, ephemeralOverlap, labelSpan, laneCount, makeScale, niceTicks, portX,
@@ -12,7 +12,7 @@ import {
 import { esc, h, num, title, v } from './markup.js';
 import { leaseMarkers, markerRow, MAX_LABEL_LANES, RIGHT, socketMarkers } from './strip-markers.js';
 import { placeRangeLabels, STRIP_WIDTH, type Labelled } from './strip-labels.js';
-import type { PortSpaceReport } from './types.js';
+import type { PortSpaceReport } from './port-space-report.js';
 
 export { STRIP_WIDTH };
 const GUTTER = 104; // room for the track names on the left

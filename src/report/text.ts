@@ -1,13 +1,13 @@
 // Human text of `berth doctor` / `berth inspect`: plain columns that read the same in a
 // terminal and in a Slurm log (ASCII markers, colour only when asked).
 import { formatRange } from '../host/intervals.js';
-import type { Finding, Severity } from '../layout/types.js';
+import type { Finding, Severity } from '../layout/layout-model.js';
 import {
   bandText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
   orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
 } from './format.js';
 import { ephemeralOverlap } from './geometry.js';
-import type { PortSpaceReport } from './types.js';
+import type { PortSpaceReport } from './port-space-report.js';
 
 export interface TextOptions {
   /** ANSI colour; the caller decides (TTY, NO_COLOR). Default false. */

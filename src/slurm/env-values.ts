@@ -1,5 +1,5 @@
 import { BerthError, EXIT } from '../errors.js';
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 
 /*
  * Parsers for the values of Slurm's environment variables. Each takes the variable's name so

@@ -1,4 +1,4 @@
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { badVariable, parseIdText, parsePortRanges, parseTasksPerNode, parseUint } from './env-values.js';
 import { readGpus, type GpuSet } from './gpus.js';
 import { expandHostlist } from './hostlist.js';

@@ -1,5 +1,5 @@
 import { BerthError, EXIT } from '../errors.js';
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { parseUint } from './env-values.js';
 import { lowestGpu, readGpus } from './gpus.js';
 import { readSlurmEnv } from './env.js';

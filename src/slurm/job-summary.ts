@@ -1,7 +1,7 @@
 import { BerthError } from '../errors.js';
 import { formatRange } from '../host/intervals.js';
-import type { PortRange } from '../host/types.js';
-import type { Finding, Layout } from '../layout/types.js';
+import type { PortRange } from '../host/host-map.js';
+import type { Finding, Layout } from '../layout/layout-model.js';
 import { instanceCount, instanceWindow } from '../layout/windows.js';
 import type { Gpu, GpuSource } from './gpus.js';
 import { compressHostlist } from './hostlist.js';

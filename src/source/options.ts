@@ -1,6 +1,6 @@
 import type { BerthError } from '../errors.js';
-import type { AllocateOptions, PortSource } from '../allocate/types.js';
-import type { PortRange, HostSysctls } from '../host/types.js';
+import type { AllocateOptions, PortSource } from '../allocate/allocation-types.js';
+import type { PortRange, HostSysctls } from '../host/host-map.js';
 
 /**
  * SOURCE as `berth port` and `berth run` spell it (the README's Commands), for library callers:

@@ -1,4 +1,4 @@
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 
 /** "LO-HI" (spaces allowed around each number) as a range; undefined when it is not that shape. Bounds are the caller's to check. */
 export function parseRangeText(text: string): PortRange | undefined {

@@ -1,7 +1,7 @@
 import type { PortEntry } from '../allocate/port-set.js';
 import { allocateNamedSet, checkNoSetSize, type NamedReservation } from '../allocate/reserve-named.js';
 import { allocatePorts } from '../allocate/allocate-ports.js';
-import type { AllocateOptions, Reservation } from '../allocate/types.js';
+import type { AllocateOptions, Reservation } from '../allocate/allocation-types.js';
 import { pickSourceOptions, type ReserveOptions } from './options.js';
 import { resolvePortSource } from './resolve.js';
 

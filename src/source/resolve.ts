@@ -1,9 +1,9 @@
 import { BerthError, EXIT } from '../errors.js';
-import type { PortSource } from '../allocate/types.js';
+import type { PortSource } from '../allocate/allocation-types.js';
 import { readSysctls } from '../host/sysctl.js';
 import { builtInLayout } from '../layout/default-band.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
-import type { Band } from '../layout/types.js';
+import type { Band } from '../layout/layout-model.js';
 import { instanceWindow } from '../layout/windows.js';
 import type { ResolveSourceContext, SourceOptions } from './options.js';
 import { parseRangeText } from './range-text.js';

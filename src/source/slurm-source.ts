@@ -1,5 +1,5 @@
 import { BerthError, EXIT } from '../errors.js';
-import type { PortRange } from '../host/types.js';
+import type { PortRange } from '../host/host-map.js';
 import { resolveInstance, stepResvPorts } from '../slurm/instance.js';
 
 /** What Slurm decides of a source: an instance number, or the ports srun reserved for the step. */

@@ -1,5 +1,5 @@
 import { readHostMap } from '../../host/read-host.js';
-import type { PortRange } from '../../host/types.js';
+import type { PortRange } from '../../host/host-map.js';
 import { collectReport } from '../../report/collect.js';
 import { parseCommandArgs, type Command } from '../command.js';
 import { procRoot } from '../env.js';

@@ -1,14 +1,14 @@
 import { constants } from 'node:os';
 import { checkLeaseName, DEFAULT_TTL_MS } from '../../allocate/allocate-ports.js';
 import { BerthError } from '../../errors.js';
-import type { Reservation, Strategy } from '../../allocate/types.js';
+import type { Reservation, Strategy } from '../../allocate/allocation-types.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
 import type { ReserveOptions } from '../../source/options.js';
 import { reserve, reserveNamedSet } from '../../source/reserve.js';
 import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
 import { TTL } from '../../util/duration.js';
-import type { HostSysctls } from '../../host/types.js';
+import type { HostSysctls } from '../../host/host-map.js';
 import { jsonText, parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { withSignals } from '../signals.js';

@@ -5,7 +5,7 @@ import { hostPort } from '../../launch/probe-host.js';
 import { launch, signalNumber } from '../../launch/launch.js';
 import { checkReadyWithHandoff, parseReadySpec } from '../../launch/ready-spec.js';
 import { compilePattern, type LearnEntry } from '../../launch/learn.js';
-import type { Handoff, LaunchOptions } from '../../launch/types.js';
+import type { Handoff, LaunchOptions } from '../../launch/launch-api.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { eventsFdNumber, sendEvent } from '../events-fd.js';

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import type { Node, Pair } from 'yaml';
 import { BerthError } from '../../errors.js';
 import { parseLayout } from '../../layout/parse.js';
-import type { Layout } from '../../layout/types.js';
+import type { Layout } from '../../layout/layout-model.js';
 import { readReason } from '../../util/yaml-source.js';
 import { kindOf, scalarText } from '../../util/yaml-values.js';
 import { readInputFile } from '../../util/safe-file.js';

@@ -1,7 +1,7 @@
 import { formatRange, rangeSize } from '../../host/intervals.js';
-import type { PortRange } from '../../host/types.js';
+import type { PortRange } from '../../host/host-map.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
-import type { Band, Layout } from '../../layout/types.js';
+import type { Band, Layout } from '../../layout/layout-model.js';
 import { instanceCount } from '../../layout/windows.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { findCycles } from './graph.js';

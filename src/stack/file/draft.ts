@@ -1,4 +1,4 @@
-import type { PortRange } from '../../host/types.js';
+import type { PortRange } from '../../host/host-map.js';
 import type { TemplatePart } from './placeholders.js';
 import type { ServiceSpec } from './spec.js';
 

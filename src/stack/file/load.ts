@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../../errors.js';
-import type { Layout } from '../../layout/types.js';
+import type { Layout } from '../../layout/layout-model.js';
 import { userIds } from '../../util/user-ids.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean } from '../../util/did-you-mean.js';

@@ -1,8 +1,8 @@
 import type { Node } from 'yaml';
 import type { PortEntry } from '../../allocate/port-set.js';
-import type { PortRange } from '../../host/types.js';
+import type { PortRange } from '../../host/host-map.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
-import type { Layout } from '../../layout/types.js';
+import type { Layout } from '../../layout/layout-model.js';
 import { parseRangeText } from '../../source/range-text.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { kindOf, toUint } from '../../util/yaml-values.js';

@@ -1,4 +1,4 @@
-import type { ReadySpec } from '../../launch/types.js';
+import type { ReadySpec } from '../../launch/launch-api.js';
 import type { Draft } from './draft.js';
 import { describeTemplateError, parseTemplate, type TemplatePart } from './placeholders.js';
 import type { YamlReader } from './ports-key.js';

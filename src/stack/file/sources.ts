@@ -1,6 +1,6 @@
-import type { PortSource } from '../../allocate/types.js';
+import type { PortSource } from '../../allocate/allocation-types.js';
 import { BerthError, EXIT } from '../../errors.js';
-import type { HostSysctls } from '../../host/types.js';
+import type { HostSysctls } from '../../host/host-map.js';
 import { builtInLayout } from '../../layout/default-band.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
 import { bandSource } from '../../source/resolve.js';

@@ -1,7 +1,7 @@
 import type { PortEntry } from '../../allocate/port-set.js';
-import type { PortRange } from '../../host/types.js';
-import type { Handoff, ReadySpec, StrayRule } from '../../launch/types.js';
-import type { Band, Layout } from '../../layout/types.js';
+import type { PortRange } from '../../host/host-map.js';
+import type { Handoff, ReadySpec, StrayRule } from '../../launch/launch-api.js';
+import type { Band, Layout } from '../../layout/layout-model.js';
 
 /** What a dependent waits for: spawned, ready (ownership + probe), or exited with status 0. */
 export type DependCondition = 'started' | 'ready' | 'completed';

@@ -1,6 +1,6 @@
 import { isSeq } from 'yaml';
 import type { Node } from 'yaml';
-import type { StrayRule } from '../../launch/types.js';
+import type { StrayRule } from '../../launch/launch-api.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { kindOf, scalarText } from '../../util/yaml-values.js';
 import type { YamlReader } from './ports-key.js';

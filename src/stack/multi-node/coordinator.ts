@@ -196,7 +196,12 @@ class MultiNodeStack {
     const first = this.plan.nodes[0]!;
     requireSlurmProgram('srun', 'to start one agent per node', this.o.env ?? process.env);
     this.addresses = await nodeAddresses([...new Set([first, ...this.plan.agentNodes])]);
-    this.mirrorer = new NodeMirror(this.plan.agentNodes, this.addresses, (u) => this.out.record(u), (service, shared) => this.out.recordShared(service, shared));
+    this.mirrorer = new NodeMirror(
+      this.plan.agentNodes,
+      this.addresses,
+      (u) => this.out.record(u),
+      (service, shared) => this.out.recordShared(service, shared),
+    );
     writeCoordinatorFile(this.runDir, { node: first, address: this.addresses.get(first)!, addresses: Object.fromEntries(this.addresses), pid: process.pid });
     const { stackFile, berth: b, onMessage: _m, pollMs: _p, ...ro } = this.o;
     this.agentArgv = [...(b ?? selfArgv()), 'up', stackFile, '--agent', this.runDir, ...(this.o.follow ? ['--follow'] : [])];

@@ -1,4 +1,4 @@
-import type { Reservation } from '../../allocate/types.js';
+import type { Reservation } from '../../allocate/allocation-types.js';
 import type { NodeFile } from './node-files.js';
 import type { ServiceSpec } from '../file/spec.js';
 import type { ControlLine } from './agent-control.js';

@@ -1,5 +1,5 @@
 import { leaseListened } from '../../allocate/lease-listened.js';
-import type { Reservation } from '../../allocate/types.js';
+import type { Reservation } from '../../allocate/allocation-types.js';
 import { archiveNodeFile, readNodeFile, type NodeFile } from './node-files.js';
 import type { ServiceSpec } from '../file/spec.js';
 

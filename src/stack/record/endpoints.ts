@@ -1,6 +1,6 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
 import { redactText } from '../../util/redact.js';
-import type { AuditFinding, ForeignListener } from '../../launch/types.js';
+import type { AuditFinding, ForeignListener } from '../../launch/launch-api.js';
 import { endpointUrl } from '../file/placeholders.js';
 import type { ReplicaState } from '../file/spec.js';
 import type { SharedPorts } from './result.js';
@@ -8,7 +8,7 @@ import type { SharedPorts } from './result.js';
 /*
  * What a run records of its replicas: a line of events.jsonl (StackEvent), a replica's
  * record in endpoints.json (EndpointRecord) and the document itself, and how one update
- * changes the table (pure; run-dir.ts writes them).
+ * changes the table (pure; stack-run-dir.ts writes them).
  */
 
 /** One line of events.jsonl. Optional fields are left out when unknown. */

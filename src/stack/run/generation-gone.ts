@@ -1,7 +1,7 @@
 import { findSocketOwners, socketsHeldBy } from '../../host/owners.js';
 import { readProcTables } from '../../host/read-tables.js';
-import type { SocketRow } from '../../host/types.js';
-import type { TreeSurvivor } from '../../launch/types.js';
+import type { SocketRow } from '../../host/host-map.js';
+import type { TreeSurvivor } from '../../launch/launch-api.js';
 import type { Replica } from './replica.js';
 
 /*

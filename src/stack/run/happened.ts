@@ -1,4 +1,4 @@
-import type { ExitInfo } from '../../launch/types.js';
+import type { ExitInfo } from '../../launch/launch-api.js';
 import type { StackResult } from '../record/result.js';
 import type { Replica, Service } from './replica.js';
 

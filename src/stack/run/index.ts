@@ -4,7 +4,7 @@
  * what happened to a replica and report it (happened.ts), and next.ts alone decides what
  * comes next: start what may start, restart, or end the stack. stack-run.ts holds their
  * shared state (and what it refuses before anything starts: exec-size.ts); replica.ts a
- * replica's; types.ts the library's options and handle.
+ * replica's; stack-handle.ts the library's options and handle.
  * May import: ../file/, ../record/, src/launch, src/allocate, src/slurm, src/host,
  * src/util, src/errors; never ../multi-node/.
  */

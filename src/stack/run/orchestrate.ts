@@ -4,7 +4,7 @@ import { restartsAsGroup } from './replica.js';
 import { reserveStackPorts } from './reserve-ports.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackRun } from './stack-run.js';
-import type { RunStackOptions, StackHandle } from './types.js';
+import type { RunStackOptions, StackHandle } from './stack-handle.js';
 import { stop } from './teardown.js';
 
 /*
@@ -23,7 +23,7 @@ import { stop } from './teardown.js';
  * and the status view).
  */
 
-export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './types.js';
+export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './stack-handle.js';
 
 /** Starts a stack. Throws BerthError for a stack it refuses (65) or a run directory it cannot make (64/74). */
 export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHandle {

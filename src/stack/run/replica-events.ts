@@ -1,6 +1,6 @@
 import { dirname } from 'node:path';
 import { EXIT } from '../../errors.js';
-import type { ExitInfo, LaunchEvent } from '../../launch/types.js';
+import type { ExitInfo, LaunchEvent } from '../../launch/launch-api.js';
 import type { Happened } from './happened.js';
 import { endReplica, firstLine, stripName, type Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';

@@ -1,7 +1,7 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
-import type { PortSource } from '../../allocate/types.js';
-import type { AuditFinding, ForeignListener, LaunchHandle } from '../../launch/types.js';
+import type { PortSource } from '../../allocate/allocation-types.js';
+import type { AuditFinding, ForeignListener, LaunchHandle } from '../../launch/launch-api.js';
 import type { GpuReplica } from '../../slurm/replicas.js';
 import { OutputFanout, type ChunkConsumer } from '../record/replica-output.js';
 import type { ReplicaState, ServiceSpec } from '../file/spec.js';

@@ -1,4 +1,4 @@
-import type { AuditFinding } from '../../launch/types.js';
+import type { AuditFinding } from '../../launch/launch-api.js';
 import type { Replica } from './replica.js';
 
 /*

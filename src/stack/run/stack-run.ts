@@ -1,5 +1,5 @@
 import { BerthError, EXIT } from '../../errors.js';
-import type { HostSysctls } from '../../host/types.js';
+import type { HostSysctls } from '../../host/host-map.js';
 import { guardRunDir } from '../../launch/watchdog/index.js';
 import { gpuReplicas, type GpuReplica } from '../../slurm/replicas.js';
 import { deferred } from '../../util/deferred.js';
@@ -17,7 +17,7 @@ import { readLimits } from '../../launch/preflight.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackConsole } from '../record/stack-console.js';
 import { WriteFailures } from '../record/write-failures.js';
-import type { RunStackOptions, StackFailure, StackResult } from './types.js';
+import type { RunStackOptions, StackFailure, StackResult } from './stack-handle.js';
 import type { Happened } from './happened.js';
 
 /*

@@ -1,10 +1,10 @@
 import { BerthError, EXIT } from '../../errors.js';
 import { launch } from '../../launch/launch.js';
-import type { LaunchEvent, LaunchOptions, ReadySpec } from '../../launch/types.js';
+import type { LaunchEvent, LaunchOptions, ReadySpec } from '../../launch/launch-api.js';
 import { portSetEnv, type PortEntry } from '../../allocate/port-set.js';
 import type { LearnEntry } from '../../launch/learn.js';
 import { rankEnv, rankOf } from '../file/ranks.js';
-import type { SharedPorts } from './types.js';
+import type { SharedPorts } from './stack-handle.js';
 import { resolveCommand, resolveTemplate } from '../file/fill-placeholders.js';
 import type { ReplicaContext } from '../file/replica-context.js';
 import type { Endpoint } from '../file/placeholders.js';

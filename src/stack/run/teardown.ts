@@ -6,7 +6,7 @@ import { releasePorts, releaseShared } from './release.js';
 import { endAbandoned, endReplica, type Replica } from './replica.js';
 import type { ReplicaState } from '../file/spec.js';
 import type { StackRun } from './stack-run.js';
-import type { StackResult } from './types.js';
+import type { StackResult } from './stack-handle.js';
 
 /*
  * The end of a stack: dependents first, latest started first, TERM then KILL after each

@@ -1,7 +1,9 @@
+/* launch() as the library offers it: its options, handle, events and results, and the words they use (handoff, ready spec, phase). */
+
 import type { AssignedPorts, PortEntry } from '../allocate/port-set.js';
 import type { NamedReservation } from '../allocate/reserve-named.js';
 import type { SourceOptions } from '../source/options.js';
-import type { PortSource, Reservation } from '../allocate/types.js';
+import type { PortSource, Reservation } from '../allocate/allocation-types.js';
 import type { Duration } from '../util/option-names.js';
 import type { LearnEntry } from './learn.js';
 

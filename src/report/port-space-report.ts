@@ -1,6 +1,6 @@
-import type { HostSysctls, PortRange, SocketRow, SocketOwner } from '../host/types.js';
-import type { Band, Finding } from '../layout/types.js';
-import type { LeaseRecord } from '../allocate/types.js';
+import type { HostSysctls, PortRange, SocketRow, SocketOwner } from '../host/host-map.js';
+import type { Band, Finding } from '../layout/layout-model.js';
+import type { LeaseRecord } from '../allocate/allocation-types.js';
 
 /**
  * Everything `berth doctor --json` / `berth inspect --json` print, and what the HTML report

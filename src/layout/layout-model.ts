@@ -1,4 +1,6 @@
-import type { PortRange } from '../host/types.js';
+/* A layout as berth holds it once read (bands, their windows and instances), and what doctor's checks of it find. */
+
+import type { PortRange } from '../host/host-map.js';
 
 export interface Band extends PortRange {
   name: string;

@@ -1,4 +1,6 @@
-import type { PortRange } from '../host/types.js';
+/* The allocator's public words: where ports come from, what a lease says, the options of an allocation and the Reservation it returns. */
+
+import type { PortRange } from '../host/host-map.js';
 import type { Duration } from '../util/option-names.js';
 
 /** Where ports come from (SOURCE in the README's Commands). */

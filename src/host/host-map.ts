@@ -1,3 +1,5 @@
+/* What berth reads of the host: socket rows (any state, TCP and UDP), their owners, the kernel's port sysctls; one HostMap. */
+
 /** Inclusive port interval. */
 export interface PortRange {
   lo: number;
