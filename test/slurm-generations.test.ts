@@ -93,7 +93,7 @@ const nodeEvents = (dir: string, node: string): Ev[] => read(`${dir}/${node}/eve
 
 /** berth up of the torch stack in the background; once rank 1 (n2) stalls in generation 0, `kill` (bash, $stalled: its pid) runs. */
 function stalledScript(kill: string): string {
-  return `${B} up ${TORCH} --run-dir "$PWD/run" 2> up.err &
+  return `${B} up "${TORCH}" --run-dir "$PWD/run" 2> up.err &
 pid=$!
 for i in $(seq 1200); do f=$(find run/nodes/n2 -name stalled.pid 2>/dev/null | head -1); [ -n "$f" ] && [ -s "$f" ] && break; sleep 0.05; done
 stalled=$(cat "$f")
@@ -162,7 +162,7 @@ test('SIGTERM to berth up while a generation ends on every node: exit 143, gener
   if (!requireSlurm(t) || !requireNeeds(t, NEED.python3, NEED.torch)) return;
   const v = tag();
   // Rank 0 ignores SIGTERM: its node's end of generation 0 lasts stop_grace, the window for berth up's SIGTERM.
-  const script = `${B} up ${TORCH} --run-dir "$PWD/run" 2> up.err &
+  const script = `${B} up "${TORCH}" --run-dir "$PWD/run" 2> up.err &
 pid=$!
 for i in $(seq 1200); do grep -q "generation 0 ends" up.err && break; sleep 0.05; done
 kill -TERM $pid
