@@ -7,7 +7,7 @@ import { prepare } from './prepare.js';
 import { becomeReady, probeUntilReady } from './ready.js';
 import { reserve } from './reserve-phase.js';
 import { spawn } from './spawn.js';
-import { failed, stopSignal } from './lifecycle.js';
+import { stopSignal } from './lifecycle.js';
 import { LaunchState } from './state.js';
 import { fail, finish, stop } from './stop.js';
 import { signalTree, treeSurvivors } from './tree-control.js';
@@ -74,7 +74,7 @@ async function run(s: LaunchState): Promise<void> {
     s.happen({ kind: 'reserved' });
     if (stopSignal(s.life) !== undefined) return void (await finish(s));
     // false: the spawn failed ('error' reports it) or a stop came first.
-    if (!(await spawn(s)) || failed(s.life) || stopSignal(s.life) !== undefined) return;
+    if (!(await spawn(s)) || s.settled) return;
     // Nothing to own without a port: spawned is started; the probe, when given, says ready.
     if (!s.portless && !s.learnPrimary && !(await waitOwnership(s))) return;
     // Ports the service chooses: known once its tree listens on them (learn-phase.ts).

@@ -2,7 +2,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { removeCgroup } from '../host/cgroup.js';
 import { saveBundle } from './bundle.js';
 import { exitStatus, signalNumber } from './exit-status.js';
-import { cleanedUp, failed, finishing, phaseOf, stopSignal } from './lifecycle.js';
+import { cleanedUp, failed, finishing, phaseOf } from './lifecycle.js';
 import { removeRunDir } from './launch-run-dir.js';
 import { DEFAULT_STOP_GRACE_MS, iso, LaunchError, now, type LaunchState } from './state.js';
 import { descendantsAlive, signalTree, termNewcomers } from './tree-control.js';
@@ -21,12 +21,11 @@ const DRAIN_MS = 500;
 /** LaunchHandle.stop(): `signal` to the tree, SIGKILL after the grace; resolves with `exited`. */
 export function stop(s: LaunchState, signal: NodeJS.Signals, graceMs?: number): Promise<ExitInfo> {
   if (finishing(s.life)) return s.whenExited.promise;
-  const first = stopSignal(s.life) === undefined;
   if (s.happen({ kind: 'stop', signal })) s.emit({ type: 'stopping', signal, t: iso() });
   s.reserveAbort.abort();
   if (s.child?.pid !== undefined) s.termSent = true;
   signalTree(s, signal);
-  if (first) armKill(s, graceMs);
+  armKill(s, graceMs); // once: the first stop's grace is the deadline
   s.wake();
   // Not spawned yet: the main sequence sees the stop after its current step. Spawned and
   // already exited (a daemon being followed): end now. Running: its exit ends the launch.

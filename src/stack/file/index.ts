@@ -15,7 +15,7 @@ export { describeTemplateError, KNOWN_PLACEHOLDERS, OWN_SET, parseTemplate, plac
 export { endpointUrl, reachableHost } from './endpoint.js';
 export type { Endpoint, ParsedTemplate, Placeholder, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
 export { resolveCommand, resolveTemplate } from './fill-placeholders.js';
-export type { ReplicaContext, ServiceShared } from './replica-context.js';
+export type { ReplicaContext } from './replica-context.js';
 export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './graph.js';
 export type { Blocked, ConditionStatus, GraphNode, ReplicaStatus, StatusMap } from './graph.js';
 export { replicaSource } from './sources.js';

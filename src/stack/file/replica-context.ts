@@ -34,7 +34,7 @@ export interface ReplicaContext {
   /** Where each shared port is reached (replica 0's host), by name. */
   sharedHosts?: ReadonlyMap<string, string>;
   /** Shared ports of the services it depends on, by service ({svc.port.NAME} of a shared NAME). */
-  sharedOf?: ReadonlyMap<string, ServiceShared>;
+  sharedOf?: ReadonlyMap<string, SharedPorts>;
   /** Its rank (ranks.ts); {rank} and the others need it. */
   rank?: Rank;
   /** The replicas of the services it depends on (and its own, its peers), in replica order; map order is `services` order. */
@@ -43,8 +43,8 @@ export interface ReplicaContext {
   templates?: ReadonlyMap<string, string>;
 }
 
-/** A service's shared ports (one lease for all its replicas) and where they are reached (replica 0's host). */
-export interface ServiceShared {
+/** A service's shared ports (one lease for all its replicas) and where they are reached (replica 0's host); the run records them too. */
+export interface SharedPorts {
   host: string;
-  ports: readonly AssignedPorts[];
+  ports: AssignedPorts[];
 }

@@ -2,7 +2,7 @@ import { leasedEntries, type AssignedPorts, type PortEntry } from '../../allocat
 import { readInputFile } from '../../util/safe-file.js';
 import type { ServiceSpec } from './spec.js';
 import type { Endpoint } from './endpoint.js';
-import type { ServiceShared } from './replica-context.js';
+import type { SharedPorts } from './replica-context.js';
 import { OWN_FIELDS, serviceNames, templateContext } from './template-context.js';
 import { templateProblems, templateTagNames } from './templates.js';
 
@@ -38,7 +38,7 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
   if (spec.templates.length === 0) return [];
   const label = `service "${spec.name}"`;
   const deps = new Map<string, Endpoint[]>();
-  const sharedOf = new Map<string, ServiceShared>();
+  const sharedOf = new Map<string, SharedPorts>();
   for (const d of spec.dependsOn) {
     const t = services.get(d.service);
     if (!t || t.source.kind === 'none') continue;

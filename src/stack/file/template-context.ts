@@ -1,6 +1,6 @@
 import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
 import { endpointHostPort, reachableHost, type Endpoint } from './endpoint.js';
-import type { ReplicaContext, ServiceShared } from './replica-context.js';
+import type { ReplicaContext, SharedPorts } from './replica-context.js';
 import { schemeUrl } from './server-keys.js';
 
 /*
@@ -146,7 +146,7 @@ function templatePorts(set: readonly AssignedPorts[] | undefined, host: string, 
   return out;
 }
 
-function service(name: string, eps: readonly Endpoint[], self: number | undefined, here: string, shared?: ServiceShared): TemplateService {
+function service(name: string, eps: readonly Endpoint[], self: number | undefined, here: string, shared?: SharedPorts): TemplateService {
   // A shared port is the service's: the same entry in every replica's ports (placeholders: {svc.port.NAME}).
   const sharedPorts = shared ? templatePorts(shared.ports, shared.host) : {};
   const replicas = eps.map((e, index): TemplateReplica => {

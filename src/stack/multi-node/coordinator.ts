@@ -252,8 +252,7 @@ class MultiNodeStack {
         }
       }
       if (this.gens.holding && this.allNodesReady) await this.gens.giveBack();
-      // Once the stack is stopping, no generation starts: the one ending is the last.
-      if (!this.stopping) this.gens.poll(files);
+      this.gens.poll(files);
       if (!this.nodeFailure && performance.now() - this.agentsStartedAt > AGENT_START_TIMEOUT_MS) {
         const missing = this.plan.agentNodes.find((n) => !files.has(n));
         if (missing) {

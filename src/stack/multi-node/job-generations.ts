@@ -69,10 +69,13 @@ export class JobGenerations {
     return 'in-place';
   }
 
-  /** Each look at the node files: the next generation starts once every job node's old one is gone. */
+  /**
+   * Each look at the node files: the next generation starts once every job node's old one is
+   * gone, unless the stack is stopping meanwhile (then the generation ending is the last).
+   */
   poll(files: ReadonlyMap<string, NodeFile>): void {
     const w = this.waiting;
-    if (!w || !this.jobNodes.every((n) => (files.get(n)?.gone ?? -1) >= w.ended)) return;
+    if (!w || this.host.stopping() || !this.jobNodes.every((n) => (files.get(n)?.gone ?? -1) >= w.ended)) return;
     this.waiting = undefined;
     this.host.msg(`berth: ${w.service}: generation ${w.ended} is gone on every node; starting generation ${w.ended + 1}`);
     this.host.send({ kind: 'start', generation: w.ended + 1 });

@@ -1,4 +1,3 @@
-import type { AssignedPorts } from '../../allocate/port-set.js';
 import type { WriteFailure } from './write-failures.js';
 
 /*
@@ -7,11 +6,8 @@ import type { WriteFailure } from './write-failures.js';
  * phases that produce them and the record/ files that keep and show them agree.
  */
 
-/** A service's shared ports and where they are reached (replica 0's host). */
-export interface SharedPorts {
-  host: string;
-  ports: AssignedPorts[];
-}
+/** A service's shared ports and where they are reached: one shape for the record and a replica's context (file/ is below record/). */
+export type { SharedPorts } from '../file/replica-context.js';
 
 export interface StackFailure {
   service: string;
