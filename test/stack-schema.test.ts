@@ -22,6 +22,7 @@ import { isMap, parseDocument } from 'yaml';
 import { BerthError } from '../src/errors.js';
 import { parseLayout } from '../src/layout/parse.js';
 import { parseStack, SERVICE_KEYS } from '../src/stack/index.js';
+import { SERVICE_CHOICES } from '../src/stack/file/service-fields.js';
 
 type Kind = 'stack' | 'layout';
 type Json = Record<string, unknown>;
@@ -163,6 +164,25 @@ test('the schemas have a property for every key the readers know, and none else'
     assert.deepEqual(Object.keys(schema.patternProperties as Json), ['^x-']);
     assert.equal(readerProblems(kind, text, 'x.yaml', dir), undefined);
     assert.equal(schemaProblems(kind, text), undefined);
+  }
+});
+
+test("the schema's words for a key of few choices are the reader's table, each accepted by both and a neighbour refused by both", () => {
+  const service = (defs.service as { properties: Record<string, Json> }).properties;
+  const keys = Object.keys(SERVICE_CHOICES);
+  assert.deepEqual(keys.sort(), ['handoff', 'job', 'logs', 'restart', 'strict']);
+  for (const [key, choices] of Object.entries(SERVICE_CHOICES)) {
+    const prop = service[key]!;
+    if (choices!.every((c) => typeof c === 'boolean')) assert.equal(prop.type, 'boolean', key);
+    else assert.deepEqual(prop.enum, choices, key);
+    for (const c of choices!) {
+      const text = `services: { a: { command: [a], ${key}: ${JSON.stringify(c)} } }\n`;
+      assert.equal(readerProblems('stack', text, 'c.yaml', dir), undefined, text);
+      assert.equal(schemaProblems('stack', text), undefined, text);
+    }
+    const wrong = `services: { a: { command: [a], ${key}: "${String(choices![0])}x" } }\n`;
+    assert.match((readerProblems('stack', wrong, 'c.yaml', dir) ?? []).join('\n'), new RegExp(`${key} must be`), wrong);
+    assert.notEqual(schemaProblems('stack', wrong), undefined, wrong);
   }
 });
 

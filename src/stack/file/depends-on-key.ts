@@ -7,7 +7,7 @@ import type { DependCondition } from './spec.js';
 
 /*
  * A service's `depends_on:`, a mapping { SERVICE: started|ready|completed } or a list of
- * services (= ready). Whether those services exist is checked across services (cross-check.ts).
+ * services (= ready). Whether those services exist is checked across services (stack-checks.ts).
  */
 
 const CONDITIONS: readonly DependCondition[] = ['started', 'ready', 'completed'];

@@ -38,3 +38,10 @@ export interface Draft {
   /** Fields were broken: skip checks that would only repeat the problem. */
   broken: boolean;
 }
+
+/** Every service as read, by name too: what the checks across services (stack-checks.ts) look at. */
+export interface StackDrafts {
+  readonly drafts: readonly Draft[];
+  readonly byName: ReadonlyMap<string, Draft>;
+  readonly names: readonly string[];
+}

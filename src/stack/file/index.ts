@@ -1,8 +1,9 @@
 /*
- * file/: the stack file, read and checked. load.ts reads the top level, one file per section
- * (services-key, port-source-key with ports-key, templates-key, nodes-key, bands-key) reads
- * and checks its keys, cross-check.ts what needs every service; spec.ts is the StackSpec
- * they produce. Beside it the pure words every later step uses about a stack: placeholders,
+ * file/: the stack file, read and checked in one pass into its typed model, StackSpec
+ * (spec.ts). load.ts reads the top level; services-key.ts each service by two tables, one
+ * reader per key (service-fields.ts, with port-source-key, ports-key, templates-key,
+ * ready-key, …) and the checks within a service (service-checks.ts); stack-checks.ts is the
+ * table of checks that need every service. bands-key.ts reads an inline layout. Beside it the pure words every later step uses about a stack: placeholders,
  * templates, the dependency graph, ranks, a replica's port source.
  * Owns no process and no run: pure but for reading the files the stack names.
  * May import: src/allocate (port-set words), src/layout, src/host (types), src/launch

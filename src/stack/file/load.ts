@@ -10,12 +10,11 @@ import { didYouMean } from '../../util/did-you-mean.js';
 import { readReason, YamlSource } from '../../util/yaml-source.js';
 import { isNullish, kindOf } from '../../util/yaml-values.js';
 import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
-import { CrossCheck } from './cross-check.js';
 import type { Draft } from './draft.js';
-import { checkNodes } from './nodes-key.js';
 import { checkNulBytes } from './nul-check.js';
 import { readService, type StackReader } from './services-key.js';
 import { shownPath } from './shown-path.js';
+import { checkStack } from './stack-checks.js';
 import type { StackSpec } from './spec.js';
 
 export { SERVICE_KEYS } from './services-key.js';
@@ -51,13 +50,12 @@ export { SERVICE_KEYS } from './services-key.js';
  * built-in default band when the layout has none.
  *
  * Every problem is collected and reported at once, "file:line: service "x": …" per line.
- * This file reads the top level; each section is read and checked in its own file:
- *   services-key.ts    one service's settings (ready, depends_on, env, …)
- *   port-source-key.ts band / port / range / instance, with ports-key.ts for `ports:`
- *   templates-key.ts   `templates:` (templates.ts renders them)
- *   nodes-key.ts       `nodes:`, and its checks across services
+ * One pass fills the typed model (StackSpec, spec.ts) through tables of small readers and
+ * checks, each in its own file:
+ *   service-fields.ts  one reader per key of a service (ports, templates, ready, … in their files)
+ *   service-checks.ts  the checks within one service that need two of its keys
+ *   stack-checks.ts    the checks that need every service (sources, placeholders, cycles, nodes)
  *   bands-key.ts       `layout: FILE` or inline `bands:`
- *   cross-check.ts     what needs every service (sources, placeholders, cycles)
  */
 
 const TOP_KEYS = ['layout', 'bands', 'services', 'strict'] as const;
@@ -133,7 +131,7 @@ class StackParser extends YamlSource {
     } else if (layoutPair) layout = readLayoutKey(layoutPair, this.reader);
     else if (bandsPair) layout = readBandsKey(bandsPair, top.items, this.reader);
     // A broken layout (reported): the services' bands are not looked up in it.
-    const layoutBroken = (layoutPair !== undefined || bandsPair !== undefined) && layout === undefined;
+    const layoutSeen = { layout, broken: (layoutPair !== undefined || bandsPair !== undefined) && layout === undefined };
 
     const servicesPair = pairs.get('services');
     if (!servicesPair) {
@@ -157,11 +155,10 @@ class StackParser extends YamlSource {
     const drafts: Draft[] = [];
     const seen = new Map<string, number>();
     for (const pair of sNode.items) {
-      const d = readService(pair, sLine, seen, layout, layoutBroken, this.reader);
+      const d = readService(pair, sLine, seen, layoutSeen, this.reader);
       if (d) drafts.push(d);
     }
-    new CrossCheck((line, text) => this.add(line, text), drafts, layout).run();
-    checkNodes(drafts.map((d) => d.spec), (line, text) => this.add(line, text));
+    checkStack(drafts, layout, (line, text) => this.add(line, text));
     const spec: StackSpec = { file: this.file, dir: this.baseDir, services: drafts.map((d) => d.spec) };
     if (layout) spec.layout = layout;
     const strictPair = pairs.get('strict');

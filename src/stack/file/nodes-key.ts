@@ -35,7 +35,7 @@ export function checkNodes(services: readonly ServiceSpec[], add: (line: number,
     if (s.nodes === undefined) continue;
     for (const d of s.dependsOn) {
       const target = byName.get(d.service);
-      if (!target || target === s || target.nodes === undefined) continue; // unknown and self: the cross check's
+      if (!target || target === s || target.nodes === undefined) continue; // unknown and self: the stack checks'
       if (covers(target.nodes, s.nodes)) continue;
       const where = target.nodes === 'others' ? 'the first node has none of it' : 'some of its nodes would have nothing to wait for';
       add(

@@ -14,7 +14,7 @@ import type { ServiceSpec } from './spec.js';
  * Everything else is a server: exiting, even with 0, before it is ready is a failure.
  */
 
-/** What this needs of a service as read (cross-check.ts's Draft). */
+/** What this needs of a service as read (draft.ts). */
 interface Read {
   spec: ServiceSpec;
   templates: { parts: TemplatePart[] }[];

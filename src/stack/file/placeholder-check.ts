@@ -1,5 +1,5 @@
 import { didYouMean } from '../../util/did-you-mean.js';
-import type { Draft } from './draft.js';
+import type { Draft, StackDrafts } from './draft.js';
 import type { Placeholder } from './placeholders.js';
 
 /*
@@ -7,13 +7,6 @@ import type { Placeholder } from './placeholders.js';
  * and services they name must exist, a service named must be a dependency started far
  * enough, and a one-value placeholder must not stand for a service of many replicas.
  */
-
-/** Every service of the stack, by name too. */
-export interface StackDrafts {
-  readonly drafts: readonly Draft[];
-  readonly byName: ReadonlyMap<string, Draft>;
-  readonly names: readonly string[];
-}
 
 /** Reports each problem of one service's placeholders (and of `ready: tcp` without a port of its own). */
 export function checkPlaceholders(draft: Draft, stack: StackDrafts, add: (line: number, text: string) => void): void {

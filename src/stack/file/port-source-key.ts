@@ -13,7 +13,7 @@ import { readPortsKey, type YamlReader } from './ports-key.js';
  * A service's ports in the stack file: where they come from (`band:` with `instance:`,
  * `port:`, `range:`, or `port: none`; one of them) and their names (`ports:`, ports-key.ts).
  * The band is looked up in the layout here; sizes against windows and bands, and the
- * inferred sources of services that give none, are checked across services (cross-check.ts).
+ * inferred sources of services that give none, are checked across services (stack-checks.ts).
  */
 
 export type SourceKey = 'band' | 'port' | 'range' | 'instance' | 'ports';
@@ -99,7 +99,7 @@ function setSource(d: Draft, s: NonNullable<Draft['source']>, label: string, r: 
 /** Band lookup and window checks need the layout; everything else is checked across services. */
 export function resolvePorts(d: Draft, layout: Layout | undefined, layoutBroken: boolean, label: string, r: YamlReader): void {
   const s = d.source;
-  if (!s) return; // inferred in the cross check, once templates are known
+  if (!s) return; // inferred by the stack checks, once templates are known
   if (s.kind === 'none') d.spec.source = { kind: 'none' };
   else if (s.kind === 'port') d.spec.source = { kind: 'port', port: s.port };
   else if (s.kind === 'range') d.spec.source = { kind: 'range', range: s.range };

@@ -17,7 +17,7 @@ import { isNullish, kindOf, scalarText, toUint } from '../../util/yaml-values.js
  *     admin: { learn: 'admin on port (\d+)' }     # told apart from other learned ports by a line
  *     turn: { udp: true }      # one port whose UDP side the service uses too (held as well)
  * Reads the YAML into PortEntry[] and reports what can be told from the set alone; checks
- * against the service's source (window sizes, bands) are in cross-check.ts.
+ * against the service's source (window sizes, bands) are in stack-checks.ts.
  */
 
 export interface YamlReader {

@@ -14,7 +14,7 @@ import { renderedName } from './templates.js';
  *   templates:
  *     conf: nginx.conf.mustache     # relative to the stack file
  *   command: [nginx, -c, "{templates.conf}", -g, "daemon off;"]
- * Reads the names and files; the tags are checked against the context in cross-check.ts.
+ * Reads the names and files; the tags are checked against the context in stack-checks.ts.
  */
 
 const EXAMPLE = 'templates: { conf: nginx.conf.mustache }';

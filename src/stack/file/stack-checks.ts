@@ -1,0 +1,94 @@
+import { DEFAULT_BAND } from '../../layout/default-layout.js';
+import type { Layout } from '../../layout/layout-model.js';
+import { didYouMean } from '../../util/did-you-mean.js';
+import type { Draft, StackDrafts } from './draft.js';
+import { findCycles } from './graph.js';
+import { checkNodes } from './nodes-key.js';
+import { declaresPort, markOneShots } from './one-shot.js';
+import { checkPlaceholders } from './placeholder-check.js';
+import { checkPortOverlaps } from './port-overlap-check.js';
+import { checkPortSet } from './port-set-check.js';
+import { templateFileProblems } from './template-check.js';
+
+/*
+ * The table of checks that need every service at once (each service is read alone,
+ * services-key.ts), run in order: a check may rely on what the ones before it settled
+ * (every service's port source is known before its set is sized and its placeholders read).
+ */
+
+/** The stack as read, for its checks. */
+interface StackRead extends StackDrafts {
+  readonly layout: Layout | undefined;
+  add(line: number, text: string): void;
+}
+
+type StackCheck = (stack: StackRead) => void;
+
+const STACK_CHECKS: readonly StackCheck[] = [
+  /** A service that names no source: none for a job or a one-shot step that declares no port, else the default band. */
+  function portSources({ drafts, layout }) {
+    const noPort = markOneShots(drafts);
+    const band = layout?.bands.find((b) => b.name === DEFAULT_BAND);
+    for (const draft of drafts) {
+      if (draft.source) continue;
+      if ((draft.spec.job || noPort.has(draft.spec.name)) && !declaresPort(draft)) draft.spec.source = { kind: 'none' };
+      else draft.spec.source = band ? { kind: 'band', band, instance: 0 } : { kind: 'default' };
+    }
+  },
+  function portSets({ drafts, add }) {
+    for (const draft of drafts) checkPortSet(draft, add);
+  },
+  function dependencies({ drafts, byName, names, add }) {
+    for (const draft of drafts) {
+      const label = `service "${draft.spec.name}"`;
+      for (const dep of draft.spec.dependsOn) {
+        const target = byName.get(dep.service);
+        if (dep.service === draft.spec.name) add(dep.line, `${label}: depends on itself; remove "${dep.service}" from its depends_on`);
+        else if (!target) {
+          const known = `${didYouMean(dep.service, names)}; services: ${names.join(', ')}`;
+          add(dep.line, `${label}: depends on "${dep.service}", which is not a service of this stack${known}`);
+        } else if (dep.condition === 'completed' && target.spec.job) {
+          add(dep.line, `${label}: depends on "${dep.service}" completing, but "${dep.service}" is the job: the stack ends when it exits`);
+        }
+      }
+    }
+  },
+  function cycles({ drafts, byName, add }) {
+    const nodes = drafts.map((draft) => ({ name: draft.spec.name, dependsOn: draft.spec.dependsOn.filter((x) => x.service !== draft.spec.name) }));
+    for (const cycle of findCycles(nodes)) {
+      const from = byName.get(cycle[0]!)!;
+      const line = from.spec.dependsOn.find((x) => x.service === cycle[1])?.line ?? from.spec.line;
+      add(line, `service "${cycle[0]}": dependency cycle ${cycle.join(' → ')}; remove one of these depends_on entries`);
+    }
+  },
+  function placeholders(stack) {
+    for (const draft of stack.drafts) checkPlaceholders(draft, stack, stack.add);
+  },
+  function templateFiles({ drafts, add }) {
+    const specs = new Map(drafts.map((draft) => [draft.spec.name, draft.spec]));
+    for (const draft of drafts) if (!draft.broken) for (const [line, text] of templateFileProblems(draft.spec, specs)) add(line, text);
+  },
+  function portOverlaps({ drafts, add }) {
+    checkPortOverlaps(drafts, add);
+  },
+  function oneJob({ drafts, add }) {
+    let first: Draft | undefined;
+    for (const draft of drafts) {
+      if (!draft.spec.job) continue;
+      if (first) add(draft.jobLine, `service "${draft.spec.name}": only one service may be the job; "${first.spec.name}" (line ${first.jobLine}) already is`);
+      else first = draft;
+    }
+  },
+  function nodesCoverDependencies({ drafts, add }) {
+    checkNodes(
+      drafts.map((d) => d.spec),
+      add,
+    );
+  },
+];
+
+/** Runs every check across the services, reporting each problem through `add`. */
+export function checkStack(drafts: readonly Draft[], layout: Layout | undefined, add: (line: number, text: string) => void): void {
+  const stack: StackRead = { drafts, byName: new Map(drafts.map((d) => [d.spec.name, d])), names: drafts.map((d) => d.spec.name), layout, add };
+  for (const check of STACK_CHECKS) check(stack);
+}
