@@ -15,7 +15,7 @@ const QUICK = [
   'report-geometry', 'report-html', 'report-text',
   'slurm-env', 'slurm-hostlist',
   'stack-file-graph', 'stack-file-load', 'stack-file-load-property', 'stack-file-placeholders', 'stack-file-placeholders-ports',
-  'stack-file-placeholders-property', 'stack-file-ports', 'stack-file-replica-context', 'stack-file-spread', 'stack-file-templates', 'stack-file-templates-render',
+  'stack-file-placeholders-property', 'stack-file-ports', 'stack-file-references', 'stack-file-replica-context', 'stack-file-spread', 'stack-file-templates', 'stack-file-templates-render',
   'stack-file-template-bounds', 'stack-record-status-view', 'stack-schema',
   'test-prerequisites', 'yaml-merge',
 ].map((n) => `test/${n}.test.ts`);

@@ -77,12 +77,6 @@ export function bindName(name: string): Promise<NameHold | undefined> {
   });
 }
 
-/** The name's descriptor (to hand to a holder process), undefined once closed. */
-export function nameFd(h: NameHold): number | undefined {
-  const fd = (h as unknown as { _handle?: { fd?: unknown } | null })._handle?.fd;
-  return typeof fd === 'number' && fd >= 0 ? fd : undefined;
-}
-
 export function closeName(h: NameHold): Promise<void> {
   return new Promise((resolve) => {
     if (!h.listening) return resolve();

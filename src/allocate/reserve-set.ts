@@ -71,11 +71,6 @@ export interface SetOptions extends LeaseLife {
   signal?: AbortSignal;
 }
 
-/** Which request of a set failed, for callers that reserve several at once (berth up). */
-export interface SetFailureDetails {
-  request: number;
-}
-
 function unavailable(f: Failure, count: number): BerthError {
   const report = f.plan.report;
   const host = f.attempt.host;

@@ -1,6 +1,7 @@
 import { didYouMean } from '../../util/did-you-mean.js';
 import type { Draft, StackDrafts } from './draft.js';
 import type { Placeholder } from './placeholders.js';
+import { learnedProblem, reachProblem } from './reference-rules.js';
 
 /*
  * The placeholders of every service checked against the whole stack: the ports, templates
@@ -25,7 +26,7 @@ export function checkPlaceholders(draft: Draft, stack: StackDrafts, add: (line: 
       if (typeof ph === 'string') continue;
       const key = `${template.where}\0${ph.text}`;
       if (reported.has(key)) continue;
-      const problem = learnedProblem(ph, template.where, draft, stack) ?? placeholderProblem(ph, draft, onlyShared, stack);
+      const problem = learnedNamedProblem(ph, template.where, draft, stack) ?? placeholderProblem(ph, draft, onlyShared, stack);
       if (problem === undefined) continue;
       reported.add(key);
       add(template.line, `${label}: ${template.where} uses ${ph.text}${problem}`);
@@ -33,27 +34,13 @@ export function checkPlaceholders(draft: Draft, stack: StackDrafts, add: (line: 
   }
 }
 
-/** ", but …" when a placeholder names a learned port where that port is not known yet. */
-function learnedProblem(ph: Placeholder, where: string, draft: Draft, stack: StackDrafts): string | undefined {
-  const learned = learnedNamed(ph, draft, stack.byName);
-  if (learned === undefined) return undefined;
-  const [owner, entry] = learned;
-  const name = draft.spec.name;
-  const mine = owner === draft;
-  if (mine && where !== 'ready') {
-    return (
-      `, but "${entry}" is a port ${name} chooses itself (learn): it is known only once the replica listens on it, ` +
-      'so its own command, env and templates cannot name it; its ready probe and its dependents can'
-    );
-  }
-  const condition = draft.spec.dependsOn.find((x) => x.service === owner.spec.name)?.condition;
-  if (!mine && condition === 'started') {
-    return (
-      `, but "${entry}" is a port ${owner.spec.name} chooses itself (learn), known once it is ready, ` +
-      `and ${name} waits only for it to be started; write depends_on: { ${owner.spec.name}: ready }`
-    );
-  }
-  return undefined;
+/** ", but …" when a placeholder names a learned port where that port is not known yet (reference-rules.ts). */
+function learnedNamedProblem(ph: Placeholder, where: string, draft: Draft, stack: StackDrafts): string | undefined {
+  if (ph.kind === 'own') return learnedProblem(draft, draft, ph.port, where);
+  if (ph.kind === 'self' && ph.field === 'port') return learnedProblem(draft, draft, undefined, where);
+  if (ph.kind !== 'service' || ph.field === 'dir' || ph.field === 'dirs') return undefined;
+  const owner = stack.byName.get(ph.service);
+  return owner ? learnedProblem(draft, owner, ph.port, where) : undefined;
 }
 
 /** ", but …" for a placeholder the stack cannot fill, or undefined. */
@@ -95,15 +82,11 @@ function servicePlaceholderProblem(ph: Placeholder & { kind: 'service' }, draft:
     if (ph.field === 'dir' && target.spec.replicas !== 1) return `, but "${ph.service}" has ${many}; use {${ph.service}.dirs} (all of them, comma-separated)`;
     return undefined;
   }
-  if (!self && !spec.dependsOn.some((x) => x.service === ph.service)) {
+  const reach = reachProblem(draft, ph.service, stack);
+  if (reach?.kind === 'not-dependency') {
     return `, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`;
   }
-  if (target.spec.source.kind === 'none') {
-    let why = 'a one-shot step that others wait for with "completed" gets no port unless it declares one: give it port:, band:, ports: or {port}';
-    if (target.source?.kind === 'none') why = '"port: none"';
-    else if (target.spec.job) why = 'a job without band, port, range or {port}';
-    return `, but "${ph.service}" has no port (${why})`;
-  }
+  if (reach?.kind === 'no-port') return `, but "${ph.service}" has no port (${reach.why})`;
   if ((ph.field === 'url' || ph.field === 'urls') && target.spec.scheme === null) {
     return `, but "${ph.service}" has "scheme: none" (no URL); use {${ph.service}.hostport${ph.field === 'urls' ? 's' : ''}}, or give it a scheme`;
   }
@@ -136,21 +119,6 @@ function otherPortHint(draft: Draft, port: string, text: string, stack: StackDra
   const field = text.slice('{ports.'.length);
   if (owners.length > 0) return `; {ports.NAME} is the service's own port: for ${owners[0]!.spec.name}'s, write {${owners[0]!.spec.name}.port.${field}`;
   return `; {ports.NAME} is the service's own port: another service's is {SERVICE.port.${field}`;
-}
-
-/** The service and entry of a learned port that a placeholder names, or undefined. */
-function learnedNamed(ph: Placeholder, draft: Draft, byName: ReadonlyMap<string, Draft>): [Draft, string] | undefined {
-  const primary = (x: Draft) => x.spec.ports[0];
-  const entryOf = (x: Draft, name: string | undefined) => (name === undefined ? primary(x) : x.spec.ports.find((e) => e.name === name));
-  let owner: Draft | undefined;
-  let entry;
-  if (ph.kind === 'own') [owner, entry] = [draft, entryOf(draft, ph.port)];
-  else if (ph.kind === 'self' && ph.field === 'port') [owner, entry] = [draft, primary(draft)];
-  else if (ph.kind === 'service' && ph.field !== 'dir' && ph.field !== 'dirs') {
-    owner = byName.get(ph.service);
-    entry = owner ? entryOf(owner, ph.port) : undefined;
-  }
-  return owner && entry?.kind === 'learn' ? [owner, entry.name] : undefined;
 }
 
 /** ", but … has no port NAME; …" when a placeholder names a port the set does not have. */

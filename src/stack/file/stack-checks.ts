@@ -61,12 +61,12 @@ const STACK_CHECKS: readonly StackCheck[] = [
       add(line, `service "${cycle[0]}": dependency cycle ${cycle.join(' → ')}; remove one of these depends_on entries`);
     }
   },
-  function placeholders(stack) {
-    for (const draft of stack.drafts) checkPlaceholders(draft, stack, stack.add);
-  },
-  function templateFiles({ drafts, add }) {
-    const specs = new Map(drafts.map((draft) => [draft.spec.name, draft.spec]));
-    for (const draft of drafts) if (!draft.broken) for (const [line, text] of templateFileProblems(draft.spec, specs)) add(line, text);
+  /** What each replica's text names, in placeholders and config templates alike, by one set of rules (reference-rules.ts). */
+  function references(stack) {
+    for (const draft of stack.drafts) {
+      checkPlaceholders(draft, stack, stack.add);
+      if (!draft.broken) for (const [line, text] of templateFileProblems(draft, stack)) stack.add(line, text);
+    }
   },
   function portOverlaps({ drafts, add }) {
     checkPortOverlaps(drafts, add);

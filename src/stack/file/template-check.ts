@@ -1,10 +1,11 @@
 import { leasedEntries, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
 import { readInputFile } from '../../util/safe-file.js';
-import type { ServiceSpec } from './spec.js';
+import type { Draft, StackDrafts } from './draft.js';
+import { learnedProblem, reachProblem } from './reference-rules.js';
 import type { Endpoint } from './endpoint.js';
 import type { SharedPorts } from './replica-context.js';
 import { OWN_FIELDS, serviceNames, templateContext } from './template-context.js';
-import { templateProblems, templateTagNames } from './templates.js';
+import { templateProblems, templateTagNames, type TagName } from './templates.js';
 
 /*
  * Load-time check of a service's config templates: every tag must name something the
@@ -33,14 +34,50 @@ const FIELD_WORDS: Record<string, string> = {
   dir: 'the folder the files are rendered into',
 };
 
+/** The fields of a replica and of a service that stand for its first port. */
+const PRIMARY = ['port', 'hostport', 'url', 'urls', 'hostports'];
+
+/** A tag's problem: the text after "uses {{shown}}", reported once per `once` in a file. */
+interface TagProblem {
+  text: string;
+  shown: string;
+  once: string;
+}
+
+/** What is wrong with one tag, by the rules placeholders follow too (reference-rules.ts). */
+function tagProblem(tag: TagName, draft: Draft, stack: StackDrafts): TagProblem | undefined {
+  const path = tag.full.replace(/^[#^&]/, '').split('.');
+  const named = stack.byName.get(tag.name);
+  const ofTag = (text: string | undefined) => (text === undefined ? undefined : { text, shown: tag.full, once: tag.full });
+  const ofService = (text: string) => ({ text, shown: `${tag.name}…`, once: tag.name });
+  if (OWN_FIELDS.includes(tag.name)) {
+    if (named && path.length > 1) {
+      // {{node.hostport}} of a service called "node": mustache finds the field first.
+      const field = FIELD_WORDS[tag.name] ?? "the rendering replica's own";
+      const fix = `rename the service (e.g. "${tag.name}-svc"; its replicas are also in {{#services}})`;
+      return { ...ofService(`, but "${tag.name}" is a field of every template (${field}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: ${fix}`), shown: tag.full };
+    }
+    if (tag.nested) return undefined; // {{port}} inside {{#db.replicas}} is db's
+    if (tag.name === 'ports' && path.length > 1) return ofTag(learnedProblem(draft, draft, path[1], 'template'));
+    return PRIMARY.includes(tag.name) ? ofTag(learnedProblem(draft, draft, undefined, 'template')) : undefined;
+  }
+  if (!named) return undefined; // not a service: the render against the stand-in judges it
+  const reach = reachProblem(draft, tag.name, stack);
+  if (reach?.kind === 'no-port') return ofService(`, which has no port (${reach.why})`);
+  if (reach) return ofService(`, which is not in its depends_on; add depends_on: { ${tag.name}: ready }`);
+  if (path[1] === 'ports' && path.length > 2) return ofTag(learnedProblem(draft, named, path[2], 'template'));
+  return path.length === 2 && PRIMARY.includes(path[1]!) ? ofTag(learnedProblem(draft, named, undefined, 'template')) : undefined;
+}
+
 /** Problems as [line, text] (line in the stack file; the text names the template file and its line). */
-export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<string, ServiceSpec>): [number, string][] {
+export function templateFileProblems(draft: Draft, stack: StackDrafts): [number, string][] {
+  const spec = draft.spec;
   if (spec.templates.length === 0) return [];
   const label = `service "${spec.name}"`;
   const deps = new Map<string, Endpoint[]>();
   const sharedOf = new Map<string, SharedPorts>();
   for (const d of spec.dependsOn) {
-    const t = services.get(d.service);
+    const t = stack.byName.get(d.service)?.spec;
     if (!t || t.source.kind === 'none') continue;
     deps.set(d.service, [{ host: t.host, port: 1, ports: standIn(t.ports), scheme: t.scheme }]);
     if (t.shared.length > 0) sharedOf.set(d.service, { host: t.host, ports: standIn(t.shared) });
@@ -71,29 +108,14 @@ export function templateFileProblems(spec: ServiceSpec, services: ReadonlyMap<st
       out.push([t.line, `${label}: template "${t.name}": cannot read ${t.file}: ${(e as Error).message}`]);
       continue;
     }
-    const notDeps = new Set<string>();
+    const reported = new Set<string>();
     for (const tag of templateTagNames(text)) {
-      if (OWN_FIELDS.includes(tag.name) && services.has(tag.name) && tag.full.includes('.') && !notDeps.has(tag.name)) {
-        // {{node.hostport}} of a service called "node": mustache finds the field first.
-        notDeps.add(tag.name);
-        out.push([
-          t.line,
-          `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.full}}}, but "${tag.name}" is a field of every template ` +
-            `(${FIELD_WORDS[tag.name] ?? "the rendering replica's own"}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: rename the ` +
-              `service (e.g. "${tag.name}-svc"; its replicas are also in {{#services}})`,
-        ]);
-        continue;
-      }
-      if (services.has(tag.name) && !OWN_FIELDS.includes(tag.name) && !deps.has(tag.name) && !notDeps.has(tag.name)) {
-        notDeps.add(tag.name);
-        const why =
-          services.get(tag.name)!.source.kind === 'none'
-            ? 'which has no port'
-            : 'which is not in its depends_on; add depends_on: { ' + tag.name + ': ready }';
-        out.push([t.line, `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${tag.name}…}}, ${why}`]);
-      }
+      const p = tagProblem(tag, draft, stack);
+      if (p === undefined || reported.has(p.once)) continue;
+      reported.add(p.once);
+      out.push([t.line, `${label}: template "${t.name}": ${t.file}:${tag.line} uses {{${p.shown}}}${p.text}`]);
     }
-    if (notDeps.size > 0) continue;
+    if (reported.size > 0) continue;
     for (const p of templateProblems(text, ctx, t.file, { outerNames: serviceNames(ctx) })) out.push([t.line, `${label}: template "${t.name}": ${p}`]);
   }
   return out;

@@ -174,29 +174,39 @@ export function templateProblems(text: string, context: object, file: string, op
   return problems.sort((a, b) => a.line - b.line).map((p) => `${file}:${p.line}: ${p.text}`);
 }
 
+export interface TagName {
+  /** The first segment of its name. */
+  name: string;
+  line: number;
+  /** The whole tag, with its sigil ("#engine.replicas"). */
+  full: string;
+  /** Inside a section, where a name may be the section's item's rather than the replica's own. */
+  nested: boolean;
+}
+
 /**
  * The first segment of every tag's name, sections' bodies included ("engine" for
  * {{#engine.replicas}}, "hostport" inside it), with its line and the whole tag (`full`): the stack's load-time check can
  * require every service named there to be a dependency, as it does for {svc.url}.
  * A syntax error gives []: templateProblems reports it.
  */
-export function templateTagNames(text: string, opts: RenderOptions = {}): { name: string; line: number; full: string }[] {
+export function templateTagNames(text: string, opts: RenderOptions = {}): TagName[] {
   let spans: Span[];
   try {
     spans = Mustache.parse(text, opts.tags) as unknown as Span[];
   } catch {
     return [];
   }
-  const out: { name: string; line: number; full: string }[] = [];
+  const out: TagName[] = [];
   const lineOf = lineIndex(text);
-  const walk = (list: readonly Span[]) => {
+  const walk = (list: readonly Span[], nested: boolean) => {
     for (const [type, name, start, , children] of list) {
       if (type === 'name' || type === '&' || type === '#' || type === '^')
-        out.push({ name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}` });
-      if ((type === '#' || type === '^') && Array.isArray(children)) walk(children);
+        out.push({ name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}`, nested });
+      if ((type === '#' || type === '^') && Array.isArray(children)) walk(children, true);
     }
   };
-  walk(spans);
+  walk(spans, false);
   return out;
 }
 

@@ -1,0 +1,52 @@
+import type { Draft, StackDrafts } from './draft.js';
+
+/*
+ * The rules for what a replica's text may name, decided once for both ways of writing it:
+ * a placeholder of its command, env or ready ({db.url}, placeholder-check.ts) and a tag of
+ * its config templates ({{db.url}}, template-check.ts). Each form finds its references in
+ * its own syntax and says where they are; whether a service can be named, and whether a
+ * learned port is known by the time the text is filled, is this file's to say.
+ */
+
+/** Why a service cannot be named from a replica's text, or undefined when it can. */
+export type ReachProblem = { kind: 'unknown' } | { kind: 'not-dependency' } | { kind: 'no-port'; why: string };
+
+/**
+ * Whether `from`'s text can name `service`'s ports and addresses: it must be a service of
+ * the stack, a dependency (or `from` itself), and have a port.
+ */
+export function reachProblem(from: Draft, service: string, stack: StackDrafts): ReachProblem | undefined {
+  const target = stack.byName.get(service);
+  if (!target) return { kind: 'unknown' };
+  if (target !== from && !from.spec.dependsOn.some((x) => x.service === service)) return { kind: 'not-dependency' };
+  if (target.spec.source.kind !== 'none') return undefined;
+  let why = 'a one-shot step that others wait for with "completed" gets no port unless it declares one: give it port:, band:, ports: or {port}';
+  if (target.source?.kind === 'none') why = '"port: none"';
+  else if (target.spec.job) why = 'a job without band, port, range or {port}';
+  return { kind: 'no-port', why };
+}
+
+/**
+ * ", but …" when `from`'s text names `owner`'s port `entry` (undefined: its first) and that
+ * port is learned (the replica chooses it) but not yet known when the text is filled: its
+ * own command, env and templates are filled before it starts; a dependent's once the
+ * dependency is started, unless it waits for ready. `where` is "ready" for the ready probe.
+ */
+export function learnedProblem(from: Draft, owner: Draft, entry: string | undefined, where: string): string | undefined {
+  const e = entry === undefined ? owner.spec.ports[0] : owner.spec.ports.find((x) => x.name === entry);
+  if (e?.kind !== 'learn') return undefined;
+  const name = from.spec.name;
+  if (owner === from) {
+    if (where === 'ready') return undefined;
+    return (
+      `, but "${e.name}" is a port ${name} chooses itself (learn): it is known only once the replica listens on it, ` +
+      'so its own command, env and templates cannot name it; its ready probe and its dependents can'
+    );
+  }
+  const condition = from.spec.dependsOn.find((x) => x.service === owner.spec.name)?.condition;
+  if (condition !== 'started') return undefined;
+  return (
+    `, but "${e.name}" is a port ${owner.spec.name} chooses itself (learn), known once it is ready, ` +
+    `and ${name} waits only for it to be started; write depends_on: { ${owner.spec.name}: ready }`
+  );
+}
