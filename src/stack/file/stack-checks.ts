@@ -80,10 +80,7 @@ const STACK_CHECKS: readonly StackCheck[] = [
     }
   },
   function nodesCoverDependencies({ drafts, add }) {
-    checkNodes(
-      drafts.map((d) => d.spec),
-      add,
-    );
+    checkNodes(drafts.map((d) => d.spec), add);
   },
 ];
 
