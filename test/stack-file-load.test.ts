@@ -289,6 +289,16 @@ test('parseStack: anchors and aliases, several documents, unreadable files', () 
   const anchored = parseStack('services:\n  a: { command: &cmd [srv, "{port}"], env: &env { A: "1" } }\n  b: { command: *cmd, env: *env }\n', 's.yaml', '/tmp');
   assert.deepEqual(svc(anchored, 'b').command, ['srv', '{port}']);
   assert.deepEqual(svc(anchored, 'b').env, { A: '1' });
+  // An alias that names no anchor is reported once: its key counts as given (a second one is a repeat), not as read.
+  assert.throws(() => parseStack('services:\n  a:\n    command: *nope\n    restart_limit: *nope2\n', 's.yaml', '/tmp'), {
+    message:
+      's.yaml:2: service "a": missing "command: [node, server.js, --port, "{port}"]"\n' +
+      's.yaml:3: service "a": alias *nope has no matching &nope anchor\n' +
+      's.yaml:4: service "a": alias *nope2 has no matching &nope2 anchor',
+  });
+  assert.throws(() => parseStack('services:\n  a:\n    command: [a]\n    command: *nope\n', 's.yaml', '/tmp'), {
+    message: 's.yaml:4: service "a": "command" is given twice (first at line 3)',
+  });
   assert.throws(() => parseStack('services:\n  a: { command: [a] }\n---\nservices: {}\n', 's.yaml', '/tmp'), {
     message: 's.yaml:3: the file holds several YAML documents ("---"); a stack is a single document',
   });

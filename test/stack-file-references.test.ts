@@ -80,3 +80,11 @@ test('a service that is not a dependency, or has no port: refused in both forms,
   assert.match(p2[0] ?? '', /uses \{db\.url\}, but "db" has no port \("port: none"\)/);
   assert.match(t2[0] ?? '', /uses \{\{db…\}\}, which has no port \("port: none"\)/);
 });
+
+test('a service named like a template field and the replica\'s own learned port: two problems of one name, both reported', () => {
+  const named = '  port: { command: [sleep, "1"] }\n';
+  const t = problems(named, 'ports: { api: learn }, depends_on: [port]', { tag: '{{port}} {{port.x}}' });
+  assert.equal(t.length, 2, t.join('\n'));
+  assert.match(t.join('\n'), /uses \{\{port\}\}, but "api" is a port web chooses itself/);
+  assert.match(t.join('\n'), /uses \{\{port\.x\}\}, but "port" is a field of every template/);
+});

@@ -18,15 +18,15 @@ export interface LayoutSeen {
 type ServiceCheck = (s: ServiceRead, layout: LayoutSeen) => void;
 
 export const SERVICE_CHECKS: readonly ServiceCheck[] = [
-  function commandGiven({ draft, keys, label, reader }) {
-    if (!keys.has('command')) reader.add(draft.spec.line, `${label}: missing "command: ${COMMAND_EXAMPLE}"`);
+  function commandGiven({ draft, read, label, reader }) {
+    if (!read.has('command')) reader.add(draft.spec.line, `${label}: missing "command: ${COMMAND_EXAMPLE}"`);
   },
-  function nodesListenEverywhere({ draft, keys }) {
+  function nodesListenEverywhere({ draft, keys, read }) {
     // Other nodes must reach it: listen on every address unless told otherwise.
-    if (keys.has('nodes') && !keys.has('host')) draft.spec.host = '0.0.0.0';
+    if (read.has('nodes') && !keys.has('host')) draft.spec.host = '0.0.0.0';
   },
-  function limitNeedsRestart({ draft, keys, label, reader }) {
-    const at = keys.get('restart_limit');
+  function limitNeedsRestart({ draft, read, label, reader }) {
+    const at = read.get('restart_limit');
     if (at !== undefined && draft.spec.restart.policy !== 'on-failure') reader.add(at, `${label}: restart_limit needs "restart: on-failure"`);
   },
   function readyWithHandoff(s) {

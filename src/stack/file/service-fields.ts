@@ -39,6 +39,8 @@ export interface ServiceRead {
   readonly reader: StackReader;
   /** Each key given, at its line. */
   readonly keys: Map<string, number>;
+  /** Each key whose value its reader took (not an alias that names no anchor), at its line. */
+  readonly read: Map<string, number>;
   /** `ready:` as written: read once `handoff:` and the ports are known, wherever they are in the file. */
   readyText?: string;
 }

@@ -48,10 +48,10 @@ export function readService(pair: Pair<unknown, unknown>, parentLine: number, se
   }
 
   const draft: Draft = { spec: defaults(name, line, reader.baseDir), templates: [], replicasLine: line, jobLine: line, readyLine: line, broken };
-  const service: ServiceRead = { draft, label, reader, keys: new Map() };
+  const service: ServiceRead = { draft, label, reader, keys: new Map(), read: new Map() };
   for (const p of value.items) readKey(p, service);
-  draft.replicasLine = service.keys.get('replicas') ?? line;
-  draft.jobLine = service.keys.get('job') ?? line;
+  draft.replicasLine = service.read.get('replicas') ?? line;
+  draft.jobLine = service.read.get('job') ?? line;
   for (const check of SERVICE_CHECKS) check(service, layout);
   return draft;
 }
@@ -71,6 +71,7 @@ function readKey(p: Pair<unknown, unknown>, service: ServiceRead): void {
   keys.set(key, kLine);
   const v = reader.deref(p.value as Node | null, kLine, label);
   if (v === undefined && isAlias(p.value)) return;
+  service.read.set(key, kLine);
   const vLine = reader.lineOf(v, kLine);
   const field: Field = {
     key: key as ServiceKey,

@@ -63,10 +63,8 @@ const STACK_CHECKS: readonly StackCheck[] = [
   },
   /** What each replica's text names, in placeholders and config templates alike, by one set of rules (reference-rules.ts). */
   function references(stack) {
-    for (const draft of stack.drafts) {
-      checkPlaceholders(draft, stack, stack.add);
-      if (!draft.broken) for (const [line, text] of templateFileProblems(draft, stack)) stack.add(line, text);
-    }
+    for (const draft of stack.drafts) checkPlaceholders(draft, stack, stack.add);
+    for (const draft of stack.drafts) if (!draft.broken) for (const [line, text] of templateFileProblems(draft, stack)) stack.add(line, text);
   },
   function portOverlaps({ drafts, add }) {
     checkPortOverlaps(drafts, add);

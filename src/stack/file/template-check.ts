@@ -48,8 +48,8 @@ interface TagProblem {
 function tagProblem(tag: TagName, draft: Draft, stack: StackDrafts): TagProblem | undefined {
   const path = tag.full.replace(/^[#^&]/, '').split('.');
   const named = stack.byName.get(tag.name);
-  const ofTag = (text: string | undefined) => (text === undefined ? undefined : { text, shown: tag.full, once: tag.full });
-  const ofService = (text: string) => ({ text, shown: `${tag.name}…`, once: tag.name });
+  const ofTag = (text: string | undefined) => (text === undefined ? undefined : { text, shown: tag.full, once: `tag ${tag.full}` });
+  const ofService = (text: string) => ({ text, shown: `${tag.name}…`, once: `service ${tag.name}` });
   if (OWN_FIELDS.includes(tag.name)) {
     if (named && path.length > 1) {
       // {{node.hostport}} of a service called "node": mustache finds the field first.
