@@ -17,7 +17,7 @@ const QUICK = [
   'stack-file-graph', 'stack-file-load', 'stack-file-load-property', 'stack-file-placeholders', 'stack-file-placeholders-ports',
   'stack-file-placeholders-property', 'stack-file-ports', 'stack-file-references', 'stack-file-replica-context', 'stack-file-spread', 'stack-file-templates', 'stack-file-templates-render',
   'stack-file-template-bounds', 'stack-record-status-view', 'stack-schema',
-  'test-prerequisites', 'yaml-merge',
+  'house-rules', 'test-prerequisites', 'yaml-merge',
 ].map((n) => `test/${n}.test.ts`);
 
 const gone = QUICK.filter((f) => !existsSync(f));

@@ -1,3 +1,11 @@
+/*
+ * slurm/: what Slurm tells a job step, read and parsed: its environment (SLURM_* values, hostlists,
+ * tasks per node), its GPUs, its nodes' addresses, the instance (a window) a task takes, the
+ * replicas of `replicas: gpus`, the reservation's ports, and the job summary `berth doctor`
+ * prints; and the words of Slurm's own commands berth runs (the agents' srun argv, whether
+ * srun and scontrol are on PATH, scontrol's node addresses in nodes.ts).
+ * May import: src/host (types), src/errors; nothing else of src.
+ */
 export { readSlurmEnv, type SlurmEnv } from './env.js';
 export { badVariable, parseIndexList, parsePortRanges, parseTasksPerNode } from './env-values.js';
 export { GPU_SOURCES, lowestGpu, readGpus, type Gpu, type GpuSet, type GpuSource } from './gpus.js';

@@ -19,7 +19,13 @@ import { DEFAULT_SCHEME } from './server-keys.js';
 export { SERVICE_KEYS, type StackReader };
 
 /** One service's draft (its spec and what the stack checks need); undefined when it cannot be read at all. */
-export function readService(pair: Pair<unknown, unknown>, parentLine: number, seen: Map<string, number>, layout: LayoutSeen, reader: StackReader): Draft | undefined {
+export function readService(
+  pair: Pair<unknown, unknown>,
+  parentLine: number,
+  seen: Map<string, number>,
+  layout: LayoutSeen,
+  reader: StackReader,
+): Draft | undefined {
   const keyNode = pair.key as Node | null;
   const line = reader.lineOf(keyNode, parentLine);
   const name = reader.keyName(pair);

@@ -55,7 +55,8 @@ function tagProblem(tag: TagName, draft: Draft, stack: StackDrafts): TagProblem 
       // {{node.hostport}} of a service called "node": mustache finds the field first.
       const field = FIELD_WORDS[tag.name] ?? "the rendering replica's own";
       const fix = `rename the service (e.g. "${tag.name}-svc"; its replicas are also in {{#services}})`;
-      return { ...ofService(`, but "${tag.name}" is a field of every template (${field}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: ${fix}`), shown: tag.full };
+      const text = `, but "${tag.name}" is a field of every template (${field}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: ${fix}`;
+      return { ...ofService(text), shown: tag.full };
     }
     if (tag.nested) return undefined; // {{port}} inside {{#db.replicas}} is db's
     if (tag.name === 'ports' && path.length > 1) return ofTag(learnedProblem(draft, draft, path[1], 'template'));
