@@ -114,14 +114,18 @@ test('audit: a one-port berth run (no --ports) is audited against its one port, 
   if (!requireNetns(t)) return;
   const box = sandbox();
   t.after(() => box.cleanup());
+  const err = join(box.dir, 'err');
   const r = await netnsSh({ ephemeral: '30000 30099' }, box, `
-${berthSh} run --range ${RANGE} --name web -- ${q(realPython())} -S ${q(join(SERVICES, 'listen-ports.py'))} --delay 0.3 {port} 21000 --then 1 30077 & B=$!
-# 21000 is there at ready (the first audit); 30077 comes a second later (a periodic one, every 3 s).
+${berthSh} run --range ${RANGE} --name web -- ${q(realPython())} -S ${q(join(SERVICES, 'listen-ports.py'))} --delay 0.3 {port} 21000 --then 1 30077 2> ${q(err)} & B=$!
+# 21000 is there at ready (the first audit); 30077 comes a second later, for a periodic audit (every 3 s) to find.
+i=0; until grep -q 'listens on 30077' ${q(err)} 2>/dev/null || [ $i -ge 6000 ]; do sleep 0.01; i=$((i+1)); done
+# Then two more rounds, in which it must not be reported again.
 sleep 7
 kill -TERM $B
 wait $B
 echo "RC=$?"
-`, 60_000);
+cat ${q(err)} >&2
+`, 120_000);
   const v = kv(r.stdout);
   assert.match(r.stderr, /berth: warning: web listens on 21000 outside its ports \(port 200\d\d\); nothing leases 21000 for it/);
   assert.match(r.stderr, /berth: warning: web listens on 30077 outside its ports \(port 200\d\d\); 30077 is inside the unreserved ephemeral range 30000-30099, where any outgoing connection may take it/);

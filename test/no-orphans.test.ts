@@ -1,7 +1,7 @@
 /**
  * berth never leaves services running when it goes away (issue 9 §1), through the CLI with
  * real pipes and signals, each scenario in a network namespace of its own:
- *   - a closed stdout (`| head -1`) or stderr (`2>&1 | timeout 2 cat`) only ends berth's output
+ *   - a closed stdout (`| head -1`) or stderr (`2>&1 | sed "/stack ready/q"`) only ends berth's output
  *     there: `berth up` and `berth run` keep supervising and end in order;
  *   - berth killed with SIGKILL: its watchdog sends the whole tree (double-forked daemons
  *     included) SIGTERM at once and SIGKILL after the grace, marks endpoints.json, and the
@@ -78,7 +78,7 @@ cat ${q(box.dir)}/rc`,
     assert.deepEqual((await waitGone(mark, 2_000)).left, []);
   });
 
-  test('berth up 2>&1 | timeout 2 cat, then SIGINT: orderly teardown, exit 130, nothing left', async (t) => {
+  test('berth up 2>&1 | a reader that quits once the stack is ready, then SIGINT: orderly teardown, exit 130, nothing left', async (t) => {
     if (!requireNetns(t)) return;
     const { box, mark, env } = setup(t);
     const file = stack(
@@ -96,10 +96,11 @@ cat ${q(box.dir)}/rc`,
     const r = await netnsSh(
       {},
       box,
-      `( sh -c 'echo $$ > ${box.dir}/pid; exec "$@"' sh ${env} ${berthSh} up ${q(file)} --run-dir ${q(run)} --follow 2>&1; echo "RC=$?" > ${d}/rc ) | timeout 2 cat > ${d}/seen &
+      `( sh -c 'echo $$ > ${box.dir}/pid; exec "$@"' sh ${env} ${berthSh} up ${q(file)} --run-dir ${q(run)} --follow 2>&1; echo "RC=$?" > ${d}/rc ) | sed '/stack ready/q' > ${d}/seen &
 P=$!
-i=0; while [ ! -s ${d}/pid ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done
-sleep 2.5
+# The reader (sed) quits after the "stack ready" line: berth's output then goes to a closed pipe.
+gone() { [ ! -e /proc/$1 ] || grep -q '^State:.*Z' /proc/$1/status 2>/dev/null; }
+i=0; until gone $P || [ $i -ge 6000 ]; do sleep 0.01; i=$((i+1)); done
 kill -INT $(cat ${d}/pid)
 wait $P
 cat ${d}/rc`,
