@@ -66,6 +66,15 @@ test("a replica's own learned port: refused in its env and its templates alike, 
   // Inside a dependency's section, {{port}} is the dependency's replica's, not its own.
   const dep = '  db: { command: [sleep, "1"] }\n';
   assert.deepEqual(problems(dep, `${own}, depends_on: [db]`, { tag: '{{#db.replicas}}{{port}}{{/db.replicas}}' }), []);
+  // ... so it is judged as the dependency's: a learned one while it is only started is refused there too.
+  const loop = (name: string) => ({ tag: `{{#db.replicas}}{{${name}}}{{/db.replicas}}` });
+  for (const name of ['port', 'ports.api.port', 'hostport']) {
+    const inLoop = problems(LEARNER, 'depends_on: { db: started }', loop(name));
+    assert.equal(inLoop.length, 1, `${name}: ${inLoop.join('\n')}`);
+    assert.match(inLoop[0]!, new RegExp(`uses \\{\\{${name.replace(/\./g, '\\.')}\\}\\}, but "api" is a port db chooses itself \\(learn\\), known once it is ready`));
+    assert.deepEqual(problems(LEARNER, 'depends_on: { db: ready }', loop(name)), [], name);
+  }
+  assert.deepEqual(problems(LEARNER, 'depends_on: { db: started }', loop('name')), [], 'a replica\'s name is known before it is ready');
 });
 
 test('a service that is not a dependency, or has no port: refused in both forms, for the same reason', () => {

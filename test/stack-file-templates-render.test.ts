@@ -191,13 +191,13 @@ test('renderedName drops .mustache / .tmpl only', () => {
   assert.equal(renderedName('.mustache'), '.mustache');
 });
 
-test('templateTagNames: every tag\'s first name segment with its line and whether it is inside a section, for the load-time dependency check', () => {
+test('templateTagNames: every tag\'s first name segment with its line and the section it is inside, for the load-time dependency check', () => {
   assert.deepEqual(templateTagNames(NGINX), [
-    { name: 'engine', line: 5, full: '#engine.replicas', nested: false },
-    { name: 'hostport', line: 6, full: 'hostport', nested: true },
-    { name: 'host', line: 10, full: 'host', nested: false },
-    { name: 'port', line: 10, full: 'port', nested: false },
-    { name: 'engine', line: 12, full: 'engine.url', nested: false },
+    { name: 'engine', line: 5, full: '#engine.replicas' },
+    { name: 'hostport', line: 6, full: 'hostport', section: 'engine.replicas' },
+    { name: 'host', line: 10, full: 'host' },
+    { name: 'port', line: 10, full: 'port' },
+    { name: 'engine', line: 12, full: 'engine.url' },
   ]);
   assert.deepEqual(templateTagNames('{{#a}}'), []);
 });

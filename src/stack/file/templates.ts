@@ -180,8 +180,8 @@ export interface TagName {
   line: number;
   /** The whole tag, with its sigil ("#engine.replicas"). */
   full: string;
-  /** Inside a section, where a name may be the section's item's rather than the replica's own. */
-  nested: boolean;
+  /** The innermost section it is inside ("engine.replicas"), where a name may be the section's entry's rather than the replica's own. */
+  section?: string;
 }
 
 /**
@@ -199,14 +199,16 @@ export function templateTagNames(text: string, opts: RenderOptions = {}): TagNam
   }
   const out: TagName[] = [];
   const lineOf = lineIndex(text);
-  const walk = (list: readonly Span[], nested: boolean) => {
+  const walk = (list: readonly Span[], section: string | undefined) => {
     for (const [type, name, start, , children] of list) {
-      if (type === 'name' || type === '&' || type === '#' || type === '^')
-        out.push({ name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}`, nested });
-      if ((type === '#' || type === '^') && Array.isArray(children)) walk(children, true);
+      if (type === 'name' || type === '&' || type === '#' || type === '^') {
+        const tag: TagName = { name: name.split('.')[0]!, line: lineOf(start), full: `${type === 'name' ? '' : type}${name}` };
+        out.push(section === undefined ? tag : { ...tag, section });
+      }
+      if ((type === '#' || type === '^') && Array.isArray(children)) walk(children, name);
     }
   };
-  walk(spans, false);
+  walk(spans, undefined);
   return out;
 }
 
