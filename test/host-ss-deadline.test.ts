@@ -40,6 +40,17 @@ function stillAlive(pidsFile: string): number[] {
   });
 }
 
+/** The fake's pids still alive once none is, or after `ms`: polled, since a kill lands when the kernel schedules it. */
+async function goneWithin(pidsFile: string, ms: number): Promise<number[]> {
+  const end = performance.now() + ms;
+  let alive = stillAlive(pidsFile);
+  while (alive.length > 0 && performance.now() < end) {
+    await new Promise((r) => setTimeout(r, 20));
+    alive = stillAlive(pidsFile);
+  }
+  return alive;
+}
+
 test('a hanging ss: the sync read gives up at the deadline and reads /proc; the process group is gone', (t) => {
   const f = fakeSs('hang');
   t.after(() => f.cleanup());
@@ -70,10 +81,12 @@ test('a hanging ss: the async reads (through the shell, then spawned) give up at
     assert.ok(ms >= SS_DEADLINE_MS - 50 && ms < SS_DEADLINE_MS + 3000, `${path}: ${ms} ms`);
     assert.match(ssUnusable() ?? '', /no answer within/, path);
   }
-  // The killed shell took its ss along; the spawned one was killed with its group.
+  // The killed shell took its ss along; the spawned one was killed with its group. A read does
+  // not wait for the kill to land, so the processes are given until they are gone (under load,
+  // a SIGKILLed process can still be running the moment the read returns).
   const pids = readFileSync(f.pids, 'utf8').split('\n').filter(Boolean);
   assert.equal(pids.length, 2, 'one fake ss per path');
-  assert.deepEqual(stillAlive(f.pids), []);
+  assert.deepEqual(await goneWithin(f.pids, 10_000), []);
   resetSsUnusable();
 });
 
