@@ -11,7 +11,8 @@
  */
 export type { DependCondition, Dependency, ReplicaCount, ReplicaState, RestartPolicy, ServicePorts, ServiceSpec, StackSpec } from './spec.js';
 export { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, REPLICA_STATES } from './spec.js';
-export { loadStack, parseStack, SERVICE_KEYS } from './load.js';
+export { loadStack, parseStack } from './load.js';
+export { SERVICE_KEYS } from './service-fields.js';
 export { describeTemplateError, KNOWN_PLACEHOLDERS, OWN_SET, parseTemplate, placeholdersOf, SERVICE_NAME_RE } from './placeholders.js';
 export { endpointUrl, reachableHost } from './endpoint.js';
 export type { Endpoint, ParsedTemplate, Placeholder, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';

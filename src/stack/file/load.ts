@@ -12,12 +12,11 @@ import { isNullish, kindOf } from '../../util/yaml-values.js';
 import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
 import type { Draft } from './draft.js';
 import { checkNulBytes } from './nul-check.js';
-import { readService, type StackReader } from './services-key.js';
+import type { StackReader } from './service-fields.js';
+import { readService } from './services-key.js';
 import { shownPath } from './shown-path.js';
 import { checkStack } from './stack-checks.js';
 import type { StackSpec } from './spec.js';
-
-export { SERVICE_KEYS } from './services-key.js';
 
 /*
  * Stack file (YAML), see StackSpec for the meaning of each field:

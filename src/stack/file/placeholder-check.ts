@@ -82,7 +82,7 @@ function servicePlaceholderProblem(ph: Placeholder & { kind: 'service' }, draft:
     if (ph.field === 'dir' && target.spec.replicas !== 1) return `, but "${ph.service}" has ${many}; use {${ph.service}.dirs} (all of them, comma-separated)`;
     return undefined;
   }
-  const reach = reachProblem(draft, ph.service, stack);
+  const reach = reachProblem(draft, target);
   if (reach?.kind === 'not-dependency') {
     return `, but "${ph.service}" is not in its depends_on; add depends_on: { ${ph.service}: ready } (or started, to need only its port)`;
   }

@@ -1,4 +1,4 @@
-import type { Draft, StackDrafts } from './draft.js';
+import type { Draft } from './draft.js';
 
 /*
  * The rules for what a replica's text may name, decided once for both ways of writing it:
@@ -9,16 +9,14 @@ import type { Draft, StackDrafts } from './draft.js';
  */
 
 /** Why a service cannot be named from a replica's text, or undefined when it can. */
-export type ReachProblem = { kind: 'unknown' } | { kind: 'not-dependency' } | { kind: 'no-port'; why: string };
+export type ReachProblem = { kind: 'not-dependency' } | { kind: 'no-port'; why: string };
 
 /**
- * Whether `from`'s text can name `service`'s ports and addresses: it must be a service of
- * the stack, a dependency (or `from` itself), and have a port.
+ * Whether `from`'s text can name the ports and addresses of `target` (a service of the
+ * stack): it must be a dependency (or `from` itself), and have a port.
  */
-export function reachProblem(from: Draft, service: string, stack: StackDrafts): ReachProblem | undefined {
-  const target = stack.byName.get(service);
-  if (!target) return { kind: 'unknown' };
-  if (target !== from && !from.spec.dependsOn.some((x) => x.service === service)) return { kind: 'not-dependency' };
+export function reachProblem(from: Draft, target: Draft): ReachProblem | undefined {
+  if (target !== from && !from.spec.dependsOn.some((x) => x.service === target.spec.name)) return { kind: 'not-dependency' };
   if (target.spec.source.kind !== 'none') return undefined;
   let why = 'a one-shot step that others wait for with "completed" gets no port unless it declares one: give it port:, band:, ports: or {port}';
   if (target.source?.kind === 'none') why = '"port: none"';

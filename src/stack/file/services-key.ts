@@ -16,8 +16,6 @@ import { DEFAULT_SCHEME } from './server-keys.js';
  * Checks across services are stack-checks.ts's.
  */
 
-export { SERVICE_KEYS, type StackReader };
-
 /** One service's draft (its spec and what the stack checks need); undefined when it cannot be read at all. */
 export function readService(
   pair: Pair<unknown, unknown>,

@@ -58,12 +58,12 @@ function tagProblem(tag: TagName, draft: Draft, stack: StackDrafts): TagProblem 
       const text = `, but "${tag.name}" is a field of every template (${field}), so service "${tag.name}" is not reachable as {{${tag.name}.…}}: ${fix}`;
       return { ...ofService(text), shown: tag.full };
     }
-    if (tag.section !== undefined) return entryProblem(tag, path, draft, stack);
+    if (tag.section !== undefined) return entryProblem(tag, tag.section, path, draft, stack);
     if (tag.name === 'ports' && path.length > 1) return ofTag(learnedProblem(draft, draft, path[1], 'template'));
     return PRIMARY.includes(tag.name) ? ofTag(learnedProblem(draft, draft, undefined, 'template')) : undefined;
   }
   if (!named) return undefined; // not a service: the render against the stand-in judges it
-  const reach = reachProblem(draft, tag.name, stack);
+  const reach = reachProblem(draft, named);
   if (reach?.kind === 'no-port') return ofService(`, which has no port (${reach.why})`);
   if (reach) return ofService(`, which is not in its depends_on; add depends_on: { ${tag.name}: ready }`);
   if (path[1] === 'ports' && path.length > 2) return ofTag(learnedProblem(draft, named, path[2], 'template'));
@@ -74,15 +74,15 @@ function tagProblem(tag: TagName, draft: Draft, stack: StackDrafts): TagProblem 
  * A replica's own field inside a section is the section's entry's: inside {{#db.replicas}},
  * {{port}} and {{ports.NAME…}} are a db replica's, known as any {{db.…}} of theirs is.
  */
-function entryProblem(tag: TagName, path: readonly string[], draft: Draft, stack: StackDrafts): TagProblem | undefined {
-  const [service, list] = tag.section!.split('.');
+function entryProblem(tag: TagName, section: string, path: readonly string[], draft: Draft, stack: StackDrafts): TagProblem | undefined {
+  const [service, list] = section.split('.');
   const owner = stack.byName.get(service!);
   if (list !== 'replicas' || !owner || OWN_FIELDS.includes(service!)) return undefined;
-  if (reachProblem(draft, service!, stack)) return undefined; // the section's own tag says so
+  if (reachProblem(draft, owner)) return undefined; // the section's own tag says so
   let text: string | undefined;
   if (tag.name === 'ports' && path.length > 1) text = learnedProblem(draft, owner, path[1], 'template');
   else if (PRIMARY.includes(tag.name)) text = learnedProblem(draft, owner, undefined, 'template');
-  return text === undefined ? undefined : { text, shown: tag.full, once: `tag ${tag.section!} ${tag.full}` };
+  return text === undefined ? undefined : { text, shown: tag.full, once: `tag ${section} ${tag.full}` };
 }
 
 /** Problems as [line, text] (line in the stack file; the text names the template file and its line). */
