@@ -1,18 +1,14 @@
 import { formatRange, normalizeRanges, rangeSize } from '../host/intervals.js';
 import type { PortRange } from '../host/host-map.js';
-import type { Band, Finding } from './layout-model.js';
+import type { Band, Finding, Severity } from './layout-model.js';
 
-/*
- * The words of berth doctor's audit (check.ts): counts, range lists, the reserve command,
- * which instances a band exposes, and the findings' tally. Pure.
- */
+/* The words of berth doctor's audit (check.ts). */
 
 export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 export const list = (ranges: readonly PortRange[]) => (ranges.length === 0 ? 'none' : ranges.map(formatRange).join(','));
 export const sum = (ranges: readonly PortRange[]) => ranges.reduce((n, r) => n + rangeSize(r), 0);
 export const quoteNames = (bands: readonly Band[]) => bands.map((b) => `"${b.name}"`).join(', ');
 
-/** `sysctl -w net.ipv4.ip_local_reserved_ports=a,b-c` for the union of the given ranges. */
 export function reservedPortsCommand(ranges: readonly PortRange[]): string {
   return `sysctl -w net.ipv4.ip_local_reserved_ports=${list(normalizeRanges(ranges))}`;
 }
@@ -37,11 +33,6 @@ export function instancesText(exposed: number[], count: number): string {
 }
 
 export function summarizeFindings(findings: readonly Finding[]): { errors: number; warnings: number; infos: number } {
-  const s = { errors: 0, warnings: 0, infos: 0 };
-  for (const f of findings) {
-    if (f.severity === 'error') s.errors++;
-    else if (f.severity === 'warning') s.warnings++;
-    else s.infos++;
-  }
-  return s;
+  const n = (s: Severity) => findings.filter((f) => f.severity === s).length;
+  return { errors: n('error'), warnings: n('warning'), infos: n('info') };
 }

@@ -4,10 +4,8 @@ import type { Finding, Layout } from './layout-model.js';
 import { describeWellKnown, wellKnownIn } from './well-known-ports.js';
 
 /*
- * berth doctor's note on a user's band that contains ports common services take by
- * default (well-known-ports.ts). Only a note: the band may be meant for exactly those
- * services, and berth hands out a user's band as written. The built-in default band skips
- * these ports, so it gets no note.
+ * Only a note: the band may be meant for exactly those services, and berth hands out a
+ * user's band as written. The built-in default band skips these ports, so it gets no note.
  */
 
 export function wellKnownFindings(layout: Layout): Finding[] {

@@ -16,7 +16,6 @@ import { instancesText, list, plural, quoteNames, reservedPortsCommand, sum } fr
 
 /** Below this many ports left for connect(), a busy host runs out of source ports. */
 export const SMALL_EPHEMERAL_PORTS = 10000;
-/** Start of the Linux default ephemeral range (32768-60999). */
 export { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand, reservedPortsCommand };
 export const SYSCTL_CONF = '/etc/sysctl.d/90-berth.conf';
 /** torch.distributed's default MASTER_PORT: the classic victim of a low ephemeral range. */
@@ -43,12 +42,7 @@ class Checker {
   }
 
   private exposedOf(r: PortRange): PortRange[] {
-    const out: PortRange[] = [];
-    for (const o of this.open) {
-      const x = intersectRanges(r, o);
-      if (x) out.push(x);
-    }
-    return out;
+    return this.open.flatMap((o) => intersectRanges(r, o) ?? []);
   }
 
   private suggestion(b: Band): RangeSuggestion | null {
@@ -87,12 +81,8 @@ class Checker {
     };
   }
 
-  private suggestedEphemeral(): PortRange {
-    return suggestedEphemeral(this.host);
-  }
-
   private ephemeralFix(): Fix {
-    const next = this.suggestedEphemeral();
+    const next = suggestedEphemeral(this.host);
     const nowOpen = unreservedEphemeral(next, this.host.reserved);
     const hit = this.layout.bands.filter((b) => nowOpen.some((o) => intersectRanges(b, o)));
     const warn =
@@ -145,21 +135,16 @@ class Checker {
   }
 
   noBands(): void {
-    if (this.layout.source === DEFAULT_SOURCE) {
-      this.findings.push({
-        severity: 'error',
-        code: 'no-bands',
-        message: `no port at or above ${this.floor} lies outside the unreserved ephemeral range ${list(this.open)}, so there is no default band to take ` +
-          `ports from; shrink the ephemeral range or reserve a block of ports`,
-        fixes: [this.ephemeralFix()],
-      });
-    } else {
-      this.findings.push({
-        severity: 'error',
-        code: 'no-bands',
-        message: `${this.layout.source}: the layout defines no band; add one under "bands:", e.g. web: { range: 20000-20099 }`,
-      });
-    }
+    const builtIn = this.layout.source === DEFAULT_SOURCE;
+    this.findings.push({
+      severity: 'error',
+      code: 'no-bands',
+      message: builtIn
+        ? `no port at or above ${this.floor} lies outside the unreserved ephemeral range ${list(this.open)}, so there is no default band to take ` +
+          `ports from; shrink the ephemeral range or reserve a block of ports`
+        : `${this.layout.source}: the layout defines no band; add one under "bands:", e.g. web: { range: 20000-20099 }`,
+      ...(builtIn ? { fixes: [this.ephemeralFix()] } : {}),
+    });
   }
 
   band(b: Band, index: number, exposedBands: Map<Band, PortRange[]>): void {

@@ -5,17 +5,11 @@ import { DEFAULT_BAND, defaultLayout, usableFloor } from './default-layout.js';
 import { portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
 import type { Layout } from './layout-model.js';
 
-/*
- * The built-in band, or why there is none. A host whose ephemeral range covers every
- * unprivileged port (ip_local_port_range="1024 65535") has no port an outgoing connect()
- * cannot take: that is no usable port (69), said with the ranges and the fix, the same
- * fix `berth doctor` gives.
- */
-
 /**
- * The built-in layout of this host. Throws BerthError(69) when `band`, the band asked of it,
- * is "default" and the host has none; `who` starts the message ('service "web": '),
- * `alternative` says what to give instead of the band.
+ * The built-in layout of this host. Throws BerthError(69) when `band` is "default" and the host
+ * has none (ip_local_port_range="1024 65535": connect() may take any port), with the fix
+ * `berth doctor` gives; `who` starts the message ('service "web": '), `alternative` says what
+ * to give instead of the band.
  */
 export function builtInLayout(host: HostSysctls, band: string, alternative: string, who = ''): Layout {
   const layout = defaultLayout(host);

@@ -1,20 +1,13 @@
 import type { PortRange } from '../host/host-map.js';
 
 /*
- * Ports that common ML and infrastructure programs take by default. The built-in default
- * band starts at 1024 and would otherwise hand out 3000, 5432, 6379, 8000, 8265, 29500 …
- * while those services happen to be down; the service that starts later then fails with
- * EADDRINUSE, or worse, a client of the real service talks to ours. The built-in band
- * skips them (allocate/plan.ts asks skippedByDefaultBand); a user's own band is taken as
- * written, and `berth doctor` only notes which of these ports it contains.
- *
- * Only defaults that programs bind without being told are listed; each entry names the
- * programs, so a note can say whose port it is. Ports below 1024 are never handed out
- * anyway and are not listed.
+ * Ports that common ML and infrastructure programs bind by default, unasked. The built-in
+ * band skips them: handed out while such a service is down, the one that starts later fails
+ * with EADDRINUSE, or a client of the real service talks to ours. A user's own band is taken
+ * as written (`berth doctor` notes them). Ports below 1024 are never handed out anyway.
  */
 export interface WellKnownPort {
   port: number;
-  /** The programs that listen on it by default, and in what role. */
   programs: string;
 }
 

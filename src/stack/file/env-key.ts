@@ -3,7 +3,7 @@ import type { Node } from 'yaml';
 import { isNullish, kindOf, scalarTextOrBool } from '../../util/yaml-values.js';
 import type { Draft } from './draft.js';
 import type { YamlReader } from './ports-key.js';
-import { templateParts } from './template-parts.js';
+import { templateParts } from './placeholders.js';
 
 /* A service's `env:`: variable names to text, each value a template. */
 

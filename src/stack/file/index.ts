@@ -2,7 +2,7 @@
  * file/: the stack file, read and checked in one pass into its typed model, StackSpec
  * (spec.ts). load.ts reads the top level; services-key.ts each service by two tables, one
  * reader per key (service-fields.ts, with port-source-key, ports-key, templates-key,
- * ready-key, …) and the checks within a service (service-checks.ts); stack-checks.ts is the
+ * ready-key, …) and the checks within a service; stack-checks.ts is the
  * table of checks that need every service. bands-key.ts reads an inline layout. Beside it the pure words every later step uses about a stack: placeholders,
  * templates, the dependency graph, ranks, a replica's port source.
  * Owns no process and no run: pure but for reading the files the stack names.

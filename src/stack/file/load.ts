@@ -4,6 +4,7 @@ import { isMap, isScalar } from 'yaml';
 import type { Node, Pair } from 'yaml';
 import { BerthError, EXIT } from '../../errors.js';
 import type { Layout } from '../../layout/layout-model.js';
+import { nulProblems } from '../../util/nul-bytes.js';
 import { userIds } from '../../util/user-ids.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean } from '../../util/did-you-mean.js';
@@ -11,7 +12,6 @@ import { readReason, YamlSource } from '../../util/yaml-source.js';
 import { isNullish, kindOf } from '../../util/yaml-values.js';
 import { readBandsKey, readLayoutKey, type BandsReader } from './bands-key.js';
 import type { Draft } from './draft.js';
-import { checkNulBytes } from './nul-check.js';
 import type { StackReader } from './service-fields.js';
 import { readService } from './services-key.js';
 import { shownPath } from './shown-path.js';
@@ -49,12 +49,6 @@ import type { StackSpec } from './spec.js';
  * built-in default band when the layout has none.
  *
  * Every problem is collected and reported at once, "file:line: service "x": …" per line.
- * One pass fills the typed model (StackSpec, spec.ts) through tables of small readers and
- * checks, each in its own file:
- *   service-fields.ts  one reader per key of a service (ports, templates, ready, … in their files)
- *   service-checks.ts  the checks within one service that need two of its keys
- *   stack-checks.ts    the checks that need every service (sources, placeholders, cycles, nodes)
- *   bands-key.ts       `layout: FILE` or inline `bands:`
  */
 
 const TOP_KEYS = ['layout', 'bands', 'services', 'strict'] as const;
@@ -178,16 +172,38 @@ class StackParser extends YamlSource {
 }
 
 /**
- * Parses and validates a stack. `baseDir` is the folder relative paths (layout, cwd) are
- * resolved against, normally the stack file's. Throws one BerthError(DATAERR) listing every
- * problem, "file:line: …" per line (details.errors holds the same lines).
+ * Parses and validates a stack; relative paths (layout, cwd) are resolved against `baseDir`.
+ * Throws one BerthError(DATAERR) listing every problem (details.errors holds the same lines).
  */
 export function parseStack(text: string, file: string, baseDir: string): StackSpec {
   const p = new StackParser(text, file, resolve(baseDir));
   const spec = p.parse();
   if (p.problems.length > 0 || !spec) throw p.error();
-  checkNulBytes(spec); // a "\0" would otherwise crash the replica at spawn
+  checkNulBytes(spec);
   return spec;
+}
+
+/**
+ * Strings that become a program's argv or environment must hold no NUL byte ("\0" in a YAML
+ * double-quoted string): refused at load time (65), not at spawn as a crash of the replica.
+ */
+function checkNulBytes(spec: StackSpec): void {
+  const errors: string[] = [];
+  for (const s of spec.services) {
+    const at = `services.${s.name}`;
+    const fields: [string, string | undefined][] = [
+      ...s.command.map((w, i): [string, string] => [`${at}.command word ${i + 1}`, w]),
+      ...Object.entries(s.env).flatMap(([k, v]): [string, string][] => [
+        [`${at}.env name ${JSON.stringify(k.replace(/\0/g, '\\0'))}`, k],
+        [`${at}.env.${k.replace(/\0/g, '\\0')}`, v],
+      ]),
+      [`${at}.cwd`, s.cwd],
+      [`${at}.host`, s.host],
+      [`${at}.ready`, s.ready?.kind === 'cmd' ? s.ready.command : s.ready?.kind === 'http' ? s.ready.url : undefined],
+    ];
+    for (const p of nulProblems(fields)) errors.push(`${spec.file}:${s.line}: ${p}`);
+  }
+  if (errors.length > 0) throw new BerthError(EXIT.DATAERR, errors.join('\n'), { file: spec.file, errors });
 }
 
 /** Reads and parses a stack file; an unreadable file is a DATAERR naming it. */

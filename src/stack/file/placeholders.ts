@@ -1,6 +1,7 @@
 import { PORT_FIELDS, PORT_NAME_RE, type PortField } from '../../allocate/port-set.js';
 import { scanListFormat, type ListFormat } from './list-format.js';
 import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
+import type { YamlReader } from './ports-key.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
@@ -225,6 +226,13 @@ function spreadFix(parts: TemplatePart[], p: Placeholder): string {
   if (!plain) return 'move that text into the pattern ({...LIST|PATTERN}, e.g. {...svc.hostports|--peer={}}) or into a word of its own';
   const perEntry = JSON.stringify(`{...${inner}|${pre}{}${post}}`);
   return `for one argument per entry write ${perEntry}; for one argument with the comma-joined list, ${JSON.stringify(`${pre}{${inner}}${post}`)}`;
+}
+
+/** A text's placeholders, each broken one reported where it stands. */
+export function templateParts(text: string, where: string, line: number, label: string, reader: YamlReader, opts?: ParseOptions): TemplatePart[] {
+  const { parts, errors } = parseTemplate(text, opts);
+  for (const e of errors) reader.add(line, `${label}: ${where} ${describeTemplateError(e)}`);
+  return parts;
 }
 
 /** The placeholders of a template, in order (for load-time checks); spread lists included. */

@@ -1,8 +1,7 @@
 import type { ReadySpec } from '../../launch/launch-api.js';
 import type { Draft } from './draft.js';
-import { describeTemplateError, parseTemplate, type TemplatePart } from './placeholders.js';
+import { describeTemplateError, parseTemplate, templateParts, type TemplatePart } from './placeholders.js';
 import type { YamlReader } from './ports-key.js';
-import { templateParts } from './template-parts.js';
 
 /*
  * A service's `ready:` (http://HOST:{port}/PATH, tcp, or cmd:COMMAND), read once `handoff:`

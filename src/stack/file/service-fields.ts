@@ -14,7 +14,7 @@ import type { YamlReader } from './ports-key.js';
 import type { ServiceSpec } from './spec.js';
 import { readStraysKey } from './strays-key.js';
 import { readServerKey } from './server-keys.js';
-import { templateParts } from './template-parts.js';
+import { templateParts } from './placeholders.js';
 import { readTemplatesKey } from './templates-key.js';
 
 /*
@@ -22,7 +22,7 @@ import { readTemplatesKey } from './templates-key.js';
  * its YAML value into the typed ServiceSpec (spec.ts) or reporting at the value's line. The
  * table is the one list of service keys: SERVICE_KEYS, the "allowed keys" message and the
  * schema test (the words a key takes, `choices`) all read it. Checks that need two keys of
- * one service are service-checks.ts's; checks across services are stack-checks.ts's.
+ * one service are services-key.ts's; checks across services are stack-checks.ts's.
  */
 
 /** What a service's keys need of the stack's parser beyond YamlReader. */
@@ -31,7 +31,7 @@ export interface StackReader extends YamlReader {
   readonly baseDir: string;
 }
 
-/** One service while its keys are read: the checks after them (service-checks.ts) read this too. */
+/** One service while its keys are read: the checks after them (services-key.ts) read this too. */
 export interface ServiceRead {
   readonly draft: Draft;
   /** `service "NAME"`, the start of every message. */

@@ -1,20 +1,57 @@
 import { isAlias, isMap } from 'yaml';
 import type { Node, Pair } from 'yaml';
+import type { Layout } from '../../layout/layout-model.js';
 import { IMPLICIT_SET } from '../../allocate/port-set.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { isNullish, kindOf, scalarText } from '../../util/yaml-values.js';
 import type { Draft } from './draft.js';
 import { OWN_SET, OWN_TEMPLATES, SERVICE_NAME_RE } from './placeholders.js';
-import { SERVICE_CHECKS, type LayoutSeen } from './service-checks.js';
+import { resolvePorts } from './port-source-key.js';
+import { readReadyKey } from './ready-key.js';
 import { COMMAND_EXAMPLE, SERVICE_FIELDS, SERVICE_KEYS, type Field, type ServiceKey, type ServiceRead, type StackReader } from './service-fields.js';
 import { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, type ServiceSpec } from './spec.js';
 import { DEFAULT_SCHEME } from './server-keys.js';
 
 /*
  * One entry of `services:`, read in one pass: its name, then each key by its reader in the
- * table (service-fields.ts), then the table of checks within the service (service-checks.ts).
- * Checks across services are stack-checks.ts's.
+ * table (service-fields.ts), then the table of checks within the service (SERVICE_CHECKS:
+ * those that need more than one of its keys). Checks across services are stack-checks.ts's.
  */
+
+/** What the checks know beyond the service: the stack's layout, and whether it was broken (reported). */
+export interface LayoutSeen {
+  readonly layout: Layout | undefined;
+  readonly broken: boolean;
+}
+
+type ServiceCheck = (s: ServiceRead, layout: LayoutSeen) => void;
+
+const SERVICE_CHECKS: readonly ServiceCheck[] = [
+  function commandGiven({ draft, read, label, reader }) {
+    if (!read.has('command')) reader.add(draft.spec.line, `${label}: missing "command: ${COMMAND_EXAMPLE}"`);
+  },
+  function nodesListenEverywhere({ draft, keys, read }) {
+    // Other nodes must reach it: listen on every address unless told otherwise.
+    if (read.has('nodes') && !keys.has('host')) draft.spec.host = '0.0.0.0';
+  },
+  function limitNeedsRestart({ draft, read, label, reader }) {
+    const at = read.get('restart_limit');
+    if (at !== undefined && draft.spec.restart.policy !== 'on-failure') reader.add(at, `${label}: restart_limit needs "restart: on-failure"`);
+  },
+  function readyWithHandoff(s) {
+    if (s.readyText === undefined) return;
+    const ready = readReadyKey(s.readyText, s.draft.readyLine, s.label, s.draft, s.reader);
+    if (ready) s.draft.spec.ready = ready;
+  },
+  function instanceNeedsBand({ draft, label, reader }) {
+    if (!draft.instance || draft.source?.kind === 'band') return;
+    reader.add(draft.instance.line, `${label}: instance needs "band: NAME" (it picks the band's instance window)`);
+    draft.broken = true;
+  },
+  function bandInLayout({ draft, label, reader }, seen) {
+    resolvePorts(draft, seen.layout, seen.broken, label, reader);
+  },
+];
 
 /** One service's draft (its spec and what the stack checks need); undefined when it cannot be read at all. */
 export function readService(
