@@ -2,11 +2,6 @@ import type { PortRange } from '../../host/host-map.js';
 import type { TemplatePart } from './placeholders.js';
 import type { ServiceSpec } from './spec.js';
 
-/*
- * A service as the loader read it, before the checks that need every service: its spec and
- * the lines those checks point at.
- */
-
 export interface Template {
   /** "command[2]", "env MODEL", "ready" */
   where: string;
@@ -14,7 +9,7 @@ export interface Template {
   parts: TemplatePart[];
 }
 
-/** A service as read, with the lines the cross-service checks point at. */
+/** A service as the loader read it, with the lines the checks across services point at. */
 export interface Draft {
   spec: ServiceSpec;
   templates: Template[];
@@ -24,9 +19,8 @@ export interface Draft {
     | { kind: 'range'; range: PortRange; line: number }
     | { kind: 'none'; line: number };
   instance?: { n: number; line: number };
-  /** Line of `ports:`, when given. */
   portsLine?: number;
-  /** Line of `port: learn`, when given. */
+  /** Line of `port: learn`. */
   learnLine?: number;
   /** `ports:` was broken: its names are unknown, so placeholders naming them are not checked. */
   portsBroken?: boolean;

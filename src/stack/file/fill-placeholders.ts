@@ -5,12 +5,7 @@ import { formatEntries, type ListEntry } from './list-format.js';
 import { describeTemplateError, parseTemplate, type OwnPart, type Placeholder } from './placeholders.js';
 import type { ReplicaContext } from './replica-context.js';
 
-/*
- * Placeholders filled for one replica's start (placeholders.ts reads them) from its context
- * (replica-context.ts): its own values, the replicas of the services it depends on, and the
- * directories of this host.
- * A placeholder the load-time checks should have refused is a bug (EXIT.SOFTWARE).
- */
+/* Placeholders (placeholders.ts) filled for one replica's start from its context (replica-context.ts). */
 
 /** A placeholder the load-time checks should have refused: berth's bug, said with where it stands. */
 function notFilled(ctx: ReplicaContext, what: string, template: string, why: string): BerthError {
@@ -30,7 +25,6 @@ function fill(p: Placeholder, ctx: ReplicaContext, template: string): string {
     if (p.field === 'replica') return String(ctx.replica);
     if (p.field === 'host') return ctx.host;
     if (p.field === 'gpu') {
-      // Load-time checks allow {gpu} only with replicas: gpus: reaching here is a bug.
       if (ctx.gpu === undefined) throw notFilled(ctx, '{gpu}', template, `, but replica ${ctx.replica} has no GPU`);
       return String(ctx.gpu);
     }
@@ -47,7 +41,6 @@ function fill(p: Placeholder, ctx: ReplicaContext, template: string): string {
   }
   if (p.kind === 'template') {
     const path = ctx.templates?.get(p.template);
-    // Load-time checks name every template a placeholder uses: reaching here is a bug.
     if (path === undefined) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no rendered template "${p.template}"`);
     return path;
   }
@@ -55,7 +48,6 @@ function fill(p: Placeholder, ctx: ReplicaContext, template: string): string {
     // A port it chooses itself: known only to its launch, which fills it into the probe.
     if (ctx.learned?.has(p.port)) return p.text;
     const a = ctx.ports?.find((x) => x.name === p.port);
-    // Load-time checks name every port a template uses: reaching here is a bug.
     if (!a) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no port "${p.port}"`);
     return portAt(a, ctx.sharedHosts?.get(p.port) ?? ctx.host, p.part);
   }
@@ -70,7 +62,6 @@ function fill(p: Placeholder, ctx: ReplicaContext, template: string): string {
 /** Every replica directory of a service of this host ({svc.dir} is the first). */
 function dirsOf(p: Placeholder & { kind: 'service' }, ctx: ReplicaContext, template: string): readonly string[] {
   const dirs = ctx.dirs?.get(p.service);
-  // Load-time checks allow only services of this host: reaching here is a bug.
   if (!dirs || dirs.length === 0) throw notFilled(ctx, p.text, template, `: service "${p.service}" has no directory here`);
   return dirs;
 }
@@ -89,7 +80,6 @@ function serviceValue(p: Placeholder & { kind: 'service' }, ctx: ReplicaContext,
   }
   const eps = ctx.endpoints.get(p.service);
   if (!eps || eps.length === 0) {
-    // Load-time checks make every referenced service a started dependency: reaching here is a bug.
     throw notFilled(ctx, p.text, template, ` refers to service "${p.service}", which has no started replica with a port`);
   }
   if (p.port !== undefined) {

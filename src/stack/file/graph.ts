@@ -124,13 +124,18 @@ export function blockedServices(nodes: readonly GraphNode[], status: StatusMap):
   return out;
 }
 
-/** Services of `remaining` that another one of them depends on (so must outlive it). */
-function dependedOn(remaining: ReadonlySet<string>, byName: ReadonlyMap<string, GraphNode>): Set<string> {
-  const out = new Set<string>();
-  for (const name of remaining) {
-    for (const d of byName.get(name)?.dependsOn ?? []) if (d.service !== name && remaining.has(d.service)) out.add(d.service);
-  }
-  return out;
+/** Each started service's last start, and a test of those of `remaining` that another of them depends on (so must outlive it). */
+function stopState(nodes: readonly GraphNode[], started: readonly string[]) {
+  const lastStart = new Map(started.map((name, i) => [name, i]));
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const dependedOn = (remaining: ReadonlySet<string>): Set<string> => {
+    const out = new Set<string>();
+    for (const name of remaining) {
+      for (const d of byName.get(name)?.dependsOn ?? []) if (d.service !== name && remaining.has(d.service)) out.add(d.service);
+    }
+    return out;
+  };
+  return { lastStart, remaining: new Set(lastStart.keys()), dependedOn };
 }
 
 /**
@@ -140,13 +145,10 @@ function dependedOn(remaining: ReadonlySet<string>, byName: ReadonlyMap<string, 
  * after the previous one has exited).
  */
 export function teardownWaves(nodes: readonly GraphNode[], started: readonly string[]): string[][] {
-  const lastStart = new Map<string, number>();
-  started.forEach((name, i) => lastStart.set(name, i));
-  const remaining = new Set(lastStart.keys());
-  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const { lastStart, remaining, dependedOn } = stopState(nodes, started);
   const waves: string[][] = [];
   while (remaining.size > 0) {
-    const hasDependent = dependedOn(remaining, byName);
+    const hasDependent = dependedOn(remaining);
     let wave = [...remaining].filter((n) => !hasDependent.has(n));
     // A cycle (never loaded, but be total): stop the rest by start order alone.
     if (wave.length === 0) wave = [...remaining];
@@ -159,22 +161,15 @@ export function teardownWaves(nodes: readonly GraphNode[], started: readonly str
 
 /** Sequential stop order: repeatedly the latest-started service that no remaining service depends on. */
 export function teardownOrder(nodes: readonly GraphNode[], started: readonly string[]): string[] {
-  const lastStart = new Map<string, number>();
-  started.forEach((name, i) => lastStart.set(name, i));
-  const remaining = new Set(lastStart.keys());
-  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const { lastStart, remaining, dependedOn } = stopState(nodes, started);
   const order: string[] = [];
   while (remaining.size > 0) {
-    const hasDependent = dependedOn(remaining, byName);
-    let pick: string | undefined;
-    for (const n of remaining) {
-      if (hasDependent.has(n)) continue;
-      if (pick === undefined || lastStart.get(n)! > lastStart.get(pick)!) pick = n;
-    }
+    const hasDependent = dependedOn(remaining);
+    const free = [...remaining].filter((n) => !hasDependent.has(n));
     // Only a cycle leaves no candidate (never loaded, but be total): then start order alone.
-    if (pick === undefined) for (const n of remaining) if (pick === undefined || lastStart.get(n)! > lastStart.get(pick)!) pick = n;
-    remaining.delete(pick!);
-    order.push(pick!);
+    const pick = (free.length > 0 ? free : [...remaining]).reduce((a, b) => (lastStart.get(b)! > lastStart.get(a)! ? b : a));
+    remaining.delete(pick);
+    order.push(pick);
   }
   return order;
 }

@@ -32,9 +32,7 @@ export interface ListEntry {
   /** Where the entry's port is reached (a wildcard bind: loopback), and that port. */
   host: string;
   port: number;
-  /** HOST:PORT, IPv6 bracketed. */
   hostport: string;
-  /** The node it runs on. */
   node: string;
 }
 
@@ -44,9 +42,8 @@ export interface FormatScan {
   format: ListFormat;
   /** The offset of the "}" that ends the placeholder. */
   end: number;
-  /** What is wrong with the format, in words; [] when it is well formed. */
   problems: string[];
-  /** Whether a separator was written (a spread list takes none). */
+  /** A spread list takes no separator. */
   sepGiven: boolean;
 }
 
@@ -109,7 +106,6 @@ export function scanListFormat(t: string, from: number): FormatScan | undefined 
   return undefined;
 }
 
-/** Each entry written by the pattern. */
 export function formatEntries(entries: readonly ListEntry[], f: ListFormat): string[] {
   return entries.map((e) => f.pattern.map((p) => (typeof p === 'string' ? p : p.field === '' ? e.value : String(e[p.field]))).join(''));
 }

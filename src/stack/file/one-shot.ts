@@ -18,9 +18,7 @@ import type { ServiceSpec } from './spec.js';
 interface Read {
   spec: ServiceSpec;
   templates: { parts: TemplatePart[] }[];
-  /** A source key given (band, port, range). */
   source?: unknown;
-  /** `port: learn` given. */
   learnLine?: number;
 }
 
@@ -30,16 +28,9 @@ export function declaresPort(d: Read): boolean {
   return d.templates.some((t) => t.parts.some((x) => typeof x !== 'string' && ((x.kind === 'self' && x.field === 'port') || x.kind === 'own')));
 }
 
-/** The services some dependent waits for with `completed`, each with the first who does. */
-export function awaitedCompletion(drafts: readonly Read[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const d of drafts) for (const dep of d.spec.dependsOn) if (dep.condition === 'completed' && !out.has(dep.service)) out.set(dep.service, d.spec.name);
-  return out;
-}
-
 /** Marks every one-shot step (spec.oneShot); returns those that get no port unless they declare one. */
 export function markOneShots(drafts: readonly Read[]): Set<string> {
-  const awaited = awaitedCompletion(drafts);
+  const awaited = new Set(drafts.flatMap((d) => d.spec.dependsOn.filter((x) => x.condition === 'completed').map((x) => x.service)));
   const portless = new Set<string>();
   for (const d of drafts) {
     if (d.spec.job) continue;

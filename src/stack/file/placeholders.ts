@@ -30,8 +30,6 @@ import type { YamlReader } from './ports-key.js';
  * Read by position, so nothing is ambiguous: a leading "ports" is always the own set (no
  * service may be called "ports"), a FIELD only ever follows a port NAME.
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
- * Parsing is one left-to-right scan: templates are parsed once at load and per start.
- * fill-placeholders.ts fills them for one replica's start.
  */
 
 // Where a replica is reached: its own file, re-exported for the callers that import it from here.
@@ -55,9 +53,7 @@ export type Placeholder =
 export type TemplatePart = string | Placeholder;
 
 export type TemplateError =
-  /** `{…}` whose inside is not a known placeholder. */
   | { kind: 'unknown'; text: string }
-  /** A `{` with no `}` after it. */
   | { kind: 'unclosed'; offset: number }
   /** `{LIST|PATTERN}` that is wrong: not a list, or a pattern naming no entry field. */
   | { kind: 'format'; text: string; problem: string }

@@ -10,9 +10,8 @@ import type { ServiceSpec } from './spec.js';
 
 /** This host's place in the allocation (a berth agent's node, or the one host). */
 export interface Topology {
-  /** This node's name (Slurm's node name; the host name outside Slurm). */
+  /** Slurm's node name; the host name outside Slurm. */
   node: string;
-  /** Its index in `nodes`. */
   nodeIndex: number;
   /** Every node of the allocation, in Slurm's order. */
   nodes: readonly string[];
@@ -25,10 +24,7 @@ export interface Rank {
   nodeRank: number;
   nodeCount: number;
   node: string;
-  /**
-   * Which start of the job's ranks this is (generation.ts in run/): 0 at first, one more each
-   * time a job of many ranks restarts as a group; 0 for every other service.
-   */
+  /** Which start of a job's ranks this is, one more each group restart (run/generation.ts); else 0. */
   generation: number;
 }
 
@@ -48,7 +44,6 @@ export function serviceNodes(spec: Pick<ServiceSpec, 'nodes'>, t: Topology): { f
   return { first: 0, count: Math.max(1, n === 'all' ? total : Math.min(Number(n), total)) };
 }
 
-/** The rank of replica `replica` of `replicasHere` on this node. */
 export function rankOf(spec: Pick<ServiceSpec, 'nodes'>, replica: number, replicasHere: number, t: Topology): Rank {
   const { first, count } = serviceNodes(spec, t);
   const nodeRank = Math.max(0, t.nodeIndex - first);

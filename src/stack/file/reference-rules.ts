@@ -1,20 +1,13 @@
 import type { Draft } from './draft.js';
 
 /*
- * The rules for what a replica's text may name, decided once for both ways of writing it:
- * a placeholder of its command, env or ready ({db.url}, placeholder-check.ts) and a tag of
- * its config templates ({{db.url}}, template-check.ts). Each form finds its references in
- * its own syntax and says where they are; whether a service can be named, and whether a
- * learned port is known by the time the text is filled, is this file's to say.
+ * What a replica's text may name, decided once for placeholders ({db.url}, placeholder-check.ts)
+ * and config template tags ({{db.url}}, template-check.ts) alike.
  */
 
-/** Why a service cannot be named from a replica's text, or undefined when it can. */
 export type ReachProblem = { kind: 'not-dependency' } | { kind: 'no-port'; why: string };
 
-/**
- * Whether `from`'s text can name the ports and addresses of `target` (a service of the
- * stack): it must be a dependency (or `from` itself), and have a port.
- */
+/** Why `from`'s text cannot name `target`'s ports: `target` must be a dependency (or `from` itself) with a port. */
 export function reachProblem(from: Draft, target: Draft): ReachProblem | undefined {
   if (target !== from && !from.spec.dependsOn.some((x) => x.service === target.spec.name)) return { kind: 'not-dependency' };
   if (target.spec.source.kind !== 'none') return undefined;

@@ -3,19 +3,15 @@ import type { Endpoint } from './endpoint.js';
 import type { Rank } from './ranks.js';
 
 /*
- * One replica's context: what it knows before a start (its ports, rank, directory, the
- * replicas of the services it depends on). Its placeholders ({port}, {svc.urls}:
- * fill-placeholders.ts) and its config templates ({{port}}, {{#svc.replicas}}:
- * template-context.ts gives mustache a view of it) both render from this one value, built
- * once per start (stack/run/start-attempt.ts), and the load-time template check renders a
- * stand-in of the same shape (template-check.ts).
+ * What one replica knows before a start. Its placeholders (fill-placeholders.ts) and its config
+ * templates (template-context.ts) both render from this one value, built once per start
+ * (stack/run/start-attempt.ts); the load-time template check renders a stand-in of its shape.
  */
 export interface ReplicaContext {
   /** This service's name, replica index and replica count. */
   name: string;
   replica: number;
   replicas: number;
-  /** The address this replica listens on. */
   host: string;
   /** This replica's port; when undefined, `{port}` is left in place for the launcher to fill. */
   port?: number;

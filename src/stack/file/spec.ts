@@ -13,10 +13,7 @@ export interface Dependency {
   line: number;
 }
 
-/**
- * Replica count: a number, or "gpus" (one replica per GPU of the Slurm step; parsed now,
- * resolved by the Slurm layer later — the orchestrator must refuse it until then).
- */
+/** A number, or "gpus": one replica per GPU of the Slurm step, resolved by the Slurm layer (refused until then). */
 export type ReplicaCount = number | 'gpus';
 
 /** Where a service's ports come from. Replica r of a windowed band takes window (instance + r). */
@@ -49,38 +46,26 @@ export interface ServiceSpec {
   /** Argv templates (placeholders unresolved). Never run through a shell. */
   command: string[];
   replicas: ReplicaCount;
-  /**
-   * `nodes: all | N | others` (Slurm): the service runs on every node of the allocation, on
-   * its first N, or on every node but the first, started there by a berth agent (srun).
-   * Undefined: once, where `berth up` runs.
-   */
+  /** `nodes:` (Slurm): every node of the allocation, its first N, or all but the first, each by a berth agent; undefined: where `berth up` runs. */
   nodes?: 'all' | 'others' | number;
   /** Where every port of the service comes from (band, port, range, default, or none). */
   source: ServicePorts;
   /**
-   * Each replica's port set, in `ports:` order; the first entry is the primary port ({port},
-   * readiness, ownership, URLs). IMPLICIT_SET (one single port named "port") when the service
-   * declares no `ports:`; empty for a service without ports (source none).
+   * Each replica's port set in `ports:` order, the first the primary port ({port}, readiness, URLs);
+   * without `ports:` IMPLICIT_SET (one port named "port"); empty for source none.
    */
   ports: PortEntry[];
   /** The stack file has `ports:` for this service (BERTH_PORT_<NAME> and {ports.NAME} are its names). */
   portsDeclared: boolean;
   /**
-   * Its `NAME: shared` (and `{ block: N, shared: true }`) entries, in order, as a single or
-   * a block: one port (block) for every replica (rank), leased on replica 0's host; a single
-   * is held until right before replica 0 starts (it binds it, like torch.distributed's
-   * MASTER_PORT). Not in `ports` (that is each replica's own set).
+   * Its shared entries (`NAME: shared`, `{ block: N, shared: true }`): one port or block for every
+   * replica, leased on replica 0's host and held until right before replica 0 binds it (like
+   * torch.distributed's MASTER_PORT). Not in `ports`, each replica's own set.
    */
   shared: PortEntry[];
-  /**
-   * The shared entries a job's ranks keep across their generations (`{ shared: true,
-   * generations: keep }`); every other shared entry is leased afresh for each generation.
-   */
+  /** Shared entries kept across a job's generations (`generations: keep`); the others are leased afresh each time. */
   sharedKept: string[];
-  /**
-   * Address the service listens on and is reached at (`host:`, default 127.0.0.1). URLs of a
-   * wildcard host (0.0.0.0 / ::) use the loopback address of the same family.
-   */
+  /** Where it listens and is reached (default 127.0.0.1); URLs of a wildcard host use loopback of its family. */
   host: string;
   /** Extra environment, values are templates. */
   env: Record<string, string>;
@@ -105,15 +90,9 @@ export interface ServiceSpec {
   strays: StrayRule[];
   /** `strict:` (its own, else the stack's): a foreign listener on its ports after ready fails the replica (70) instead of a warning. */
   strict?: boolean;
-  /**
-   * `scheme:` of its URLs ({svc.url}, templates' url, endpoints.json, the ready message):
-   * default "http"; null for `scheme: none` (no URL, only HOST:PORT).
-   */
+  /** `scheme:` of its URLs ({svc.url}, templates, endpoints.json): default "http"; null for `scheme: none` (only HOST:PORT). */
   scheme: string | null;
-  /**
-   * A one-shot step (one-shot.ts): a dependent waits for it with `completed`, or it has no
-   * `ready:` and uses no port. Its exit 0 is its completion, even before it was ready.
-   */
+  /** A one-shot step (one-shot.ts): its exit 0 is its completion, even before it was ready. */
   oneShot: boolean;
   /** `dir_owner: USER[:GROUP]`: its replica directories ({dir}) are given to this user (berth as root). */
   dirOwner?: string;

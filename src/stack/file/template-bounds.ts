@@ -17,7 +17,7 @@ export const MAX_SECTION_DEPTH = 16;
 export const MAX_RENDERED_CHARS = 16 * 1024 * 1024;
 
 /** mustache's parsed token: [type, value, start, end, children?, …]. */
-type Span = [string, string, number, number, Span[]?, number?];
+export type Span = [string, string, number, number, Span[]?, number?];
 
 /** How the renderer looks names up and what a section pushes: templates.ts's own rules. */
 export interface ViewRules {

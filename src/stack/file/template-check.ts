@@ -8,11 +8,8 @@ import { OWN_FIELDS, serviceNames, templateContext } from './template-context.js
 import { templateProblems, templateTagNames, type TagName } from './templates.js';
 
 /*
- * Load-time check of a service's config templates: every tag must name something the
- * replica's context will hold (its own fields and ports, its dependencies), so a typo stops
- * the stack before anything starts rather than rendering an empty string into nginx.conf.
- * The context is a stand-in of the replica context it renders from at a start (replica-context.ts):
- * the real shape, made-up port numbers.
+ * Load-time check of a service's config templates against a stand-in of its replica context
+ * (the real shape, made-up ports), so a typo stops the stack instead of rendering "" into nginx.conf.
  */
 
 function standIn(entries: readonly PortEntry[]): AssignedPorts[] {

@@ -5,28 +5,10 @@ import { schemeUrl } from './server-keys.js';
 
 /*
  * What a config-file template sees (mustache, logic-less): a plain-data view of the replica's
- * context (replica-context.ts), the one its placeholders are filled from. Every port is leased
- * up front, so the dependencies' replicas and ports are known when the file is rendered.
- *
- *   name, replica (= index), replicas, host, port, hostport, url      this replica
- *   ports.NAME.{port,first,last,count,range,host,hostport}             its named ports (shared
- *                                                                      ones: host of replica 0)
- *   rank, world_size, local_rank, node_rank, node_count, node          its rank (ranks.ts)
- *   gpu                                                                with replicas: gpus
- *   dir                                                                the replica's own directory,
- *                                                                      {dir} of its command (data,
- *                                                                      pid files, sockets)
- *   SVC.{name,port,host,hostport,url,ports,count,urls,hostports}       a dependency (replica 0's
- *                                                                      values, and joined lists;
- *                                                                      its shared ports in every
- *                                                                      replica's ports, as {svc.port.NAME})
- *   SVC.replicas[] {name,index,host,port,hostport,url,ports,first,last,self,   each of its replicas
- *                   rank,node,node_rank}                               (self: this replica's own entry)
- *   services[] {name, replicas[], …}                                   every dependency, in order, then the service itself (its peers)
- *
- * A url is SCHEME://HOST:PORT of the service's `scheme:`; a service with `scheme: none` has none.
- * A dependency whose name is one of this replica's own fields (a service called "host") is
- * only in `services`. Hosts of dependencies are where they are reached: a wildcard bind
+ * context (replica-context.ts), the one its placeholders are filled from; every port is leased
+ * up front, so the dependencies' are known. The interfaces below are its fields. A url is
+ * SCHEME://HOST:PORT of the service's `scheme:` (none: no url). A dependency named like one of
+ * the replica's own fields (a service called "host") is only in `services`. A wildcard bind
  * (0.0.0.0, ::) is reached on loopback. `first`/`last` on a replica let a loop write
  * separators: {{#etcd.replicas}}{{name}}{{index}}={{url}}{{^last}},{{/last}}{{/etcd.replicas}}.
  */
@@ -98,7 +80,9 @@ export interface TemplateContext {
   node_count?: number;
   node?: string;
   generation?: number;
+  /** Every dependency, in order, then the service itself (its peers). */
   services: TemplateService[];
+  /** Each dependency by name, as in `services`. */
   [dependency: string]: unknown;
 }
 

@@ -6,7 +6,7 @@ import { lineIndex } from '../../util/line-index.js';
 import { readInputFile } from '../../util/safe-file.js';
 import { didYouMean } from '../../util/did-you-mean.js';
 import { readReason } from '../../util/yaml-source.js';
-import { templateBoundProblem } from './template-bounds.js';
+import { templateBoundProblem, type Span } from './template-bounds.js';
 
 /*
  * Config files rendered from templates (nginx, haproxy, Prometheus …) with mustache: logic-
@@ -21,18 +21,12 @@ import { templateBoundProblem } from './template-bounds.js';
 export interface RenderOptions {
   /** Delimiters other than {{ }} from the start of the file. */
   tags?: [string, string];
-  /**
-   * First segments a tag inside a list section may still take from outside the list's entry:
-   * explicit paths such as {{etcd.port}} (the services). Any other name an entry lacks is an
-   * error there, not mustache's silent look-up in the outer context.
-   */
+  /** First segments ({{etcd.port}}: the services) a tag inside a list section may take from outside its entry; any other is an error. */
   outerNames?: readonly string[];
 }
 
 export interface RenderedTemplate {
-  /** The template file, as given. */
   source: string;
-  /** The rendered file. */
   path: string;
   bytes: number;
 }
@@ -41,8 +35,6 @@ interface Problem {
   line: number;
   text: string;
 }
-
-type Span = [string, string, number, number, Span[]?, number?];
 
 /** Offset → line of the template being checked (util/line-index.ts: linear in all, not per tag). */
 type LineOf = (offset: number) => number;
@@ -185,10 +177,8 @@ export interface TagName {
 }
 
 /**
- * The first segment of every tag's name, sections' bodies included ("engine" for
- * {{#engine.replicas}}, "hostport" inside it), with its line and the whole tag (`full`): the stack's load-time check can
- * require every service named there to be a dependency, as it does for {svc.url}.
- * A syntax error gives []: templateProblems reports it.
+ * Every tag, sections' bodies included, so the load-time check can require every service named
+ * there to be a dependency, as it does for {svc.url}. A syntax error gives []: templateProblems reports it.
  */
 export function templateTagNames(text: string, opts: RenderOptions = {}): TagName[] {
   let spans: Span[];
@@ -227,9 +217,8 @@ export function renderedName(file: string): string {
 }
 
 /**
- * Reads a template file, renders it with `context` and writes the result atomically into
- * `outDir` (as `name`, default renderedName(file)). An unreadable template or an unknown tag
- * is a DATAERR (65) naming the file; a write that fails is an IOERR (74) naming the path.
+ * Renders a template file atomically into `outDir` (as `name`, default renderedName(file)). An unreadable
+ * template or an unknown tag is a DATAERR (65) naming the file; a failed write an IOERR (74).
  */
 export function renderTemplateFile(
   file: string,
