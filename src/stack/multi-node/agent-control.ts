@@ -1,11 +1,8 @@
 /*
- * What berth up tells its agents, one line each on the agents step's stdin (srun --input=all
- * gives every agent every line); EOF means stop as well:
+ * What berth up tells its agents, one line each on the agents step's stdin; EOF means stop too:
  *   stop                   stop this node's services, dependents first
- *   end G SERVICE WHY      a rank elsewhere ended generation G of the job SERVICE: this node's
- *                          ranks of it stop too (their node file then says `gone: G`)
+ *   end G SERVICE WHY      a rank elsewhere ended generation G of the job SERVICE: stop its ranks here
  *   start G                every node's generation G-1 is gone: generation G may start
- * Pure: parsing and formatting.
  */
 
 export type ControlLine =

@@ -1,8 +1,4 @@
-/*
- * An agent's side of a job restarted as a group across nodes: which generations berth up
- * asked to end, and waiting for its word that the next one may start (agent-control.ts).
- * berth up says `start G` only once every node's generation G-1 is gone.
- */
+/* An agent's side of a job restarted as a group across nodes: generations asked to end, and waiting for `start G`. */
 
 export class AgentGenerations {
   private endedUpTo = -1;

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { BerthError, EXIT } from '../../errors.js';
 import { redactText } from '../../util/redact.js';
-import { keepNodeFile, nodeRunDir, writeNodeFile, type NodeEndpoint, type NodeFile, type NodeReplica } from './node-files.js';
+import { agentGeneration, keepNodeFile, nodeRunDir, writeNodeFile, type NodeFile, type NodeReplica } from './node-files.js';
 import { readSlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { runStack, type RunStackOptions, type StackHandle } from '../run/orchestrate.js';
@@ -12,18 +13,14 @@ import type { SharedPorts } from '../record/result.js';
 import { controlLines } from './agent-control.js';
 import { AgentGenerations } from './agent-generations.js';
 import { waitForLocal } from './local-deps.js';
-import { agentGeneration } from './node-generation.js';
-import { prefixLines } from './prefix-lines.js';
 import { agentServices, graphNodes } from './plan.js';
 import { leasedPeers, namesItself, waitForPeers } from './peer-wait.js';
 import { SharedWait } from './shared-wait.js';
 
 /*
  * One node's agent: runs this node's `nodes:` services with the ordinary orchestrator, in
- * RUN_DIR/nodes/<node>/, and keeps its node file current (every replica's state, its
- * endpoints once ready, how it ended). Services of the first node (berth up's own) that its
- * services depend on are external here: they become known when berth up's endpoints.json
- * (RUN_DIR/endpoints.json) shows them meeting the condition, at the first node's address.
+ * RUN_DIR/nodes/<node>/, and keeps its node file current. Services of the first node that its
+ * services depend on are external here (local-deps.ts).
  */
 
 /** Node file writes are batched: a node's replicas change state in bursts. */
@@ -39,10 +36,7 @@ export interface AgentOptions extends Pick<RunStackOptions, 'env' | 'procRoot' |
   stderr?: NodeJS.WritableStream;
 }
 
-/**
- * One node's agent (see the file comment). Resolves with the exit status: 0 when stopped on
- * request or done, its stack's status when it failed.
- */
+/** Resolves with the exit status: 0 when stopped on request or done, its stack's status when it failed. */
 export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number> {
   const env = o.env ?? process.env;
   const slurm = readSlurmEnv(env);
@@ -56,7 +50,6 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const index = slurm.nodeList.indexOf(node);
   if (index < 0) throw new BerthError(EXIT.SOFTWARE, `agent: this node ${node} is not in SLURM_JOB_NODELIST (${compressHostlist(slurm.nodeList)})`);
   const services = agentServices(spec, index, slurm.nodeList.length);
-  const mine = new Set(services.map((s) => s.name));
   const jobs = new Set(services.filter((s) => s.job).map((s) => s.name));
   const isRankFailure = rankFailureCheck(jobs);
   const local = spec.services.filter((s) => s.nodes === undefined && services.some((x) => x.dependsOn.some((d) => d.service === s.name)));
@@ -124,13 +117,9 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   const unlisten = () => {
     control.off('data', onData);
     control.off('end', stop);
-    // Not paused: stdin (still flowing) keeps this process alive until srun forwards EOF. An
-    // agent that ended on its own (failed, done) and exited at once would close its
-    // slurmstepd's I/O connection while srun may still forward "stop"/EOF to it: the reset
-    // makes srun abort the whole step and kill the other agents before they stop and write
-    // their final node file (agents-step.ts). So every agent exits only after EOF.
+    // Not paused: stdin keeps this process alive until srun forwards EOF (why: agents-step.ts).
   };
-  const shared = new SharedWait(spec, services, slurm.nodeList, index, o.runDir, generation ?? 0);
+  const shared = new SharedWait(services, slurm.nodeList, index, o.runDir, generation ?? 0);
   const hostOf = new Map(services.map((s) => [s.name, s.host]));
   // Services that name themselves start once every node's replicas are known (peer-wait.ts).
   const peerServices = services.filter(namesItself);
@@ -216,17 +205,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   if (peerServices.length > 0) void waitForPeers(o.runDir, peerServices, slurm.nodeList, (svc, eps) => h.setPeers(svc, eps), () => ended || stopAsked);
   h.ready.then(
     (doc: EndpointsDocument) => {
-      const eps: Record<string, NodeEndpoint[]> = {};
-      for (const r of doc.replicas) {
-        if (r.port === null || !mine.has(r.service)) continue;
-        (eps[r.service] ??= []).push({
-          replica: r.replica,
-          host: hostOf.get(r.service) ?? r.host ?? '127.0.0.1',
-          port: r.port,
-          ...(r.ports ? { ports: assignedOfRecord(r.ports) } : {}),
-        });
-      }
-      if (!ended) publish({ state: 'ready', services: eps, replicas: replicas() });
+      if (!ended) publish({ state: 'ready', services: leasedPeers(doc.replicas, hostOf), replicas: replicas() });
     },
     () => {},
   );
@@ -294,4 +273,21 @@ function rankFailureCheck(jobs: ReadonlySet<string>): (e: StackEvent) => boolean
     // 'failed': a rank whose generation it ended (its status in `code`), or whose launch failed.
     return e.state === 'failed' || (e.state === 'exited' && e.code !== undefined && e.code !== null && e.code !== 0);
   };
+}
+
+/** A stream that writes `prefix` before every line to `to` (an agent's output says which node it is from). */
+export function prefixLines(to: NodeJS.WritableStream, prefix: string): NodeJS.WritableStream {
+  let atStart = true;
+  return new Writable({
+    write(chunk: Buffer | string, _enc, cb) {
+      const text = chunk.toString();
+      let out = '';
+      for (const ch of text.split(/(?<=\n)/)) {
+        if (atStart) out += prefix;
+        out += ch;
+        atStart = ch.endsWith('\n');
+      }
+      to.write(out, () => cb());
+    },
+  });
 }

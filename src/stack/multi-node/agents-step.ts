@@ -7,17 +7,12 @@ import { formatControl, type ControlLine } from './agent-control.js';
 import { tasksEnded } from './task-ended.js';
 
 /*
- * The agents' srun step: one `berth up STACK --agent RUN_DIR` per node, every agent's output
- * (prefixed "[node] ") into RUN_DIR/agents.log. They are stopped by "stop" on the step's
- * stdin (srun --input=all hands it to every agent), never by signals: Slurm signals every
- * process of a step, which would hit the services before their dependents are stopped. EOF
- * (berth up died) stops them too. An agent exits only after that EOF, even one that ended on
- * its own: stdin srun forwards to a node whose agent has just exited resets its slurmstepd's
- * I/O connection, and srun then aborts the step ("step_launch_notify_io_failure: aborting, io
- * error with slurmstepd on node N"), killing every other agent before it stops its services
- * and writes its final node file. srun writes the log itself, so the agents' output survives
- * berth up. berth up reads it back as it grows (scan()): srun's report of an agent that ended
- * (task-ended.ts) and, with `--follow`, the agents' lines.
+ * The agents' srun step: one `berth up STACK --agent RUN_DIR` per node, their output in
+ * RUN_DIR/agents.log. They are stopped by "stop" (or EOF) on the step's stdin, never by signals:
+ * Slurm signals every process of a step, hitting services before their dependents are stopped.
+ * An agent exits only after that EOF, even one that ended on its own: stdin forwarded to a node
+ * whose agent has just exited makes srun abort the step ("step_launch_notify_io_failure"),
+ * killing every other agent before it writes its final node file.
  */
 
 const AGENT_STOP_GRACE_MS = 5_000;

@@ -27,4 +27,3 @@ export function makeCoordinatorRunDir(o: MultiNodeOptions): string {
   return path;
 }
 
-/** Starts a multi-node stack (see the file comment); the handle behaves as runStack()'s. */

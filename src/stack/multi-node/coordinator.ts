@@ -1,34 +1,27 @@
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { writeCoordinatorFile, type NodeFile } from './node-files.js';
+import { AGENT_GENERATION_ENV, readNodeFiles, writeCoordinatorFile, type NodeFile } from './node-files.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { requireSlurmProgram } from '../../slurm/programs.js';
 import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
-import { runStack, type StackFailure, type StackHandle, type StackResult } from '../run/orchestrate.js';
+import { runStack, type StackHandle, type StackResult } from '../run/orchestrate.js';
 import { endpointHostPort, endpointUrl } from '../file/placeholders.js';
 import type { EndpointsDocument } from '../record/endpoints.js';
 import type { StackSpec } from '../file/spec.js';
 import { AgentsStep } from './agents-step.js';
 import { FirstNodeRecord } from './first-node-record.js';
-import { failedNode } from './failed-node.js';
-import { firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
-import { AGENT_GENERATION_ENV, readNodeFiles } from './node-generation.js';
+import { failedNode, failedResult, firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
 import { JobGenerations } from './job-generations.js';
 import { makeCoordinatorRunDir, type MultiNodeOptions } from './coordinator-options.js';
 import { NodeMirror } from './node-mirror.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, type NodePlan } from './plan.js';
 
 /*
- * berth up of a multi-node stack, on the allocation's first node (see index.ts):
- * agents on the nodes through one srun step (agents-step.ts), the first node's own services
- * at once in an ordinary orchestrator, where the `nodes:` services are external services that
- * become ready when every node is (a service here that depends on one waits). Every node's
- * replicas are mirrored into this run directory (endpoints.json, events.jsonl, the status
- * view) from the node files as they change. Stopping follows the whole graph: the
- * orchestrator's teardown reaches the node services after their dependents here and stops
- * the agents there (each stops its own services dependents first), before what they depend on.
+ * berth up of a multi-node stack, on the allocation's first node (see index.ts). The `nodes:`
+ * services are external services of the first node's orchestrator, ready when every node is;
+ * its teardown stops the agents in their turn (each stops its own services dependents first).
  */
 
 const POLL_MS = 100;
@@ -129,7 +122,7 @@ class MultiNodeStack {
           .then(() => this.local?.done)
           .then(() => this.stopAgents())
           .then(() =>
-            this.finish(this.failedResult({ service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })),
+            this.finish(failedResult(this.runDir, { service: '(berth)', replica: 0, exitCode: be.exitCode, reason: be.message, logs: { out: '', err: '' } })),
           );
       },
     );
@@ -138,15 +131,6 @@ class MultiNodeStack {
   private finish(r: StackResult): void {
     this.out.close();
     this.whenDone.resolve(this.readyMs !== undefined && r.readyMs === undefined ? { ...r, readyMs: this.readyMs } : r);
-  }
-
-
-
-
-
-
-  private failedResult(failure: StackFailure): StackResult {
-    return { exitCode: failure.exitCode, reason: 'failed', failure, runDir: this.runDir };
   }
 
   private sleep(ms: number): Promise<void> {
@@ -173,10 +157,6 @@ class MultiNodeStack {
 
   private allDone(files: ReadonlyMap<string, NodeFile>): boolean {
     return this.jobNodes.length > 0 && this.jobNodes.every((n) => files.get(n)?.state === 'done');
-  }
-
-  private nodeFailureResult(): StackResult {
-    return nodeFailureResult(this.plan, this.runDir, this.nodeFailure!);
   }
 
   /** The stack is ready once every node is and the services here are. */
@@ -285,7 +265,7 @@ class MultiNodeStack {
       const first = firstFailure(this.readNodes(), this.gens.generation);
       if (first?.rankFailure) this.nodeFailure = { node: first.node, file: first, why: '' };
     }
-    if (this.nodeFailure) return this.nodeFailureResult();
+    if (this.nodeFailure) return nodeFailureResult(this.plan, this.runDir, this.nodeFailure);
     if (jobDone) {
       const job = this.plan.nodeServices.find((s) => s.job)!;
       return { exitCode: 0, reason: 'job', job: { service: job.name, replica: 0, status: 0, code: 0, signal: null }, runDir: this.runDir };

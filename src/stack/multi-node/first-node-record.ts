@@ -7,9 +7,8 @@ import { StackConsole } from '../record/stack-console.js';
 import type { MultiNodeOptions } from './coordinator-options.js';
 
 /*
- * Where the first node records a multi-node stack (its replicas, shared ports, messages):
- * the orchestrator of its own services when it runs some; else, for a stack of `nodes:`
- * services only, a run directory and status view of its own, which only the nodes' fill.
+ * Where the first node records a multi-node stack: the orchestrator of its own services, or,
+ * for a stack of `nodes:` services only, a run directory and status view of its own.
  */
 export class FirstNodeRecord {
   /** The orchestrator of the first node's own services, once started. */

@@ -1,20 +1,16 @@
+import { leaseListened } from '../../allocate/lease-listened.js';
 import type { Reservation } from '../../allocate/allocation-types.js';
-import type { NodeFile } from './node-files.js';
+import { archiveNodeFile, type NodeFile } from './node-files.js';
 import type { ServiceSpec } from '../file/spec.js';
 import type { ControlLine } from './agent-control.js';
 import type { NodeFailure } from './node-failure.js';
-import { archiveGeneration, freshSharedPorts, holdOldPorts, nextGenerationOf } from './node-generation.js';
 import { serviceNodes, type NodePlan } from './plan.js';
 
 /*
- * berth up's side of a `nodes:` job restarted as a group (restart: on-failure): the first node
- * decides every generation (node-generation.ts has the rules).
- *   A rank failed on some node: its generation ends in place. Every agent is told (`end G`),
- *   stops its ranks (TERM, KILL after stop_grace) and proves them gone (`gone: G` in its node
- *   file); once every job node has, `start G+1`. The job's other `nodes:` services, and the
- *   agents, keep running.
- *   An agent is gone (its node's services with it): every agent is stopped, and a new step of
- *   agents starts every node's services again, as generation G+1.
+ * berth up's side of a `nodes:` job restarted as a group: the first node decides every generation.
+ *   A rank failed: its generation ends in place. Every agent is told (`end G`), stops its ranks
+ *   and proves them gone (`gone: G`); once every job node has, `start G+1`.
+ *   An agent is gone: every agent is stopped, and a new step starts them again as generation G+1.
  */
 
 export interface GenerationHost {
@@ -59,8 +55,8 @@ export class JobGenerations {
     }
     if (this.waiting) return undefined; // a failure while the generation ends: the stack ends
     const rf = nf.file?.rankFailure;
-    const job = nextGenerationOf(plan.nodeServices, rf, g);
-    if (!job || !rf) return undefined;
+    const job = rf ? plan.nodeServices.find((s) => s.name === rf.service) : undefined;
+    if (!job || !rf || !job.job || job.restart.policy !== 'on-failure' || g >= job.restart.limit) return undefined;
     const why = `rank ${rf.rank} on node ${nf.node} exited with status ${rf.status}`;
     this.host.msg(`berth: ${job.name}: generation ${g} ends: ${why}; stopping every rank on every node, then generation ${g + 1} of ${job.restart.limit + 1}`);
     this.host.send({ kind: 'end', generation: g, service: job.name, why });
@@ -99,8 +95,29 @@ export class JobGenerations {
     this.waiting = undefined;
     // The old generation's agents are gone, and their leases with them: its shared ports are held here.
     this.held = await holdOldPorts(fresh, `${this.host.label}:${job.name}/generation ${generation - 1}`);
-    archiveGeneration(this.host.runDir, this.host.plan.agentNodes, generation - 1);
+    // Kept as nodes/<node>.g<N>.json: nothing reads their ports as the next generation's.
+    for (const n of this.host.plan.agentNodes) archiveNodeFile(this.host.runDir, n, generation - 1);
     this.generation = generation;
     this.host.startAgents(generation);
   }
+}
+
+/** The job's fresh (not kept) shared ports that `node` leased in this generation, from the node files. */
+function freshSharedPorts(job: ServiceSpec, files: ReadonlyMap<string, NodeFile>, node: string): number[] {
+  const shared = files.get(node)?.shared?.[job.name];
+  if (!shared) return [];
+  return shared.ports.filter((a) => !job.sharedKept.includes(a.name)).flatMap((a) => a.ports);
+}
+
+/**
+ * The old generation's fresh shared ports, leased here (their agent is gone, its leases with
+ * it) until the next one has its own, so the two differ; those someone else has now are skipped.
+ */
+async function holdOldPorts(ports: readonly number[], label: string): Promise<Reservation[]> {
+  const out: Reservation[] = [];
+  for (const p of ports) {
+    const got = await leaseListened(p, label);
+    if ('reservation' in got) out.push(got.reservation);
+  }
+  return out;
 }

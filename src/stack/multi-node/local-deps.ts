@@ -9,10 +9,8 @@ import type { DependCondition, ServiceSpec } from '../file/spec.js';
 import { reachAt } from './plan.js';
 
 /*
- * An agent's dependencies on services of the first node (berth up's own, e.g. a Ray head):
- * external services of the agent's orchestrator, known once berth up's endpoints.json
- * (RUN_DIR/endpoints.json, replaced atomically) shows them meeting the condition asked, at the
- * first node's address (RUN_DIR/coordinator.json) for a loopback or wildcard host.
+ * An agent's dependencies on services of the first node (a Ray head): known once berth up's
+ * endpoints.json shows them meeting the condition asked, at the first node's address.
  */
 
 const POLL_MS = 100;

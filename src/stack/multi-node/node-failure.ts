@@ -1,12 +1,14 @@
 import { join } from 'node:path';
 import { EXIT } from '../../errors.js';
+import type { AgentsStep } from './agents-step.js';
 import { nodeRunDir, type NodeFile } from './node-files.js';
 import type { StackFailure, StackResult } from '../run/orchestrate.js';
 import { serviceNodes, type NodePlan } from './plan.js';
 
 /*
- * How a multi-node stack ends when a node failed: the first failing rank of all nodes, or
- * the node whose agent failed or went away, as the stack's failure. Pure.
+ * Which node failed, as the first node sees it (from the node files, else from srun's report of
+ * the agents' step), and how the stack ends then: the first failing rank of all nodes, or the
+ * node whose agent failed or went away, as the stack's failure.
  */
 
 /** A node that failed: its last node file and why. `gone`: its agent ended unasked (srun said so). */
@@ -33,7 +35,7 @@ function withoutRankFailure(f: NodeFile): NodeFile {
   return rest;
 }
 
-function failedResult(runDir: string, failure: StackFailure): StackResult {
+export function failedResult(runDir: string, failure: StackFailure): StackResult {
   return { exitCode: failure.exitCode, reason: 'failed', failure, runDir };
 }
 
@@ -68,3 +70,27 @@ export function nodeFailureResult(plan: NodePlan, runDir: string, nf: NodeFailur
   return failedResult(runDir, failure);
 }
 
+export interface NodeWatch {
+  generation: number;
+  step: AgentsStep | undefined;
+  agentNodes: readonly string[];
+  /** berth asked the agents to stop: their end is not a failure. */
+  stopAsked: boolean;
+  /** Every job node is done: the step's end is the job's. */
+  allDone: boolean;
+}
+
+export function failedNode(files: ReadonlyMap<string, NodeFile>, w: NodeWatch): NodeFailure | undefined {
+  const failed = firstFailure(files, w.generation);
+  if (failed) return { node: failed.node, file: failed, why: failed.failure?.reason ?? `its agent exited with status ${failed.exitCode}` };
+  const step = w.step;
+  if (!step || w.stopAsked) return undefined;
+  // An agent is gone (kill -9, a crash, its node lost) though its node file still says
+  // starting or ready: srun's report is its end (task-ended.ts). A done node runs nothing.
+  step.scan();
+  const gone = w.agentNodes.find((n) => step.ended.has(n) && files.get(n)?.state !== 'done');
+  if (gone) return { node: gone, file: files.get(gone), why: `its agent ended unasked (srun: ${step.ended.get(gone)}); see ${step.log}`, gone: true };
+  if (step.running || w.allDone) return undefined;
+  const silent = w.agentNodes.find((n) => !['ready', 'done'].includes(files.get(n)?.state ?? '')) ?? w.agentNodes[0]!;
+  return { node: silent, file: files.get(silent), why: step.startError ?? `the agents' step (srun) ended with status ${step.code} (see ${step.log})` };
+}

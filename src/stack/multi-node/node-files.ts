@@ -6,13 +6,10 @@ import type { ReplicaState } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 
 /*
- * berth agents of a multi-node stack: one per node, started by Slurm itself in one step
- * (`srun --ntasks-per-node=1 --overlap`), no ssh and no daemon of berth's own. They talk to
- * `berth up` only through the run directory, which must be on a filesystem every node sees:
- *   nodes/<node>/        the agent's own run directory (endpoints.json, events, logs, diagnostics)
- *   nodes/<node>.json    its node file, replaced atomically (temp file + rename) on each change
- *   coordinator.json     berth up's node and the address other nodes reach it at (for agents
- *                        whose services depend on services of the first node)
+ * The agents talk to `berth up` only through the run directory, on a filesystem every node sees:
+ *   nodes/<node>/        the agent's own run directory
+ *   nodes/<node>.json    its node file, replaced atomically on each change
+ *   coordinator.json     berth up's node and the addresses other nodes reach it and each other at
  */
 
 /** done: every rank of its job exited 0 and nothing else of it runs (the stack ends once every node is done). */
@@ -145,4 +142,23 @@ export function readNodeFile(runDir: string, node: string): NodeFile | undefined
   } catch {
     return undefined;
   }
+}
+
+/** The node files there are now, deciding nothing. */
+export function readNodeFiles(runDir: string, nodes: readonly string[]): Map<string, NodeFile> {
+  const files = new Map<string, NodeFile>();
+  for (const node of nodes) {
+    const f = readNodeFile(runDir, node);
+    if (f) files.set(node, f);
+  }
+  return files;
+}
+
+/** How berth up tells an agents step which generation of the job it runs. */
+export const AGENT_GENERATION_ENV = 'BERTH_AGENT_GENERATION';
+
+/** The generation an agent runs (undefined: a stack without generations across nodes, or 0). */
+export function agentGeneration(env: NodeJS.ProcessEnv): number | undefined {
+  const v = env[AGENT_GENERATION_ENV];
+  return v !== undefined && /^\d{1,6}$/.test(v) ? Number(v) : undefined;
 }

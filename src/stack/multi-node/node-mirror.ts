@@ -3,11 +3,7 @@ import type { ReplicaUpdate } from '../record/endpoints.js';
 import type { SharedPorts } from '../record/result.js';
 import { reachAt } from './plan.js';
 
-/*
- * The nodes' replicas, as their node files show them, recorded in berth up's own run
- * directory (endpoints.json, events.jsonl, the status view) with their node and a host other
- * nodes reach: each change once, in node order.
- */
+/* The nodes' replicas, as their node files show them, recorded in berth up's run directory: each change once, in node order. */
 export class NodeMirror {
   /** node/service/replica → what was last recorded of it. */
   private readonly seen = new Map<string, string>();
@@ -24,11 +20,7 @@ export class NodeMirror {
     private readonly recordShared: (service: string, shared: SharedPorts) => void,
   ) {}
 
-  /**
-   * Every node replica whose state changed since the last look, into this run directory. A
-   * node's replicas are first recorded only after every earlier node's (or its end): the
-   * records stay in node order, whichever node reports first.
-   */
+  /** Every node replica that changed since the last look; a node's first only after every earlier node's (or its end). */
   update(files: ReadonlyMap<string, NodeFile>): void {
     this.shared(files);
     let inOrder = true;
@@ -64,10 +56,7 @@ export class NodeMirror {
     }
   }
 
-  /**
-   * A node whose agent is gone: its node file keeps claiming what it last wrote, so every
-   * replica of it not known to have ended is recorded failed, with why.
-   */
+  /** A node whose agent is gone: its node file keeps claiming what it last wrote, so its replicas still running are failed. */
   markGone(node: string, detail: string): void {
     for (const r of this.states.get(node)?.values() ?? []) {
       if (r.state === 'exited' || r.state === 'failed') continue;

@@ -8,11 +8,9 @@ import { templateTagNames } from '../file/templates.js';
 import { endpointOnNode, serviceNodes } from './plan.js';
 
 /*
- * Peers across nodes: a `nodes:` service that names itself ({etcd.hostports}, an etcd
- * member's --initial-cluster) needs every node's replicas before any starts. Every port is
- * leased up front on each node, so each agent publishes its replicas' endpoints in its node
- * file right after reservation (NodeFile.peers), and waits here until every node of the
- * service has; the orchestrator holds the service back until then (RunStackOptions.peerServices).
+ * Peers across nodes: a `nodes:` service that names itself (an etcd member's --initial-cluster)
+ * needs every node's replicas before any starts. Each agent publishes its leased endpoints right
+ * after reservation (NodeFile.peers) and waits here until every node of the service has.
  */
 
 const POLL_MS = 100;
@@ -48,11 +46,7 @@ export function leasedPeers(replicas: readonly EndpointRecord[], hostOf: Readonl
   return out;
 }
 
-/**
- * Calls `found` with each service's replicas on every node (node order, then replica order,
- * at addresses other nodes reach) once every node running it has published them; gives up
- * when `stopped` says so.
- */
+/** Calls `found` with each service's replicas on every node (node, then replica order), once every node has published them. */
 export async function waitForPeers(
   runDir: string,
   services: readonly ServiceSpec[],

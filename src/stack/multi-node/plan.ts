@@ -34,9 +34,8 @@ export function serviceNodes(n: Nodes, nodes: readonly string[]): string[] {
 }
 
 /**
- * How a stack with `nodes:` services runs here; undefined when it runs on this host alone
- * (no `nodes:`, or an allocation of one node — or none, outside Slurm — where `nodes: all`
- * and `nodes: 1` mean this host). Throws BerthError(65) for `nodes: N` beyond the allocation
+ * How a stack with `nodes:` services runs here; undefined when it runs on this host alone (no
+ * `nodes:`, or one node or none). Throws BerthError(65) for `nodes: N` beyond the allocation
  * and for `nodes: others` without another node.
  */
 export function planNodes(spec: StackSpec, env: NodeJS.ProcessEnv = process.env): NodePlan | undefined {
@@ -80,11 +79,9 @@ function dependsOn(byName: ReadonlyMap<string, ServiceSpec>, from: string, to: s
 }
 
 /**
- * The first node's services. The agents stop all of a node's services at once, so one here
- * that depends on a `nodes:` service must be stopped before every `nodes:` service, not only
- * that one: it is given a `started` dependency on each other `nodes:` service (all become
- * known at the same moment, so this never delays its start), except those that themselves
- * depend on it (a cycle; they stop with the agents anyway).
+ * The first node's services. The agents stop all of a node's services at once, so one here that
+ * depends on a `nodes:` service is given a `started` dependency on every other (all become known
+ * at once: no delay), except those that depend on it (a cycle): it stops before all of them.
  */
 function localStack(spec: StackSpec, nodeServices: readonly ServiceSpec[]): StackSpec {
   const byName = new Map(spec.services.map((s) => [s.name, s]));

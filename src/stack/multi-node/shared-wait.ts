@@ -1,13 +1,11 @@
 import { readCoordinatorFile, readNodeFile } from './node-files.js';
-import type { ServiceSpec, StackSpec } from '../file/spec.js';
+import type { ServiceSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { onNode, reachAt } from './plan.js';
 
 /*
- * Shared ports (`NAME: shared`, one port for every rank of a multi-node job) live on the
- * service's first node: that node's agent leases them like any port and publishes them in
- * its node file (onReserved). Agents on the service's other nodes wait for them here and
- * pass them on as RunStackOptions.shared, at the address other nodes reach that node by.
+ * Shared ports (`NAME: shared`) are leased by the agent of the service's first node, which
+ * publishes them in its node file; agents on its other nodes wait for them here.
  */
 
 const POLL_MS = 100;
@@ -17,7 +15,6 @@ export class SharedWait {
   readonly elsewhere = new Map<string, string>();
 
   constructor(
-    spec: StackSpec,
     services: readonly ServiceSpec[],
     nodes: readonly string[],
     index: number,
@@ -25,7 +22,6 @@ export class SharedWait {
     /** Only a node file of this generation counts: an earlier generation's names its old ports. */
     private readonly generation = 0,
   ) {
-    void spec;
     for (const s of services) {
       if (s.shared.length === 0 || s.nodes === undefined) continue;
       const first = nodes.findIndex((_, i) => onNode(s.nodes!, i, nodes.length));

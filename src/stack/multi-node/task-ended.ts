@@ -1,17 +1,13 @@
 import { expandHostlist } from '../../slurm/hostlist.js';
 
 /*
- * srun's own line when tasks of its step end abnormally, written at once to the step's output
- * (agents.log) while the other tasks run on (--kill-on-bad-exit=0):
+ * srun's own line when tasks of its step end abnormally, at once in agents.log:
  *   srun: error: n2: task 1: Killed
  *   srun: error: n[2-3]: tasks 1-2: Exited with exit code 70
- * An agent exits only after the end of its stdin (agents-step.ts), so such a line before berth
- * up closed that stdin means the node's agent is gone (killed, crashed, its node lost): the
- * node failed. srun prints it on the first node, so no shared filesystem delays it.
- * Agents' own lines are prefixed "[node] " (prefix-lines.ts): none can pass for srun's.
- * srun says it once the task's process has exited and its stdout and stderr are closed: no
- * process an agent starts inherits them (services and probes get pipes, the watchdog none),
- * so a killed agent is reported at once, not when its services end.
+ * An agent exits only after its stdin ends (agents-step.ts), so such a line before berth up
+ * closed it means the node's agent is gone: the node failed. No process an agent starts
+ * inherits its stdout/stderr, so srun says it at once, not when the services end. Agents' own
+ * lines are prefixed "[node] ": none can pass for srun's.
  */
 
 const TASKS_ENDED = /^srun: error: (\S+): tasks? [\d,-]+: (.+)$/;

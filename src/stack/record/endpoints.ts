@@ -5,11 +5,7 @@ import { endpointUrl } from '../file/placeholders.js';
 import type { ReplicaState } from '../file/spec.js';
 import type { SharedPorts } from './result.js';
 
-/*
- * What a run records of its replicas: a line of events.jsonl (StackEvent), a replica's
- * record in endpoints.json (EndpointRecord) and the document itself, and how one update
- * changes the table (pure; stack-run-dir.ts writes them).
- */
+/* What a run records of its replicas (events.jsonl, endpoints.json), and how one update changes the table (pure). */
 
 /** One line of events.jsonl. Optional fields are left out when unknown. */
 export interface StackEvent {

@@ -2,12 +2,8 @@ import { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 
 /*
- * Where a replica's output goes in a stack besides its log. The log itself,
- * logs/<service>-<replica>.out|.err, is written by launch() (LaunchOptions.stdoutLog/
- * stderrLog: synchronous writes, complete the moment the launcher reports the exit). The
- * launcher also hands every chunk to a passthrough stream as it arrives; an OutputFanout is
- * that stream, giving the chunk to the extra consumers (a job's passthrough, `--follow`).
- * A replica with no consumer gets no passthrough at all.
+ * Where a replica's output goes besides its log (which launch() writes): an OutputFanout is
+ * launch's passthrough stream, giving each chunk to a job's passthrough or `--follow`.
  */
 
 /** Gets every chunk; flush() at the replica's end (a last partial line). */
@@ -49,11 +45,7 @@ export class OutputFanout extends Writable {
   }
 }
 
-/**
- * Cuts a byte stream into whole lines (UTF-8 safe across chunk borders) and hands each batch
- * of complete lines to `emit` unchanged (a job's output above a live table); flush() emits
- * a last partial line as it is.
- */
+/** Cuts a byte stream into whole lines (UTF-8 safe across chunks) for `emit`; flush() emits a last partial line. */
 export class LineBuffer {
   private readonly decoder = new StringDecoder('utf8');
   private partial = '';
@@ -78,10 +70,7 @@ export class LineBuffer {
   }
 }
 
-/**
- * A LineBuffer that prefixes every line. A last partial line is ended with a newline, since
- * other replicas' lines follow it on the same stream.
- */
+/** A LineBuffer that prefixes every line, and ends a last partial one (other replicas' lines follow it). */
 export class LinePrefixer extends LineBuffer {
   constructor(prefix: string, emit: (text: string) => void) {
     super((text) => {

@@ -1,10 +1,6 @@
 import type { WriteFailure } from './write-failures.js';
 
-/*
- * How a run ended (StackResult, written by the teardown, told by stack-messages.ts) and the
- * shared ports it records in endpoints.json: the record's own words, so that the run/
- * phases that produce them and the record/ files that keep and show them agree.
- */
+/* How a run ended (StackResult), in the record's words, so that run/ and record/ agree. */
 
 /** A service's shared ports and where they are reached: one shape for the record and a replica's context (file/ is below record/). */
 export type { SharedPorts } from '../file/replica-context.js';

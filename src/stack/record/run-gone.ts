@@ -4,11 +4,9 @@ import { writeFileAtomic } from '../../util/atomic-write.js';
 import { applyUpdate, formatEvent, type EndpointsDocument } from './endpoints.js';
 
 /*
- * After berth died, its watchdog (src/launch/watchdog/) has stopped the services;
- * the run directory must not keep claiming them. Every replica not already exited or failed
- * becomes `exited` with a detail saying why, events.jsonl gets the same lines berth would
- * have written, and the document gets `ended`, so a reader needs no liveness check of its
- * own once that is there. endpoints.json is replaced atomically, as berth replaces it.
+ * After berth died, its watchdog has stopped the services: the run directory must not keep
+ * claiming them. Every replica still running becomes `exited`, in events.jsonl too, and the
+ * document gets `ended`, so a reader needs no liveness check of its own.
  */
 
 /** Marks the run of the dead berth `berthPid` as over. Returns how many replicas were marked; throws I/O errors. */

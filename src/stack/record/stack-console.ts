@@ -4,10 +4,8 @@ import { LineBuffer, LinePrefixer, type ChunkConsumer } from './replica-output.j
 import { canRedraw, StatusView, type StatusStream } from './status-view.js';
 
 /*
- * Everything a running stack shows: the status view (a live table on a terminal, plain
- * lines otherwise), berth's own messages, a job's passthrough and `--follow` output. On a
- * live table every write goes through StatusView.print so text lands above the table
- * instead of through it; elsewhere output passes byte for byte.
+ * Everything a running stack shows. On a live table every write goes through StatusView.print
+ * so text lands above the table instead of through it; elsewhere output passes byte for byte.
  */
 
 export type StatusMode = 'auto' | 'live' | 'plain' | 'off';

@@ -8,10 +8,8 @@ import type { StackResult } from './result.js';
 import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
 
 /*
- * What `berth up` says at its two big moments: the stack is ready (where every replica is),
- * and the stack failed (which replica, why, where its diagnostics and logs are, and the
- * last lines it wrote, which usually say why without opening anything). Pure
- * apart from reading the tail of a log file.
+ * What `berth up` says when the stack is ready (where every replica is) and when it failed
+ * (which replica, why, where to look, and the last lines it wrote, which usually say why).
  */
 
 export { shownPath };

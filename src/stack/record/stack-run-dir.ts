@@ -8,16 +8,9 @@ import type { WriteFailures } from './write-failures.js';
 
 /*
  * The run directory of one `berth up`:
- *   endpoints.json   every replica's host, port, url, pid, state; replaced atomically (a reader
- *                    outside the stack never sees half a file) soon after every change: see
- *                    RunDir.update for how changes are batched
+ *   endpoints.json   every replica's host, port, url, pid, state; replaced atomically soon after every change
  *   events.jsonl     every state change, one JSON object a line, appended (O_APPEND: whole lines)
- *   logs/<service>-<replica>.out|.err
- *                    (a job's rank that restarts as a group: <service>-<replica>.g<N>.out|.err,
- *                    one pair per generation, side by side)
- *   diagnostics/<service>-<replica>/   bundles of failed launches (…-<replica>.g<N>/ per generation)
- * Made and checked by create-stack-run-dir.ts. The records it holds (an event, a replica's
- * line of endpoints.json) are endpoints.ts's.
+ *   logs/<service>-<replica>[.g<N>].out|.err, diagnostics/<service>-<replica>[.g<N>]/  (.g<N>: a job rank's generation)
  */
 
 function writeError(file: string, e: unknown): BerthError {
@@ -26,19 +19,13 @@ function writeError(file: string, e: unknown): BerthError {
 }
 
 /*
- * endpoints.json is O(replicas) and changes O(replicas) times while a stack starts, so writing
- * it on every change is quadratic: at 128 replicas that was a quarter of berth's time (the
- * rename over the old file makes ext4 start writing the new one back, auto_da_alloc). Changes
- * are therefore batched: the first change after a quiet spell is written at the end of the
- * current turn (every change made in that turn shares the write); while changes keep coming,
- * the next write waits FLUSH_GAP_FACTOR times as long as the last write took (between
- * FLUSH_GAP_MIN_MS and FLUSH_GAP_MAX_MS), so writing takes at most about a tenth of the time
- * and the file lags the stack by at most that gap. events.jsonl still gets every change at
- * once. endpointsDocument(), flush() and close() write a pending change before they return,
- * so the document berth prints when the stack is ready is also what the file holds.
- * events.jsonl lines are appended at the end of the turn that made them (one write for all
- * the changes of a turn: a stack's replicas change state in bursts), always before the
- * endpoints.json that includes them.
+ * endpoints.json is O(replicas) and changes O(replicas) times while a stack starts: written on
+ * every change that was a quarter of berth's time at 128 replicas (ext4's auto_da_alloc writes
+ * back on each rename). So the first change after a quiet spell is written at the end of the
+ * turn; while changes keep coming, the next write waits FLUSH_GAP_FACTOR times the last write's
+ * time (clamped), so writing takes about a tenth of the time. events.jsonl lines go out at the
+ * end of their turn, always before the endpoints.json that includes them. endpointsDocument(),
+ * flush() and close() write what is pending first: the document printed is what the file holds.
  */
 const FLUSH_GAP_FACTOR = 10;
 const FLUSH_GAP_MIN_MS = 10;
@@ -60,10 +47,7 @@ export class RunDir {
   private lastWriteMs = 0;
   /** Without `failures`: a batched write that failed, thrown by the next update(). */
   private writeFailure: BerthError | undefined;
-  /**
-   * Where a failed write is reported (a running stack's, write-failures.ts): the run goes on,
-   * each file is said once, and nothing is thrown. Without it a failed write throws.
-   */
+  /** Where a failed write is reported (a running stack's): the run goes on. Without it a failed write throws. */
   failures: WriteFailures | undefined;
   /** Writes of endpoints.json so far (for benchmarks and tests). */
   endpointsWrites = 0;
@@ -102,11 +86,7 @@ export class RunDir {
     return this.table.map((r) => ({ ...r }));
   }
 
-  /**
-   * Records a state change: appends it to events.jsonl now, and replaces endpoints.json soon
-   * (batched, see above). Throws BerthError(74) when either write failed, this one or an
-   * earlier batched one.
-   */
+  /** Records a state change (batched, see above). Throws BerthError(74) when a write failed, this one or an earlier one. */
   update(u: ReplicaUpdate): StackEvent {
     if (this.writeFailure) throw this.writeFailure;
     const ev = applyUpdate(this.table, u);
@@ -155,11 +135,9 @@ export class RunDir {
   }
 
   /**
-   * Replaces endpoints.json with the current table now (a pending batched write is folded in).
-   * `final`: the run's last word. When the disk is full the atomic replace has no room for its
-   * temporary file; the last document is then written over the old one in place (truncated
-   * first, so it reuses its space): a reader might catch it half written, but it no longer
-   * claims replicas that have stopped.
+   * Replaces endpoints.json with the current table now. `final`: the run's last word; on a full
+   * disk (no room for the temporary file) it is then written over the old one in place: a reader
+   * might catch it half written, but it no longer claims replicas that have stopped.
    */
   writeEndpoints(updated?: string, final = false): void {
     this.flushEvents();
@@ -269,12 +247,9 @@ export class RunDir {
 }
 
 /**
- * endpoints.json is replaced on every state change: written whole under a temporary name,
- * then renamed over the old one, so a reader sees the old document or the new one, never
- * a mix. No fsync: the rename is what readers need, and an fsync per state change made
- * the disk, not berth, the pace of a big stack (a crash loses at most the latest states,
- * which events.jsonl and the dead pid in the document tell anyway). One temporary name
- * suffices: berth is the only writer of its run directory and writes synchronously.
+ * Written whole under a temporary name, then renamed over the old one: a reader sees one
+ * document or the other. No fsync: one per state change made the disk the pace of a big stack
+ * (a crash loses at most the latest states). berth is the only, synchronous writer: one tmp name.
  */
 function replaceFile(path: string, text: string, tmp: string): void {
   let fd: number | undefined = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o600);

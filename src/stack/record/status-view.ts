@@ -2,9 +2,8 @@ import type { StackEvent } from './endpoints.js';
 import type { ReplicaState } from '../file/spec.js';
 
 /*
- * What `berth up` shows while it runs. On a terminal: a table of every replica redrawn in
- * place. Anywhere else (a Slurm log, a pipe): one plain line per state change, which reads
- * well in a log and greps well. Rendering is pure; StatusView only decides and writes.
+ * What `berth up` shows while it runs: on a terminal a table of every replica redrawn in place;
+ * anywhere else (a Slurm log, a pipe) one plain line per state change. Rendering is pure.
  */
 
 export interface StatusRow {
@@ -121,10 +120,7 @@ export interface StatusViewOptions {
   now?: () => number;
 }
 
-/**
- * Whether a terminal can be redrawn in place: TERM=dumb (Emacs shell buffers, some CI
- * consoles) has no cursor movement, so it gets plain lines.
- */
+/** Whether a terminal can be redrawn in place: TERM=dumb (Emacs shell buffers, some CI consoles) cannot. */
 export function canRedraw(isTTY: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
   return isTTY && env.TERM !== 'dumb';
 }
@@ -168,12 +164,9 @@ export class StatusView {
   }
 
   /**
-   * A state change: a plain line, or the table redrawn. A big stack changes hundreds of
-   * states within a second, so neither is done per event: plain lines are written together
-   * at the end of the turn (one write to the pipe or file instead of one per line; on a busy
-   * host every write that wakes a reader can cost the writer its time slice), and the table
-   * is redrawn at most every REDRAW_GAP_MS (each frame is the whole table: per event that was
-   * quadratic in the replicas). print(), flush() and close() write what is pending first.
+   * A state change: a plain line, or the table redrawn. Neither per event (a big stack changes
+   * hundreds of states a second): plain lines go out together at the end of the turn (each write
+   * that wakes a reader can cost a time slice), the whole-table frame at most every REDRAW_GAP_MS.
    */
   update(e: StackEvent): void {
     if (this.closed) return;
@@ -215,10 +208,7 @@ export class StatusView {
     }, wait);
   }
 
-  /**
-   * Text that must appear above the table (a job's output, a message). `to` is where it goes
-   * (default this view's stream); on a terminal both usually are the same screen.
-   */
+  /** Text that must appear above the table (a job's output, a message), written to `to`. */
   print(text: string, to: StatusStream = this.out): void {
     if (text === '') return;
     const t = text.endsWith('\n') ? text : text + '\n';

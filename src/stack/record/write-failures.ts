@@ -2,10 +2,9 @@ import { EXIT } from '../../errors.js';
 import { writeErrorText } from '../../launch/write-failed.js';
 
 /*
- * Writes that failed while the stack ran (a full disk, a quota, an I/O error): a log, events.jsonl,
- * endpoints.json, a template. Each file is said once, at once, on berth's stderr; the stack runs
- * on (a job is not stopped over its logs), and its end turns a status of 0 into 74 (teardown.ts),
- * so a run whose record is incomplete never passes for a clean one.
+ * Writes that failed while the stack ran (a full disk): each file said once, at once; the stack
+ * runs on (a job is not stopped over its logs), but a status of 0 becomes 74, so a run whose
+ * record is incomplete never passes for a clean one.
  */
 
 export interface WriteFailure {
@@ -23,10 +22,7 @@ export class WriteFailures {
 
   constructor(private readonly say: (text: string) => void) {}
 
-  /**
-   * A write to `path` failed: said now unless that file was said already. `what` says what is
-   * lost ("the rest of the log"); `error` is the errno error or its text.
-   */
+  /** A write to `path` failed (said once per file); `what` is what is lost ("the rest of the log"). */
   report(path: string, error: unknown, what = 'the file is incomplete'): void {
     if (this.list.some((f) => f.path === path)) return;
     const text = typeof error === 'string' ? error : writeErrorText(error);

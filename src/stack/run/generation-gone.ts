@@ -5,11 +5,9 @@ import type { TreeSurvivor } from '../../launch/launch-api.js';
 import type { Replica } from './replica.js';
 
 /*
- * Proof that a job's old generation is gone before the next one starts (generation.ts):
- * no process of any rank's tree left (launch's exit already waited for TERM, then KILL after
- * stop_grace), and no socket on the generation's ports held by any process but berth. A
- * socket no file refers to any more (TIME_WAIT, an orphaned FIN_WAIT) holds nothing: it
- * keeps no old store alive, and a fresh port per generation means no new store waits on it.
+ * Proof that a job's old generation is gone before the next one starts: no process of any
+ * rank's tree left, no socket on its ports held by any process but berth. A socket no file
+ * refers to (TIME_WAIT, an orphaned FIN_WAIT) holds nothing: the next generation's ports are fresh.
  */
 
 /** After the KILL: what is still there gets this long (and KILL again) before it counts. */

@@ -9,17 +9,11 @@ import type { StackRun } from './stack-run.js';
 
 /*
  * A job of many ranks with `restart: on-failure` restarts as a group, as torchelastic does:
- * a rank that fails ends its generation (next.ts decides that it does). Then, in order:
- *   1. the next generation's shared ports are leased (fresh ones, unless `generations: keep`),
- *      while the old ones are still leased: the two can never be the same port;
- *   2. every rank is stopped: TERM, KILL after stop_grace;
- *   3. the old generation is proven gone (generation-gone.ts): no process of any rank's tree,
- *      no socket on its ports held by anyone but berth; a process that outlives SIGKILL
- *      (state D) stops the stack with 70, naming it;
- *   4. the old shared ports are given back (kept ones held again by berth until the new
- *      rank 0 starts), and every rank starts again as the next generation ('generation-due').
- * A stop of the stack meanwhile ends it there: what was leased for the next generation is
- * given back, no rank starts again.
+ * a rank that fails ends its generation. Then: the next generation's shared ports are leased
+ * while the old ones still are (so the two never are the same port); every rank is stopped;
+ * the old generation is proven gone (generation-gone.ts; a process that outlives SIGKILL stops
+ * the stack with 70); the old shared ports go back and every rank starts again. A stop of the
+ * stack meanwhile ends it there, giving back what was leased for the next generation.
  */
 
 /** Whether the job may have another generation (1 + restart_limit of them at most). */
@@ -49,7 +43,7 @@ export function endGeneration(st: StackRun, svc: Service, cause: Replica | undef
   void nextGeneration(st, svc, exits, detail).catch((e) => st.internalError(e));
 }
 
-/** Across nodes (RunStackOptions.generationGate): a rank elsewhere ended `generation`; this node's ranks follow. */
+/** Across nodes (RunStackOptions.generationGate): a rank elsewhere ended `generation`. */
 export function endGenerationElsewhere(st: StackRun, svc: Service, generation: number, why: string): void {
   if (st.ending || svc.generation !== generation || !generationLeft(st, svc)) return;
   endGeneration(st, svc, undefined, why);

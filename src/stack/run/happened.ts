@@ -2,17 +2,11 @@ import type { ExitInfo } from '../../launch/launch-api.js';
 import type { StackResult } from '../record/result.js';
 import type { Replica, Service } from './replica.js';
 
-/*
- * What the phases of a running stack report instead of calling each other: next.ts alone
- * decides what follows (start what may start, restart, end the stack).
- */
+/* What the phases of a running stack report instead of calling each other (next.ts decides what follows). */
 export type Happened =
   /** Something may start now: a replica started, ready or completed, the ports reserved, an external service or a service's peers known. */
   | { kind: 'progress' }
-  /**
-   * An attempt of a replica failed (its 'failed' event, a crash after it was ready, a restart
-   * that cannot hold its ports again). `ended`: the attempt is over, no exit is still to come.
-   */
+  /** An attempt failed (its 'failed' event, a crash once ready, a restart without its ports). `ended`: no exit is still to come. */
   | { kind: 'attempt-failed'; rep: Replica; exitCode: number; reason: string; bundle?: string | undefined; ended: boolean }
   /** A rank (replica) of the job exited, not asked to. */
   | { kind: 'rank-exited'; rep: Replica; info: ExitInfo }
@@ -20,10 +14,7 @@ export type Happened =
   | { kind: 'restart-due'; rep: Replica }
   /** A job's old generation is gone and the next one's ports are ready: every rank starts again (generation.ts). */
   | { kind: 'generation-due'; svc: Service }
-  /**
-   * A restarted replica is ready again on other learned ports than its dependents were given
-   * (`moved`: "api 40001 → 40117"): they are restarted, or the stack fails (next.ts).
-   */
+  /** A restarted replica is ready on other learned ports than its dependents were given (`moved`: "api 40001 → 40117"). */
   | { kind: 'learned-moved'; rep: Replica; moved: string }
   /** A dependent stopped because a port it was given moved (learned-moved): its next attempt. */
   | { kind: 'refresh-stopped'; rep: Replica; reason: string }

@@ -1,8 +1,7 @@
 import { EXIT } from '../../errors.js';
 import type { Happened } from './happened.js';
 import { endGeneration, generationLeft } from './generation.js';
-import { onLearnedMoved } from './learned-moved.js';
-import { endReplica, restartsAsGroup } from './replica.js';
+import { endReplica, restartsAsGroup, type Replica } from './replica.js';
 import { rankEnded, recordJobEnd } from './replica-events.js';
 import { recordFailure, restart, RESTARTABLE, restartLeft } from './restart.js';
 import { allCompleted, blockedStart, launchService, mayStart, noticeReady } from './schedule.js';
@@ -11,23 +10,8 @@ import { startAttempt } from './start-attempt.js';
 import { beginTeardown } from './teardown.js';
 
 /*
- * What comes next in a running stack, decided in one place. The phases (start-attempt,
- * replica-events, restart, schedule) record what happened to a replica and report it here
- * (StackRun.next); this alone starts, restarts or ends:
- *   a replica started, ready or completed, ports reserved, peers known → start what may start now,
- *     or fail the stack on a condition that can never be met, or end a job-less stack
- *     that has nothing left to run
- *   an attempt failed → restart (restart: on-failure, a restartable class, restarts left),
- *     for a rank of a job that restarts as a group its next generation (generation.ts),
- *     or the stack fails with it
- *   a rank of the job exited → restart a lone failed rank that may, or end the generation
- *     of a job that restarts as a group and has one left; else the stack ends at the first
- *     failed rank or once every rank has exited
- *   a restarted replica is ready on other learned ports → restart its dependents, or fail
- *   a dependent stopped for that → its next attempt
- *   a restart's pause is over → the next attempt
- *   a job's old generation is gone → every rank starts again
- *   the stack ends → the teardown
+ * What comes next in a running stack, decided in one place: the phases record what happened
+ * to a replica and report it here (StackRun.next); only this starts, restarts or ends.
  */
 export function next(st: StackRun, h: Happened): void {
   switch (h.kind) {
@@ -100,5 +84,35 @@ export function next(st: StackRun, h: Happened): void {
       return;
     case 'end':
       return beginTeardown(st, h.reason);
+  }
+}
+
+/*
+ * A replica with learned ports came back from a restart on other ports: the dependents started
+ * with the old values hold a stale address. Those that allow restarts are started again (now,
+ * so they get the new ports); one that does not stops the stack with 70, naming the stale port.
+ */
+function onLearnedMoved(st: StackRun, rep: Replica, moved: string): void {
+  const stale = st.services
+    .filter((s) => s.spec.dependsOn.some((d) => d.service === rep.svc.spec.name))
+    .flatMap((s) => s.replicas.filter((r) => r.runner !== undefined && !r.final && r.refresh === undefined));
+  if (stale.length === 0) return;
+  const names = stale.map((r) => r.label).join(', ');
+  st.warn(
+    `${rep.label} came back on other ports than before (${moved}); ${names} ${stale.length === 1 ? 'was' : 'were'} given the old ` +
+      `${moved.includes(',') ? 'ones' : 'one'}`,
+  );
+  const stuck = stale.find((r) => r.svc.spec.restart.policy !== 'on-failure' || r.restarts >= r.svc.spec.restart.limit);
+  if (stuck) {
+    const why =
+      stuck.svc.spec.restart.policy !== 'on-failure'
+        ? 'it does not allow restarts (restart: on-failure)'
+        : `it has no restart left (restart_limit ${stuck.svc.spec.restart.limit})`;
+    return st.failStack(stuck, EXIT.SOFTWARE, `${stuck.label} uses ${rep.label}'s old port (${moved}), and ${why}: it would talk to a stale port`);
+  }
+  const reason = `${rep.label} moved (${moved}): started again with its new ports`;
+  for (const r of stale) {
+    r.refresh = reason;
+    void r.runner!.stop();
   }
 }

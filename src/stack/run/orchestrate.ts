@@ -9,18 +9,8 @@ import { stop } from './teardown.js';
 
 /*
  * `berth up`: every replica of every service is one launch() on ports reserved up front
- * (or a portless launch), so a stack either gets all its ports or starts nothing. The phases,
- * one file each, in the order a stack lives through them:
- *   reserve-ports.ts   every replica's ports, all or none (one reserveSet)
- *   schedule.ts        dependency order: what may start now, the stack being ready
- *   start-attempt.ts   one attempt of one replica: placeholders filled, launch()
- *   replica-events.ts  launch's events and exits become replica states
- *   restart.ts         restart: on-failure: the pause, the ports held again
- *   teardown.ts        stop: dependents first, leases back, the run directory made final
- * They do not call each other: each reports what happened (happened.ts) and next.ts alone
- * decides what follows (start, restart, end). stack-run.ts holds the state they share and
- * records every state change (RunDir.update: events.jsonl, then endpoints.json atomically,
- * and the status view).
+ * (or a portless launch), so a stack either gets all its ports or starts nothing. The phases
+ * (index.ts names them) report what happened; next.ts decides what follows.
  */
 
 export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './stack-handle.js';
@@ -62,8 +52,7 @@ export function runStack(spec: StackSpec, opts: RunStackOptions = {}): StackHand
       }
     },
   };
-  // After the caller has its handle (a stack without ports could otherwise be ready
-  // before runStack() returns).
+  // After the caller has its handle (a stack without ports could otherwise be ready before runStack() returns).
   queueMicrotask(() => void main(st));
   return handle;
 }

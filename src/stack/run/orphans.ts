@@ -4,9 +4,8 @@ import { processStartTime } from '../../host/proc-stat.js';
 import { BerthError } from '../../errors.js';
 
 /*
- * A port of the stack held at its start by a process berth did not start (a vLLM left by a
- * dead container under --network host, the rank of a previous job): the 69 says who, when it
- * started, and that it is no process of this stack, so nobody hunts for a bug in the stack.
+ * A port of the stack held by a process berth did not start (a vLLM left by a dead container):
+ * the 69 says who, when it started, and that it is no process of this stack, so nobody hunts for a bug in it.
  */
 
 /** Clock ticks per second of /proc/PID/stat's start time: 100 on every Linux berth runs on. */

@@ -1,10 +1,7 @@
 import type { Replica, Service } from './replica.js';
 import type { StackRun } from './stack-run.js';
 
-/*
- * Leases given back, with a warning rather than an error when that fails: by the teardown,
- * and by reserve-ports.ts when stop() came while it was reserving.
- */
+/* Leases given back, with a warning rather than an error when that fails. */
 
 /** The replica's leases back (its holds closed): only once nothing of it runs any more. */
 export async function releasePorts(st: StackRun, rep: Replica): Promise<void> {

@@ -6,28 +6,27 @@ import { placeholdersOf } from '../file/placeholders.js';
 import type { ServiceSpec } from '../file/spec.js';
 import { checkRunDir } from '../record/create-stack-run-dir.js';
 import { userIds, type UserIds } from '../../util/user-ids.js';
+import type { ReplicaContext } from '../file/replica-context.js';
+import { serviceNames, templateContext } from '../file/template-context.js';
+import { renderTemplateFile, type RenderedTemplate } from '../file/templates.js';
 
 /*
  * A replica's own directory ({dir}, BERTH_REPLICA_DIR): <run dir>/data/<service>-<replica>,
- * made 0700 before its first start (or before the start of a step that names it, {svc.dir}) and kept as it is across its restarts (a database's
- * files survive a restart of its server). With `dir_owner: USER` berth (as root) gives the
- * directory to that user, so a server that refuses root (PostgreSQL) can be started as it
- * (setpriv/runuser in the command) and still write there; the run directory and data/ then
- * become 0711 (others may pass through, not list), and every folder above must let USER
- * pass too, or the start is refused naming the folder that does not.
+ * made 0700 before its first start and kept across restarts (a database's files survive a
+ * restart of its server). With `dir_owner: USER` berth (as root) gives it to that user, so a
+ * server that refuses root (PostgreSQL) can run as it; the run directory and data/ then become
+ * 0711, and every folder above must let USER pass too, or the start is refused naming it.
  */
 
-type Owner = UserIds;
-
 /** The dir_owner's ids; the stack's load checked them already (load.ts), so a problem here is a user removed since. */
-export function lookUp(spec: ServiceSpec, owner: string): Owner {
+function lookUp(spec: ServiceSpec, owner: string): UserIds {
   const ids = userIds(owner);
   if ('problem' in ids) throw new BerthError(EXIT.DATAERR, `service "${spec.name}": dir_owner ${owner}: ${ids.problem}`);
   return ids;
 }
 
 /** The first folder from `dir` up that `o` may not pass through (search permission), if any. */
-function blockedAt(dir: string, o: Owner): string | undefined {
+function blockedAt(dir: string, o: UserIds): string | undefined {
   for (let d = dir; ; d = dirname(d)) {
     const st = lstatSync(d);
     const bit = st.uid === o.uid ? 0o100 : st.gid === o.gid ? 0o010 : 0o001;
@@ -48,10 +47,7 @@ export function dirsNamed(spec: ServiceSpec): Set<string> {
   return out;
 }
 
-/**
- * The replica's directory as found (a restart, or made beforehand): a real directory of
- * ours, or of its dir_owner, never a link planted to send its files elsewhere. Throws 74.
- */
+/** The directory as found (a restart): a real directory of ours or its dir_owner's, never a planted link. Throws 74. */
 function checkFound(dir: string, spec: ServiceSpec, replica: number): void {
   let st;
   try {
@@ -123,4 +119,21 @@ export function makeReplicaDir(runDir: string, spec: ServiceSpec, replica: numbe
     );
   }
   return dir;
+}
+
+/*
+ * A replica's config files, rendered before each of its starts into its directory `dir` (made
+ * by makeReplicaDir) from what its placeholders see now: a ZooKeeper `myid` lands in its
+ * dataDir. They stay in the run folder, so a failed start can be read back with the very file
+ * the program was given.
+ */
+export function renderReplicaTemplates(s: ServiceSpec, ctx: ReplicaContext, dir: string): RenderedTemplate[] {
+  if (s.templates.length === 0) return [];
+  const context = templateContext({ ...ctx, dir });
+  // A dir_owner's directory is that user's: so is each file rendered into it (root gives it
+  // away; the user reads it, and finds it its own again after a restart's new rendering).
+  const me = process.getuid?.() ?? 0;
+  const ids = s.dirOwner !== undefined && me === 0 ? lookUp(s, s.dirOwner) : undefined;
+  const owner = ids !== undefined && ids.uid !== me ? { uid: ids.uid, gid: ids.gid } : undefined;
+  return s.templates.map((t) => renderTemplateFile(t.file, context, dir, { outerNames: serviceNames(context), ...(owner ? { owner } : {}) }));
 }

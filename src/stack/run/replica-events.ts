@@ -6,10 +6,8 @@ import { endReplica, firstLine, stripName, type Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
 
 /*
- * What launch() reports about a replica's attempt (spawned, owned, ready, failed, warnings,
- * listeners outside its ports) and its exit, recorded as replica states and told to next.ts
- * as what happened: started, ready or completed (something may start), an attempt failed (restart or
- * the stack's end), a rank of the job exited. Events of an earlier attempt are ignored.
+ * What launch() reports about a replica's attempt and its exit, recorded as replica states and
+ * returned as what happened, for next.ts. Events of an earlier attempt are ignored.
  */
 
 export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: LaunchEvent): Happened | undefined {
@@ -21,7 +19,7 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       // A dependent may wait only for this replica to be started (depends_on: { X: started }).
       return { kind: 'progress' };
     case 'owned':
-      st.update(rep, { state: 'owned', pid: e.pid, ...(rep.port !== undefined ? { port: rep.port } : {}) });
+      st.update(rep, { state: 'owned', pid: e.pid, ...port });
       return { kind: 'progress' };
     case 'learned': {
       rep.learned = e.ports;

@@ -3,7 +3,7 @@ import type { NamedReservation } from '../../allocate/reserve-named.js';
 import type { PortSource } from '../../allocate/allocation-types.js';
 import type { AuditFinding, ForeignListener, LaunchHandle } from '../../launch/launch-api.js';
 import type { GpuReplica } from '../../slurm/replicas.js';
-import { OutputFanout, type ChunkConsumer } from '../record/replica-output.js';
+import { OutputFanout } from '../record/replica-output.js';
 import type { ReplicaState, ServiceSpec } from '../file/spec.js';
 import type { StackConsole } from '../record/stack-console.js';
 
@@ -26,7 +26,7 @@ export interface Replica {
   set: NamedReservation | undefined;
   /** Ports it chose itself, as its current attempt's launch learned them (`learn` entries); empty until then. */
   learned: AssignedPorts[];
-  /** Stopped to be started again on a dependency's moved learned port (learned-moved.ts): why. */
+  /** Stopped to be started again on a dependency's moved learned port (next.ts): why. */
   refresh: string | undefined;
   /** The learned ports of its last ready attempt (a restart may come back on others: next.ts tells the dependents). */
   lastLearned: AssignedPorts[] | undefined;
@@ -83,19 +83,10 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
   const streamed = follow || spec.logs === 'attach';
   for (let r = 0; r < n; r++) {
     const label = `${spec.name}/${r}`;
-    const outC: ChunkConsumer[] = [];
-    const errC: ChunkConsumer[] = [];
-    if (spec.job) {
-      const po = console.passthrough('stdout', n > 1);
-      const pe = console.passthrough('stderr', n > 1);
-      if (po) outC.push(po);
-      if (pe) errC.push(pe);
-    } else if (streamed) {
-      const fo = console.follow(`${label} | `);
-      const fe = console.follow(`${label} | `);
-      if (fo) outC.push(fo);
-      if (fe) errC.push(fe);
-    }
+    const fanout = (which: 'stdout' | 'stderr'): OutputFanout => {
+      const c = spec.job ? console.passthrough(which, n > 1) : streamed ? console.follow(`${label} | `) : undefined;
+      return new OutputFanout(c ? [c] : []);
+    };
     let markEnded!: () => void;
     const ended = new Promise<void>((res) => (markEnded = res));
     svc.replicas.push({
@@ -124,8 +115,8 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
       final: false,
       ended,
       markEnded,
-      out: new OutputFanout(outC),
-      err: new OutputFanout(errC),
+      out: fanout('stdout'),
+      err: fanout('stderr'),
       diag: [],
     });
   }

@@ -14,13 +14,10 @@ import { orphanLines } from './orphans.js';
 import { releasePorts, releaseShared } from './release.js';
 
 /*
- * Every port of the stack first, as one set (allocate/reserve-set.ts): each replica's whole
- * port set (its singles, held until the handoff, and its blocks, leased and never held), so a
- * stack that cannot have every port starts nothing, and stacks competing for the same ports
- * never each hold half. A replica keeps its leases for its whole life, across restarts
- * (restart.ts); teardown.ts gives them back. A service's shared ports (`NAME: shared`) are
- * in the same set, from replica 0's source, held until replica 0 starts (start-attempt.ts),
- * unless replica 0 runs on another node, which leased them (RunStackOptions.shared).
+ * Every port of the stack first, as one set (allocate/reserve-set.ts), so a stack that cannot
+ * have every port starts nothing, and stacks competing for the same ports never each hold half.
+ * A replica keeps its leases across restarts. A service's shared ports (`NAME: shared`) are in
+ * the same set, from replica 0's source, unless replica 0 runs on another node, which leased them.
  * Returns false when the stack is not to go on (no ports, or stopped meanwhile).
  */
 export async function reserveStackPorts(st: StackRun): Promise<boolean> {
@@ -114,19 +111,17 @@ function sourceOf(st: StackRun, rep: Replica): PortSource | undefined {
 }
 
 function reserveOptions(st: StackRun, rep: Replica, source: PortSource): AllocateOptions {
-  const ro: AllocateOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot };
-  // Without it the set never lets the event loop see a signal until it is complete.
-  ro.signal = st.reserveAbort.signal;
+  // The signal: without it the set never lets the event loop see a stop until it is complete.
+  const ro: AllocateOptions = { source, ownerPid: process.pid, name: `${st.spec.file}:${rep.label}`, procRoot: st.procRoot, signal: st.reserveAbort.signal };
   // fd handoff: the hold is handed over as the service's socket, so it listens on `host:`.
   if (rep.svc.spec.handoff === 'fd') ro.holdAddress = rep.svc.spec.host;
   return ro;
 }
 
 /**
- * The shared ports of a job's next generation (generation.ts): a fresh lease for every
- * shared entry that is not kept (`generations: keep`), taken while the old generation's are
- * still leased, so the two can never be the same port; a kept entry's reservation is the
- * old one. In entry order, as the service's set. Throws BerthError (69 when no port is left).
+ * The shared ports of a job's next generation: a fresh lease for each entry not kept
+ * (`generations: keep`), taken while the old ones are still leased, so the two never are the
+ * same port. In entry order. Throws BerthError (69 when no port is left).
  */
 export async function reserveNextShared(st: StackRun, svc: Service, old: NamedReservation): Promise<NamedReservation> {
   const rep = svc.replicas[0]!;

@@ -3,10 +3,9 @@ import { endAbandoned, firstLine, type Replica } from './replica.js';
 import type { StackRun } from './stack-run.js';
 
 /*
- * `restart: on-failure`: a replica that failed with a restartable class (a port lost, a
- * crash, a slow start) comes back after a growing pause, up to restart_limit times, on the
- * same ports (its leases are kept, its singles held again in the pause); else its failure
- * fails the stack (next.ts decides which).
+ * `restart: on-failure`: a replica that failed with a restartable class comes back after a
+ * growing pause, up to restart_limit times, on the same ports (its leases kept, its singles
+ * held again in the pause).
  */
 
 /** Exit classes worth another attempt (a port lost, a crash, a slow start); usage and I/O errors repeat. */
@@ -61,9 +60,8 @@ export function restart(st: StackRun, rep: Replica, reason: string): void {
 }
 
 /**
- * A restart keeps its leases and its ports: dependents were given its address and still
- * use it. The error (69, naming whoever took a port meanwhile) when one cannot be held
- * again: the replica fails rather than moving silently.
+ * A restart keeps its ports: dependents were given its address. The error (69, naming whoever
+ * took a port meanwhile) when one cannot be held again: the replica fails rather than moving silently.
  */
 async function rehold(rep: Replica): Promise<BerthError | undefined> {
   try {

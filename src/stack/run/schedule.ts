@@ -2,12 +2,7 @@ import { conditionStatus } from '../file/graph.js';
 import type { Replica, Service } from './replica.js';
 import type { StackRun } from './stack-run.js';
 
-/*
- * Dependency order: a service may start as soon as every dependency meets its condition
- * (started, ready, completed); one whose condition can never be met fails the stack; a
- * stack without a job is over once nothing runs and nothing can start. These only look:
- * next.ts asks them after every change that may let something start, and acts.
- */
+/* Dependency order, as next.ts asks after every change that may let something start: these only look. */
 
 /** Not started yet and every dependency's condition met (its replicas on other nodes, RunStackOptions.peerServices, known). */
 export function mayStart(st: StackRun, svc: Service): boolean {

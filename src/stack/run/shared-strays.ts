@@ -2,12 +2,10 @@ import type { AuditFinding } from '../../launch/launch-api.js';
 import type { Replica } from './replica.js';
 
 /*
- * Replicas that listen on one port outside their sets (a program's hidden fixed port: Caddy's
- * admin API on 127.0.0.1:2019): with SO_REUSEPORT every replica's bind succeeds and the kernel
- * splits connections between them, so each answers the others' requests. Each replica's audit
- * sees only its own listener; here the stack's are put together. The audit's lines wait until
- * the stack is ready (or a few seconds), so replicas that come up together are named in one
- * line; the rest are said as the launch would have said them.
+ * Replicas that listen on one port outside their sets (Caddy's admin API on 127.0.0.1:2019):
+ * with SO_REUSEPORT every bind succeeds and the kernel splits connections between them. Each
+ * replica's audit sees only its own listener, so its lines wait until the stack is ready (or a
+ * few seconds) and replicas on one port are named in one line; the rest are said as launch would.
  */
 
 /** How long after the first pending finding the lines are said even if the stack is not ready. */

@@ -14,18 +14,14 @@ export interface RunStackOptions {
   /** --run-dir; default ./berth-runs/<UTC timestamp> under `cwd`. */
   runDir?: string;
   /**
-   * This stack is one generation of a job restarted as a group across nodes (an agent's):
-   * its ranks start as this generation and never restart on their own: berth up on the first
-   * node decides (coordinator.ts). Above 0 the run directory is the earlier generations',
-   * continued (logs and diagnostics per generation, side by side; events.jsonl appended).
+   * This stack is one generation of a job restarted as a group across nodes (an agent's): its
+   * ranks never restart on their own. Above 0 the run directory is the earlier generations', continued.
    */
   generation?: number;
   /**
-   * With `generation`: the job's ranks here do restart as a group, on the first node's word
-   * (an agent's, coordinator.ts). Once this node's old generation is proven gone, the stack
-   * calls it with the ended generation and the next one's shared ports leased here (rank 0's
-   * node); it resolves when the next generation may start, with its shared ports leased on
-   * another node, or with undefined when it never will (the stack is stopping).
+   * With `generation`: the ranks here restart as a group on the first node's word. Called once
+   * this node's old generation is gone, with the next one's shared ports if leased here; resolves
+   * when the next may start (with shared ports leased elsewhere), or undefined when it never will.
    */
   generationGate?: (service: string, ended: number, leased: SharedPorts | undefined) => Promise<{ shared?: SharedPorts } | undefined>;
   /** Base of the default run directory (default process.cwd()). */
@@ -47,41 +43,28 @@ export interface RunStackOptions {
   probeTimeoutMs?: number;
   /** Every state change, as written to events.jsonl. */
   onEvent?: (e: StackEvent) => void;
-  /**
-   * Every non-job service is ready (or has completed). Called synchronously before the
-   * services waiting for that moment are started, so output printed here comes first.
-   */
+  /** Every non-job service is ready (or has completed); called before the services waiting for that start. */
   onReady?: (doc: EndpointsDocument) => void;
   /** berth's own warnings (launch warnings, listeners outside a replica's ports). */
   onWarning?: (message: string) => void;
-  /**
-   * Services running elsewhere (a multi-node stack's other nodes, see ../multi-node/): not in
-   * the spec, always ready, with these endpoints for the placeholders of their dependents.
-   */
+  /** Services running elsewhere (other nodes): not in the spec, always ready, with these endpoints. */
   external?: ReadonlyMap<string, readonly Endpoint[]>;
   /**
-   * Services running elsewhere whose endpoints come later, through StackHandle.setExternal
-   * (a multi-node stack's node services, or an agent's dependencies on the first node):
-   * 'pending' to their dependents until then. Their dependencies place them in the stop
-   * order, where stopExternal stops them.
+   * Services running elsewhere whose endpoints come later (StackHandle.setExternal): 'pending'
+   * to their dependents until then; stopExternal stops them in their turn of the stop order.
    */
   externalServices?: readonly GraphNode[];
   /** Stops an external service (its turn in the stop order: after its dependents, before its dependencies). */
   stopExternal?: (service: string) => Promise<void>;
   /** This host's node in the allocation (a berth agent's), for ranks; default one host. */
   topology?: Topology;
-  /**
-   * Shared ports (`NAME: shared`) of services whose replica 0 runs on another node, which
-   * leased them: used as given, not reserved here.
-   */
+  /** Shared ports (`NAME: shared`) of services whose replica 0 runs on another node, which leased them. */
   shared?: ReadonlyMap<string, SharedPorts>;
   /** Every port of the stack is leased (nothing started yet): the document has `shared`. */
   onReserved?: (doc: EndpointsDocument) => void;
   /**
-   * Services whose own replicas run on other nodes too (a berth agent's `nodes:` services
-   * that name themselves, as an etcd member its --initial-cluster): each starts only once
-   * StackHandle.setPeers has given every node's replicas, which its own-service placeholders
-   * ({svc.hostports}, the template's svc.replicas) then list instead of this host's alone.
+   * Services whose own replicas run on other nodes too (an etcd member's --initial-cluster):
+   * each starts once StackHandle.setPeers gave every node's, which its own placeholders then list.
    */
   peerServices?: readonly string[];
 }
@@ -104,11 +87,7 @@ export interface StackHandle {
   stop(opts?: { signal?: NodeJS.Signals; force?: boolean; cause?: string }): Promise<StackResult>;
   /** A message on the status stream, above a live table (nothing when the status display is off). */
   say(text: string): void;
-  /**
-   * An external service (RunStackOptions.externalServices) is there: its endpoints for its
-   * dependents' placeholders, and its replicas' states for their conditions (default: each
-   * endpoint ready). Its dependents may start now.
-   */
+  /** An external service is there: its endpoints, and its replicas' states (default: each endpoint ready). */
   setExternal(service: string, endpoints: readonly Endpoint[], statuses?: readonly ReplicaStatus[]): void;
   /** A replica running elsewhere (another node's), into events.jsonl, endpoints.json and the status view. */
   recordExternal(u: ReplicaUpdate): void;
@@ -116,9 +95,6 @@ export interface StackHandle {
   setPeers(service: string, endpoints: readonly Endpoint[]): void;
   /** Shared ports of a service whose rank 0 runs elsewhere, into endpoints.json's `shared`. */
   recordShared(service: string, shared: SharedPorts): void;
-  /**
-   * With RunStackOptions.generationGate: ends `generation` of the job `service` here because
-   * of a failure elsewhere (`why`); nothing if that generation is ending or over already.
-   */
+  /** With generationGate: ends `generation` of the job `service` here for a failure elsewhere (nothing if already ending). */
   endGeneration(service: string, generation: number, why: string): void;
 }

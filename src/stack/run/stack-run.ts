@@ -12,8 +12,7 @@ import { createRunDir } from '../record/create-stack-run-dir.js';
 import type { RunDir } from '../record/stack-run-dir.js';
 import { localTopology, type Topology } from '../file/ranks.js';
 import { socketPathProblems } from '../file/replica-dir-path.js';
-import { execSizeProblems } from './exec-size.js';
-import { readLimits } from '../../launch/preflight.js';
+import { execSizeProblem, readLimits } from '../../launch/preflight.js';
 import type { StackSpec } from '../file/spec.js';
 import { StackConsole } from '../record/stack-console.js';
 import { WriteFailures } from '../record/write-failures.js';
@@ -21,10 +20,8 @@ import type { RunStackOptions, StackFailure, StackResult } from './stack-handle.
 import type { Happened } from './happened.js';
 
 /*
- * The state of one running stack, shared by its phases (reserve-ports, schedule,
- * start-attempt, replica-events, restart, teardown), and the few things every phase does:
- * record a state change, warn, fail the stack, wait, and tell next.ts what happened
- * (`next`, given by orchestrate.ts: the phases never call each other).
+ * The state of one running stack, shared by its phases, and what every phase does: record a
+ * state change, warn, fail the stack, wait, and tell next.ts what happened (`next`).
  */
 export class StackRun {
   readonly run: RunDir;
@@ -37,7 +34,6 @@ export class StackRun {
   readonly startedOrder: string[] = [];
   readonly env: NodeJS.ProcessEnv;
   readonly procRoot: string;
-  /** This host's node, for ranks (ranks.ts). */
   readonly topology: Topology;
   readonly t0 = performance.now();
   host: HostSysctls | undefined;
@@ -59,7 +55,6 @@ export class StackRun {
   constructor(
     readonly spec: StackSpec,
     readonly o: RunStackOptions,
-    /** What happened, for next.ts to decide what comes next. */
     readonly next: (h: Happened) => void,
   ) {
     this.env = o.env ?? process.env;
@@ -76,8 +71,13 @@ export class StackRun {
     }
     this.procRoot = o.procRoot ?? '/proc';
     this.topology = o.topology ?? localTopology(this.env);
-    // A command too long for exec (E2BIG) is refused before anything is made or leased, as berth run does.
-    const long = execSizeProblems(spec, this.env, readLimits());
+    // A command too long for exec (E2BIG), as written, is refused before anything is made or leased, as berth run
+    // does; placeholders that grow later ({x.urls}, spreads) are the launch's own check, at the replica's start.
+    const limits = readLimits();
+    const long = spec.services.flatMap((s) => {
+      const problem = execSizeProblem(s.command, { ...this.env, ...s.env }, limits);
+      return problem === undefined ? [] : [`${spec.file}:${s.line}: service "${s.name}": ${problem}`];
+    });
     if (long.length > 0) throw new BerthError(EXIT.USAGE, long.join('\n'));
     this.run = createRunDir({
       stack: spec.file,
@@ -122,8 +122,7 @@ export class StackRun {
     return this.services.flatMap((s) => s.replicas);
   }
 
-  /** A state change: events.jsonl, endpoints.json, the status view, the caller's onEvent. */
-  /** Records a change of a replica; `shown: false` keeps it off the console (said there otherwise). */
+  /** A replica's state change: events.jsonl, endpoints.json, the status view (unless `shown: false`), the caller's onEvent. */
   update(rep: Replica, u: Omit<ReplicaUpdate, 'service' | 'replica'>, shown = true): void {
     rep.state = u.state;
     if (u.code !== undefined) rep.code = u.code;
@@ -146,6 +145,10 @@ export class StackRun {
       }
       return;
     }
+    this.emit(ev, shown);
+  }
+
+  private emit(ev: StackEvent, shown: boolean): void {
     if (shown) this.console.event(ev);
     try {
       this.o.onEvent?.(ev);
@@ -170,12 +173,7 @@ export class StackRun {
     } catch {
       return; // our own replicas' next update reports a broken run directory
     }
-    this.console.event(ev);
-    try {
-      this.o.onEvent?.(ev);
-    } catch {
-      // a caller's listener must not break the stack
-    }
+    this.emit(ev, true);
   }
 
   /** The replicas' audit lines, grouped so that replicas on one port are named in one line. */

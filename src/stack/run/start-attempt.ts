@@ -9,21 +9,18 @@ import { resolveCommand, resolveTemplate } from '../file/fill-placeholders.js';
 import type { ReplicaContext } from '../file/replica-context.js';
 import type { Endpoint } from '../file/placeholders.js';
 import { oneShotFix } from '../file/one-shot.js';
-import { renderReplicaTemplates } from './render-templates.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
-import { dirsNamed, makeReplicaDir } from './replica-dir.js';
+import { dirsNamed, makeReplicaDir, renderReplicaTemplates } from './replica-dir.js';
 import { endAbandoned, firstLine, generationOf, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
 
 /*
  * One attempt of one replica: placeholders filled from the dependencies' endpoints as they
- * are now, then one launch() on the replica's reserved ports (or portless). Its events and
- * its exit go to replica-events.ts, tagged with the attempt so a late one is ignored, and
- * what they made happen to next.ts (StackRun.next).
+ * are now, then one launch(). Its events and exit go to replica-events.ts, tagged with the
+ * attempt so a late one is ignored.
  */
 
-/** A replica of this host, with its node (a template's replica entries carry it) and its service's scheme. */
 /** launch()'s messages name a stack's keys, not the CLI's flags ("not ready after 5.0s (ready_timeout)"). */
 const STACK_KEYS: Readonly<Record<string, string>> = {
   '--ready-timeout': 'ready_timeout',
@@ -113,7 +110,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
   let env: NodeJS.ProcessEnv;
   let ready: ReadySpec | undefined;
   let files: NonNullable<LaunchOptions['files']> = [];
-  let ctxDir: string | undefined;
+  let ctxDir: string;
   const shared = rep.svc.shared;
   try {
     const ctx = resolveContext(st, rep);
@@ -121,7 +118,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     // {db.dir} in a setup step (initdb -D {db.dir}/data): db's directories exist before it runs.
     for (const name of dirsNamed(s)) for (const r of st.byName.get(name)?.replicas ?? []) makeReplicaDir(st.run.path, r.svc.spec, r.index);
     ctx.dirs = new Map(st.services.map((x) => [x.spec.name, x.replicas.map((r) => replicaDirPath(st.run.path, x.spec.name, r.index))]));
-    const rendered = renderReplicaTemplates(st, rep, ctx);
+    const rendered = renderReplicaTemplates(s, ctx, ctxDir);
     files = rendered.map((r, i) => ({ name: s.templates[i]!.name, source: r.source, path: r.path }));
     ctx.templates = new Map(files.map((f) => [f.name, f.path]));
     command = resolveCommand(s.command, ctx);
@@ -176,7 +173,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     onEvent,
     procRoot: st.procRoot,
     ...(files.length > 0 ? { files } : {}),
-    ...(ctxDir !== undefined ? { dir: ctxDir } : {}),
+    dir: ctxDir,
     // A one-shot step's exit 0 is its completion, ready or not; a server's the fix to name.
     ...(s.oneShot ? { oneShot: true } : { exitZeroHint: oneShotFix(s.name) }),
     ...(shared ? { sharedPorts: shared.assigned } : {}),

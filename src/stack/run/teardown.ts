@@ -8,11 +8,7 @@ import type { ReplicaState } from '../file/spec.js';
 import type { StackRun } from './stack-run.js';
 import type { StackResult } from './stack-handle.js';
 
-/*
- * The end of a stack: dependents first, latest started first, TERM then KILL after each
- * service's stop_grace (or KILL at once when forced); then every replica's leases are given
- * back, the run directory is made final and `done` resolves.
- */
+/* The end of a stack: dependents first, then every lease back, the run directory made final and `done` resolved. */
 
 const STARTED_STATES: ReadonlySet<ReplicaState> = new Set(['starting', 'owned', 'ready']);
 
