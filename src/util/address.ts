@@ -1,14 +1,8 @@
 import { isIP } from 'node:net';
 
-/*
- * The address a service listens on (`--bind`, a stack's `host:`) is an IP literal: berth
- * binds and probes it, and a name would be resolved differently by each of them ("localhost"
- * is 127.0.0.1 on one host and ::1 on another). Checked before anything is leased.
- */
-
 /**
- * Why `text` is not a usable listen address ("is not an IPv4 address …", to follow the
- * value in a message), or undefined when it is one ("[::1]" too).
+ * Why `text` (`--bind`, a stack's `host:`) is not an IP literal, or undefined ("[::1]" too). A name would be
+ * resolved differently by the binder and the prober ("localhost" is 127.0.0.1 or ::1), so none is accepted.
  */
 export function listenAddressProblem(text: string): string | undefined {
   const t = text.trim();

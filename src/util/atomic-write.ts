@@ -2,22 +2,13 @@ import { closeSync, fchownSync, fsyncSync, lstatSync, openSync, renameSync, unli
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { fileKind, UnsafeFileError } from './safe-file.js';
-import { checkPathSafely, UnsafePathError } from './safe-path.js';
-
-const myUid = (): number => process.getuid?.() ?? 0;
+import { checkPathSafely, myUid, UnsafePathError } from './safe-path.js';
 
 /*
- * A file berth writes on a path the user (or a stack) names: rename() replaces whatever has
- * that name, so `berth doctor --html /dev/full` run as root would swap the device for a
- * regular file, and a FIFO or a socket someone listens on would vanish. Only a regular file
- * of the caller's (or nothing) may be replaced; anything else is refused before a byte is
- * written. A symlink is refused too: which file it means is not berth's to guess.
- *
- * A file for another user (`owner`: a rendered template in a dir_owner's directory) goes
- * into a directory that user owns: it may change what is inside, so only the folders above
- * are judged, the directory itself must be a real one of that user's (or ours), and the
- * file may replace a regular file of theirs. The temporary file is created anew (O_EXCL: a
- * planted link is not followed) and given to them before a byte is written.
+ * rename() replaces whatever has the name (`berth doctor --html /dev/full` as root would swap the
+ * device for a file), so only nothing or a regular file of the caller's may be replaced; a symlink
+ * is refused too. For another user (`owner`: a template in a dir_owner's directory) the folders
+ * above are judged, the directory must be theirs (or ours), and the O_EXCL temp file is theirs.
  */
 
 /** Who a file is written for (chown), when not the caller. */

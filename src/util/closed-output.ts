@@ -1,9 +1,6 @@
 /*
- * A stream berth writes to whose reader went away (`berth up … | head -1`: EPIPE; a hung-up
- * terminal: EIO) is, for berth, what SIGPIPE is for a shell tool that ignores it: nothing
- * more is written there, and berth goes on supervising. Node reports such a failure as an
- * 'error' event, which kills the process when nobody listens; this listens. A destroyed
- * stream drops later writes quietly.
+ * A reader that went away (`berth up … | head -1`: EPIPE; a hung-up terminal: EIO) ends only that
+ * output: Node's unheard 'error' event would kill berth and leave its services unsupervised.
  */
 
 const guarded = new WeakSet<object>();

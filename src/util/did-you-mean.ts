@@ -1,6 +1,4 @@
-/* "did you mean" for a word that is not one of the allowed ones: the nearest, when near. */
-
-/** Small edit distance, for "did you mean". */
+/** Levenshtein distance. */
 function distance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {

@@ -1,11 +1,7 @@
-/*
- * Line numbers of offsets in one text, for messages that name "FILE:LINE" for many places
- * (every tag of a template). Scanning from the start for each offset made checking N tags
- * O(N × size): 40,000 tags took over a minute. The newlines are found once; each look-up
- * is then a binary search.
+/**
+ * A function from an offset of `text` to its 1-based line: newlines found once, then a binary search
+ * (scanning from the start for each of 40,000 template tags took over a minute).
  */
-
-/** A function from an offset of `text` to its 1-based line. */
 export function lineIndex(text: string): (offset: number) => number {
   const starts: number[] = [0];
   for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1);

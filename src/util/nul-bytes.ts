@@ -1,11 +1,7 @@
-/*
- * A NUL byte cannot be passed to a program: argv words and environment entries are C strings,
- * so the kernel would cut them there and Node refuses them at spawn (ERR_INVALID_ARG_VALUE,
- * which would surface as a crash of the service). A YAML "\0" escape or a library caller can
- * put one in; it is refused where the text enters berth, naming the field.
+/**
+ * "contains a NUL byte (\0) at character 3 …" for `value`, or undefined. argv and env entries are C
+ * strings, and Node refuses a NUL at spawn (a crash of the service): refused where the text enters.
  */
-
-/** "contains a NUL byte (\0) at character 3 …" for `value`, or undefined when it has none. */
 export function nulProblem(field: string, value: string): string | undefined {
   const at = value.indexOf('\0');
   if (at < 0) return undefined;

@@ -1,16 +1,12 @@
 import { lstatSync, mkdirSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
-import { makeDirsSafely, UnsafePathError } from './safe-path.js';
+import { makeDirsSafely, myUid, UnsafePathError } from './safe-path.js';
 
 /*
- * Directories only their user may write (a run directory, a
- * --diag-dir): anyone who can write into one, or swap it for a symlink, can forge what
- * berth reads back from it or redirect what it writes. They are created 0700 and every use
- * re-checks type, owner and mode with lstat. The messages name the directory and say what
- * to do, in the words of its caller. A shared directory (/tmp, anything sticky or
- * world-writable) is never to be "fixed" with chmod: that breaks the host when followed as
- * root; the advice is a private subdirectory of it instead.
+ * Directories only their user may write (a run directory, a --diag-dir): created 0700, each use
+ * re-checked with lstat. A shared directory (sticky or world-writable) is never to be "fixed" with
+ * chmod (that breaks the host when followed as root): the advice is a private subdirectory.
  */
 
 export interface PrivateDirWords {
@@ -37,9 +33,6 @@ function refuse(path: string, w: PrivateDirWords, what: string, todo: string): B
 }
 
 const errCode = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
-
-// process.getuid is absent only on Windows, which berth does not support.
-const myUid = (): number => process.getuid?.() ?? 0;
 
 /** A private directory inside a shared one, to suggest instead of changing the shared one. */
 export function privateSubdir(shared: string): string {
@@ -75,11 +68,7 @@ export function checkPrivateDir(path: string, w: PrivateDirWords): Stats {
   return st;
 }
 
-/**
- * mkdir 0700. False when `path` exists already (seen only without `recursive`): a
- * non-recursive mkdir is a lock on the name. Whatever is there is for checkPrivateDir to
- * judge. Throws BerthError(74) for any other failure.
- */
+/** mkdir 0700; false when `path` exists (only without `recursive`: then the mkdir is a lock on the name). */
 export function makePrivateDir(path: string, recursive: boolean, w: PrivateDirWords): boolean {
   try {
     if (recursive) makeDirsSafely(path); // no other user's link or directory on the way
@@ -108,10 +97,8 @@ function mkdirOne(path: string): boolean {
 }
 
 /**
- * mkdir -p, one level at a time. Node's own recursive mkdir retries forever where mkdir
- * says ENOENT although the parent exists (/proc/x, some FUSE and network filesystems): here
- * each level is tried once after its parent, so any filesystem gives an error, not a spin.
- * True when `path` itself was created (parents made on the way are 0700 too).
+ * mkdir -p, each level tried once after its parent: Node's recursive mkdir spins forever where mkdir
+ * says ENOENT although the parent exists (/proc/x, some FUSE and network filesystems).
  */
 function mkdirParents(path: string): boolean {
   try {

@@ -1,13 +1,10 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { myUid } from './safe-path.js';
 import { decodeText } from './text-bytes.js';
 
 /*
- * Opening files whose path someone else may have prepared. Where berth writes, a symlink,
- * a hard link or a FIFO planted under the expected name must not make it write elsewhere or
- * hang: new files are created with O_EXCL (which never follows a link), appended files are
- * opened with O_NOFOLLOW and must be one plain file of ours. Where berth reads a file the user
- * names (a layout, a stack), a FIFO or a device must not hang it or fill its memory: the file
- * is opened without blocking, must be a regular file, and only so much of it is read.
+ * Files whose path someone else may have prepared: a planted symlink, hard link or FIFO must not
+ * redirect or hang a write (O_EXCL, O_NOFOLLOW), nor a FIFO or device hang or flood a read.
  */
 
 const { O_WRONLY, O_RDONLY, O_CREAT, O_EXCL, O_APPEND, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -22,8 +19,6 @@ export class UnsafeFileError extends Error {
     this.name = 'UnsafeFileError';
   }
 }
-
-const myUid = (): number => process.getuid?.() ?? 0;
 
 /** "a directory", "a FIFO (named pipe)", "a regular file" … what a stat says a path is. */
 export function fileKind(st: Stats): string {
@@ -92,10 +87,8 @@ export class InputFileError extends Error {
 const mib = (n: number) => `${(n / (1 << 20)).toFixed(1)} MiB`;
 
 /**
- * The text (UTF-8, no NUL byte, else InputFileError with the byte offset) of a file the user named. Opened without blocking (a FIFO cannot hang
- * it), then it must be a regular file of at most `max` bytes; at most max+1 bytes are ever
- * read, also from files that report no size (/proc). Throws InputFileError for those
- * refusals and the open/read error (ENOENT, EACCES …) otherwise.
+ * The UTF-8 text of a regular file of at most `max` bytes the user named, opened without blocking; at
+ * most max+1 bytes are read (/proc files report no size). InputFileError for a refusal, else the open/read error.
  */
 export function readInputFile(path: string, max = MAX_INPUT_BYTES): string {
   const fd = openSync(path, O_RDONLY | O_NONBLOCK);

@@ -2,15 +2,10 @@ import { lstatSync, mkdirSync, readlinkSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 /*
- * A directory the user names (--diag-dir, --run-dir) is made with every missing parent, and
- * berth writes into it for the whole run. Each component on the way must be one that only
- * the caller or root can change: another user's symlink (`/tmp/shared/d -> /tmp/victim`)
- * would send root's files into the victim's tree, and so would another user's directory or
- * a directory anyone may write (not sticky), in which the next component could be swapped
- * for such a link at any time. The kernel's fs.protected_symlinks covers only the first case
- * and only in sticky directories, and may be off: berth checks for itself. Links of the caller
- * or root are followed (they are the caller's own choice); missing components are created
- * 0700 one at a time, each checked after its mkdir (which never follows a final link).
+ * Each component of a path berth writes under must be one only the caller or root can change:
+ * another user's symlink (`/tmp/shared/d -> /tmp/victim`), directory, or non-sticky writable
+ * directory would let root's files land in a victim's tree. fs.protected_symlinks covers only
+ * sticky directories and may be off. Missing components are made 0700, each checked after its mkdir.
  */
 
 /** Why a component of a path is refused: `at` is the component, `why` says what it is. */
@@ -24,7 +19,8 @@ export class UnsafePathError extends Error {
   }
 }
 
-const myUid = (): number => process.getuid?.() ?? 0;
+// process.getuid is absent only on Windows, which berth does not support.
+export const myUid = (): number => process.getuid?.() ?? 0;
 const trusted = (uid: number): boolean => uid === myUid() || uid === 0;
 const MAX_LINKS = 40; // as the kernel's ELOOP limit
 
@@ -50,19 +46,12 @@ function lstatOrUndefined(path: string): Stats | undefined {
   }
 }
 
-/**
- * mkdir -p `path` (missing components 0700), refusing any component that someone other than
- * the caller or root controls (UnsafePathError). Returns the real path reached. The last
- * component itself is left for the caller to judge (checkPrivateDir).
- */
+/** mkdir -p `path`, refusing (UnsafePathError) any component others control; returns the real path reached. */
 export function makeDirsSafely(path: string): string {
   return walk(path, true);
 }
 
-/**
- * The same judgement of every existing component of `path` (a file berth is about to write),
- * creating nothing: stops at the first missing one. Throws UnsafePathError.
- */
+/** The same judgement of every existing component of `path`, creating nothing. */
 export function checkPathSafely(path: string): void {
   walk(path, false);
 }

@@ -1,11 +1,6 @@
 /*
- * How berth starts another berth: agents of a multi-node stack (srun … berth up --agent),
- * and any helper process berth runs of itself (a helper must be a command of the CLI, not a
- * script file: the single executable has no files next to it). There are two ways berth runs:
- *   - as a script under node (`npx berth`, `node dist/berth.cjs`): node + the script;
- *   - as the single executable (dist/bin/berth-linux-<arch>, Node's SEA): the executable
- *     alone; there is no script next to it and maybe no node on the machine.
- * Every self-invocation goes through selfArgv() so both work the same.
+ * How berth starts another berth (agents, helpers: a CLI command, never a script file): node + the
+ * script, or the single executable (Node's SEA) alone, with no script beside it and maybe no node.
  */
 import { createRequire } from 'node:module';
 

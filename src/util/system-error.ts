@@ -1,11 +1,6 @@
 import { BerthError, EXIT } from '../errors.js';
 
-/*
- * A file-system call that failed on a path is the machine's answer about that path
- * (permissions, space, a read-only mount), not a bug in berth: it becomes a BerthError(74)
- * naming the path and what to do, instead of a stack trace. The last line of defence; the
- * modules that touch files say it in their own words where they can.
- */
+// A failed file-system call on a path is the machine's answer, not a bug: exit 74 with advice, no stack trace.
 
 const VERBS: Record<string, string> = {
   lstat: 'examine',

@@ -1,8 +1,6 @@
 /*
- * Stack files, layouts and templates are UTF-8 text. Node's decoder would turn Latin-1 bytes
- * (or a UTF-16 file, or a binary one) into U+FFFD without a word, and the file would then
- * mean something else than its author sees; a NUL byte marks a binary file (or /proc's
- * NUL-separated lists). Both are refused with the byte offset, before any parsing.
+ * Node's decoder turns Latin-1, UTF-16 or binary bytes into U+FFFD without a word, and a NUL marks a
+ * binary file (or /proc's lists): both are refused with the byte offset, before any parsing.
  */
 
 const strict = new TextDecoder('utf-8', { fatal: true });

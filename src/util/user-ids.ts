@@ -1,11 +1,6 @@
 import { execFileSync } from 'node:child_process';
 
-/*
- * USER[:GROUP] → uid and gid, as the host's name service knows them (id(1), getent: LDAP
- * users too, which /etc/passwd alone would miss). For `dir_owner:`, looked up once per
- * owner: when the stack is loaded (an unknown user is the stack file's error) and when a
- * replica's directory or its rendered templates are given to it.
- */
+// `dir_owner:` USER[:GROUP] → ids through id(1) and getent (LDAP users too), once per owner.
 
 export interface UserIds {
   uid: number;

@@ -1,10 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-/*
- * Login names for uids, from /etc/passwd only: berth shows whose leases are whose, and a
- * name service lookup (NSS, LDAP) could hang a command that must answer at once. A uid
- * that is not in /etc/passwd is shown as a number.
- */
+// From /etc/passwd only: an NSS/LDAP lookup could hang a command that must answer at once.
 
 let table: Map<number, string> | undefined;
 

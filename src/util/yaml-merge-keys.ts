@@ -3,11 +3,8 @@ import type { Document, Node, Pair, YAMLMap } from 'yaml';
 import { kindOf } from './yaml-values.js';
 
 /**
- * YAML merge keys (`<<: *common`, `<<: [*a, *b]`) are expanded in the document tree itself,
- * because the parsers read nodes, not plain objects: a merged pair is the anchored map's own
- * pair, so its line numbers still point where the user wrote it. Keys written in the map win
- * over merged ones, and earlier sources over later ones (YAML 1.1's merge rule); a map that
- * merges itself is refused rather than expanded forever.
+ * Merge keys (`<<: *common`) expanded in the node tree, so a merged pair keeps the line it was written
+ * on. Written keys win over merged ones, earlier sources over later (YAML 1.1); a self-merge is refused.
  */
 export class MergeExpander {
   private readonly done = new Set<Node>();

@@ -1,9 +1,7 @@
 /*
- * The yaml parser recurses once per nesting level. About a thousand levels exhaust the stack
- * (reported as a "syntax error"), and V8 may then abort the whole process with a fatal
- * "RegExpCompiler Allocation failed" on a later parse: such text is refused before it is
- * parsed. Flow brackets are counted outside quotes and comments, block nesting by indentation
- * and by compact "- - -" items; the limits are far beyond any layout or stack.
+ * The yaml parser recurses per level: ~1000 levels exhaust the stack, after which V8 may abort on a
+ * later parse ("RegExpCompiler Allocation failed"). Such text is refused unparsed; the limits are far
+ * beyond any layout or stack.
  */
 const MAX_FLOW_DEPTH = 100;
 const MAX_INDENT = 200;

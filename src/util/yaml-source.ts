@@ -4,12 +4,7 @@ import { BerthError, EXIT } from '../errors.js';
 import { MergeExpander } from './yaml-merge-keys.js';
 import { tooDeep } from './yaml-nesting-limit.js';
 
-/*
- * What the layout parser and the stack loader share when they read a YAML file the user
- * wrote: line numbers, and the habit of collecting every problem as "file:line: …" and
- * refusing the file once, so it is fixed in one pass. Its values are read with
- * yaml-values.ts, its mistyped keys answered with did-you-mean.ts.
- */
+// Shared by the layout and stack readers: every problem collected as "file:line: …", refused once.
 
 const READ_REASONS: Record<string, string> = {
   ENOENT: 'no such file',

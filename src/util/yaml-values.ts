@@ -2,11 +2,6 @@ import { isMap, isScalar, isSeq } from 'yaml';
 import type { Node } from 'yaml';
 import { EXCERPT_CHARS, quoteExcerpt } from './excerpt.js';
 
-/*
- * The values of a YAML file the user wrote, read as written: numbers in their own spelling,
- * strict whole numbers, and what was found, in words, for "…, found X" messages.
- */
-
 /** Strict decimal: Number() alone would accept "0x10", " 1", "1e3"; "7_000" slips through YAML as a string. */
 export function toUint(s: string): number | undefined {
   if (s.length === 0 || s.length > 9) return undefined;
