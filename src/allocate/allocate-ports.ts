@@ -35,11 +35,7 @@ export function foldOptionNames(o: AllocateOptions): Omit<AllocateOptions, 'owne
   return out;
 }
 
-/**
- * Lease and hold `count` distinct ports of a resolved source, all or none (docs/leases.md
- * Reservation; the engine is reserve-set.ts). Throws BerthError 69 explaining every
- * excluded port, 74 when out of file descriptors (the limit is named), 64 for bad options.
- */
+/** Lease and hold `count` distinct ports of a resolved source, all or none. Throws BerthError 69, 74 (descriptors) or 64. */
 export async function allocatePorts(options: AllocateOptions): Promise<Reservation> {
   const opts = foldOptionNames(options);
   const count = blockCount(opts) ?? opts.count ?? 1;
@@ -74,10 +70,8 @@ export async function allocatePorts(options: AllocateOptions): Promise<Reservati
 /** Largest pid Linux hands out (pid_max's ceiling, 2^22). */
 const MAX_PID = 4_194_304;
 
-/**
- * A lease name a caller gives is stored in the lease record, which every user reads: at most
- * USER_NAME_CHARS characters (docs/leases.md). Throws BerthError 64.
- */
+/** A lease name is stored in the record every user reads: at most USER_NAME_CHARS characters. Throws BerthError 64. */
+
 export function checkLeaseName(name: string | undefined, flag = 'name'): void {
   if (name === undefined) return;
   const n = [...name].length;

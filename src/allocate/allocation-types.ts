@@ -9,11 +9,7 @@ export type PortSource =
   | { kind: 'range'; range: PortRange }
   | { kind: 'band'; layoutFile?: string; band: string; instance?: number; range: PortRange };
 
-/**
- * What a lease says (docs/leases.md): read back from the lease record's names in the
- * network namespace's abstract socket space. Everything but `port` is the claim of whoever
- * bound the names.
- */
+/** What a lease says (docs/leases.md), read back from its record's abstract socket names: all but `port` is the binder's claim. */
 export interface LeaseRecord {
   port: number;
   /** The lease lives while this pid lives (`--owner`; berth run/up: berth itself). */
@@ -21,10 +17,7 @@ export interface LeaseRecord {
   /** ms since epoch: the lease ends then (`--ttl`). */
   expiresAt?: number;
   name?: string;
-  /**
-   * ms since epoch: when the lease was made. Absent when nothing says (a set still being
-   * allocated, or a record without `at=`): never a made-up 0 (1970).
-   */
+  /** ms since epoch: when the lease was made. Absent when nothing says (a set still being allocated, a record without `at=`). */
   createdAt?: number;
   /** The allocator's pid (in its own pid namespace). */
   createdBy: number;
@@ -40,11 +33,7 @@ export interface Lease extends LeaseRecord {
 
 export type Strategy = 'lowest' | 'random';
 
-/**
- * Options of the allocator: a resolved source and `berth port`'s other flags under their own
- * names (count, owner, ttl, name, strategy, allowEphemeral). reserve() takes them with SOURCE
- * options instead of the source (source/options.ts).
- */
+/** Options of the allocator: a resolved source and `berth port`'s flags. reserve() takes SOURCE options instead of `source`. */
 export interface AllocateOptions {
   source: PortSource;
   /** `--owner PID` (same as ownerPid). */
@@ -53,10 +42,7 @@ export interface AllocateOptions {
   ttl?: Duration;
   /** Distinct ports wanted (default 1). All or none. */
   count?: number;
-  /**
-   * The lease lives while this pid lives. Another process than the caller (or a ttl) hands
-   * the lease to a small holder process (lease-holder.ts), so it outlives the caller.
-   */
+  /** The lease lives while this pid lives (another process than the caller, or a ttl, hands it to a holder process). */
   ownerPid?: number;
   /** Lease expiry from now, in ms (held by a holder process). Without an owner or a ttl the lease lives while the caller holds the Reservation. */
   ttlMs?: number;
@@ -66,31 +52,23 @@ export interface AllocateOptions {
   /** Allow ports below ip_unprivileged_port_start (only effective for root). */
   allowPrivileged?: boolean;
   strategy?: Strategy;
-  /**
-   * `--block N`: N contiguous ports (p..p+N-1 inside the source), each checked like a single
-   * port, leased as one set and not held once leased. Excludes count > 1.
-   */
+  /** `--block N`: N contiguous ports inside the source, leased as one set and not held once leased. Excludes count > 1. */
   block?: number;
   /** Keep the listening hold sockets open (default true). `berth port` passes false. */
   hold?: boolean;
   /**
-   * fd handoff: hold each port on this IP address (the service's `--bind`/`host:`; "::" is
-   * dual-stack, "0.0.0.0" IPv4 only) with the kernel's full backlog, instead of the wildcard:
-   * the hold is handed over as the service's listening socket (hold-socket.ts).
+   * fd handoff: hold each port on this address (the service's `--bind`; "::" dual-stack, "0.0.0.0"
+   * IPv4 only) with the full backlog, to be handed over as the service's listening socket.
    */
   holdAddress?: string;
   /**
-   * The service uses the port's UDP side too: hold it on UDP as well until the handoff
-   * (`--udp`). With a named set, only entries that say so (PortEntry `udp`). A port with any
-   * UDP socket is never handed out either way.
+   * `--udp`: hold the port's UDP side too until the handoff (in a named set, entries that say so).
+   * A port with any UDP socket is never handed out either way.
    */
   udp?: boolean;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
-  /**
-   * How long to keep retrying while the ports are taken by transient competitors (another
-   * allocator mid-way, a lease or hold being given back, a lost race), in ms. Default 2500.
-   */
+  /** ms to keep retrying while transient competitors (another allocator, a lease being given back) have the ports. Default 2500. */
   contentionMs?: number;
   /** Abort the allocation (e.g. on SIGTERM): what was taken is given back, then reserve() rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -118,7 +96,7 @@ export interface AllocationReport {
       heldByBerth?: boolean;
       /** The socket was gone when its owner was looked up (closed since the table was read). */
       closedSince?: boolean;
-      /** The port's lease is a set still being allocated (a port name without a record): the hold of that allocator (pid, when its name says). */
+      /** The port's lease is a set still being allocated: the hold of that allocator (pid, when its name says). */
       inProgress?: boolean;
     }[];
     leased: {
@@ -127,15 +105,12 @@ export interface AllocationReport {
       name?: string;
       /** The owner's command line, when visible. */
       command?: string;
-      /** Uid the lease record names, and its login name when known (set only for other users). */
+      /** Uid the lease record names, and its login name (set only for other users). */
       uid?: number;
       user?: string;
       /** 'pending': an allocator (pid, when its name says) is still building its set. */
       kind?: 'pending';
-      /**
-       * The record's owner (`--owner`) no longer exists in this PID namespace: its holder
-       * ends the lease within its next look (0.2 s), so the port is contended, not taken.
-       */
+      /** The record's owner no longer exists: its holder ends the lease within 0.2 s, so the port is contended, not taken. */
       ownerGone?: boolean;
     }[];
     /** Ports whose bind failed although the table showed them free (a race lost). */
@@ -145,11 +120,7 @@ export interface AllocationReport {
   };
 }
 
-/**
- * Ports leased and held by this process. The allocator never returns a port it does not
- * hold: while `held` is true every port has a listening socket on the wildcard address (on
- * holdAddress instead when given: fd handoff, see hold-socket.ts).
- */
+/** Ports leased and held by this process: until unhold() each has a listening socket (on holdAddress when given, else the wildcard). */
 export interface Reservation {
   readonly ports: number[];
   readonly leases: Lease[];
@@ -158,20 +129,16 @@ export interface Reservation {
   holdFd(port: number): number | undefined;
   /** Close the hold sockets, keep the leases (the service is about to bind). */
   unhold(port?: number): Promise<void>;
-  /**
-   * Close only the UDP holds (`udp`), keeping the TCP ones: fd handoff passes the TCP socket
-   * and lets the service bind its UDP side itself. Absent on reservations that hold no UDP.
-   */
+  /** Close only the UDP holds: fd handoff passes the TCP socket and the service binds UDP itself. Absent when no UDP is held. */
   unholdUdp?(): Promise<void>;
   /** Close holds and end the leases (closing their names; ending their holder process, if any). Idempotent. */
   release(): Promise<void>;
   /** A block of a port set: contiguous ports, leased but never held once allocated. */
   readonly block: boolean;
   /**
-   * Bind again the hold of every port that is not held now (same address and backlog as
-   * the first hold), e.g. between a replica's restarts; nothing for a block. Throws
-   * BerthError 69 naming the port and who has it (pid, command, socket state); the leases
-   * stay either way, and the holds this call made are closed again.
+   * Hold again every port not held now (same address and backlog), e.g. between a replica's
+   * restarts; nothing for a block. Throws BerthError 69 naming who has a port; the leases stay.
    */
   rehold(): Promise<void>;
+
 }

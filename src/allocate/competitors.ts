@@ -1,6 +1,7 @@
-import { existsSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { readPidns } from '../host/proc-facts.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange } from '../host/host-map.js';
 import { allocatorsByPort, recordsByPort } from './lease-cover.js';
@@ -9,12 +10,10 @@ import { busyPorts, type Plan } from './plan.js';
 import type { BlockPlan } from './plan-block.js';
 
 /*
- * What an allocation knows of the ports in its way: the lease table sorted by port (a
- * complete record names its lease; a port name without one is a set in progress), and,
- * after a failure, who the competitors are (socket owners, lease holders' commands).
+ * What an allocation knows of the ports in its way: each port's lease (a port name without a
+ * record is a set in progress), and after a failure who the competitors are.
  */
 
-/** What an attempt knows of a port's lease. */
 export interface KnownLease {
   /** The owner pid (or, without one, the allocator's). */
   pid?: number;
@@ -25,7 +24,7 @@ export interface KnownLease {
   createdBy?: number;
   /** The owner the record names (`--owner`), not the allocator standing in for one. */
   owner?: number;
-  /** Inode of the port's name (its holder holds it). */
+  /** Inode of the port's name. */
   inode?: number;
 }
 
@@ -92,12 +91,9 @@ function commandOf(procRoot: string, pid: number): string | undefined {
 }
 
 /**
- * Name the competitors of a failed request: owners of the first in-use rows and of every
- * row on a leased port (a berth hold, or a service that owns its port), sockets closed since
- * the table was read, and the commands of lease holders. A socket on a port whose lease is
- * a set in progress is that allocator's hold (transient), even when its owner is not
- * visible (another user's). Looked up after the attempt, so the few processes that matter
- * are read once.
+ * Name the competitors of a failed request: owners of the first in-use rows and of every row on a
+ * leased port, sockets closed since, lease holders' commands. A socket on a port whose lease is a
+ * set in progress is that allocator's hold (transient), even when its owner is not visible.
  */
 export function nameCompetitors(f: Failure, procRoot: string): void {
   const x = f.plan.report.excluded;
@@ -147,10 +143,8 @@ export function nameCompetitors(f: Failure, procRoot: string): void {
 }
 
 /**
- * Mark the leases whose recorded owner no longer exists: their holder (`tail --pid`, which
- * looks every 0.2 s) is about to end them. A pid means something only in the PID namespace
- * it was given in: when the lease's holder is visible and lives in another one than ours,
- * its owner's number says nothing here and the lease is left as taken.
+ * Mark the leases whose recorded owner no longer exists: their holder is about to end them. A pid
+ * means nothing outside its PID namespace: a lease whose holder lives in another one stays taken.
  */
 function markGoneOwners(f: Failure, procRoot: string): void {
   const gone = f.plan.report.excluded.leased.filter((l) => {
@@ -160,21 +154,14 @@ function markGoneOwners(f: Failure, procRoot: string): void {
   if (gone.length === 0) return;
   const inodes = new Set(gone.map((l) => f.attempt.leases.get(l.port)!.inode!));
   const holders = findSocketOwners(procRoot, inodes);
-  const ours = pidNamespace(procRoot, 'self');
+  const ours = readPidns(procRoot, 'self');
   for (const l of gone) {
     const list = holders.get(f.attempt.leases.get(l.port)!.inode!) ?? [];
-    if (list.some((h) => pidNamespace(procRoot, String(h.pid)) !== ours)) continue;
+    if (list.some((h) => readPidns(procRoot, h.pid) !== ours)) continue;
     l.ownerGone = true;
   }
 }
 
-function pidNamespace(procRoot: string, pid: string): string | undefined {
-  try {
-    return readlinkSync(join(procRoot, pid, 'ns', 'pid'));
-  } catch {
-    return undefined;
-  }
-}
 
 /** The hull of some ranges, for the allocator's name. */
 export function hull(ranges: readonly PortRange[]): PortRange {

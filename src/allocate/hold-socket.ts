@@ -4,10 +4,8 @@ import net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
 
 /*
- * A hold is a listening socket on the wildcard address: the strictest claim on a port
- * (it conflicts with every other bind of the port, any address, both families when
- * dual-stack). libuv sets SO_REUSEADDR, so a hold alone would not notice a TIME_WAIT
- * socket on the port; the planner's socket-table check covers that.
+ * A hold is a listening socket on the wildcard address: it conflicts with every other bind of the
+ * port. libuv sets SO_REUSEADDR, so a hold would not notice a TIME_WAIT: the planner's table check does.
  */
 
 export interface HoldError extends Error {
@@ -25,19 +23,15 @@ function holdError(e: unknown, port: number, address: string): HoldError {
 }
 
 /**
- * host undefined: the dual-stack wildcard. Node then binds '::' with IPV6_V6ONLY cleared
- * (libuv sets or clears it explicitly on every IPv6 bind; no ipv6Only flag means cleared,
- * whatever net.ipv6.bindv6only says), and binds '0.0.0.0' instead only when the IPv6 socket
- * cannot be made or bound at once (EAFNOSUPPORT where IPv6 is off; EADDRINUSE is reported
- * by listen(), so a taken port never falls back). Naming '::' instead would send the
- * address through dns.lookup(): loading node:dns and compiling its IPv6 regex costs
- * `berth port` about 5 ms at startup, for the same socket.
+ * host undefined: the dual-stack wildcard. Node binds '::' with IPV6_V6ONLY cleared (whatever
+ * net.ipv6.bindv6only says), falling back to '0.0.0.0' only where IPv6 sockets fail at once
+ * (EADDRINUSE comes from listen(), so a taken port never falls back). Naming '::' would go
+ * through dns.lookup(), costing `berth port` about 5 ms at startup for the same socket.
  */
 function listenOnce(port: number, host: string | undefined, backlog = 16): Promise<net.Server> {
   return new Promise((resolve, reject) => {
-    // Nothing is served on a hold yet: a connection that lands here is refused with a
-    // reset rather than left hanging. A reset, not a close: closing first would leave a
-    // TIME_WAIT on the port, which blocks a service that binds without SO_REUSEADDR.
+    // A connection to a hold is reset, not closed: a close would leave a TIME_WAIT on the
+    // port, which blocks a service that binds without SO_REUSEADDR.
     const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.resetAndDestroy());
     const onError = (e: Error) => {
       server.close();
@@ -54,30 +48,20 @@ function listenOnce(port: number, host: string | undefined, backlog = 16): Promi
   });
 }
 
-/**
- * Listen on `port` on '::' (dual-stack) when IPv6 is on, else on '0.0.0.0' (also when IPv6
- * sockets turn out to be unsupported after all). Rejects with a
- * HoldError carrying `code` (EADDRINUSE, EACCES, …). Never port 0.
- */
+/** Listen on `port` on '::' (dual-stack) when IPv6 is on, else '0.0.0.0'. Rejects with a HoldError (EADDRINUSE, EACCES, …). */
 export async function holdPort(port: number, ipv6: boolean, serveAt?: string): Promise<net.Server> {
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     throw holdError(Object.assign(new Error(`cannot hold port ${port}: not a port 1-65535`), { code: 'EINVAL' }), port, '');
   }
   if (serveAt !== undefined) return listenOnce(port, servingAddress(serveAt), listenBacklog());
-  // Without IPv6 (no tcp6 table), '0.0.0.0' by name as before.
   return listenOnce(port, ipv6 ? undefined : '0.0.0.0');
 }
 
 /*
- * fd handoff (`serveAt`): the hold is the service's own listening socket from the start, so
- * it is bound to the address the service was asked to listen on, not the wildcard: a hold
- * on [::] handed over as fd 3 would serve every interface although --bind (or `host:`)
- * said 127.0.0.1. It is bound there at once rather than held on the wildcard and re-bound
- * at spawn: a re-bind must close the wildcard first (the two conflict), and in that gap
- * anything may bind the port. A hold on one address claims less than the wildcard (another
- * address's bind of the port is not refused), but nothing berth hands out is lost by it:
- * the lease keeps cooperating allocators off the port, the planner saw no socket on it in
- * any state, and the service's connections arrive on this socket from the first moment.
+ * fd handoff (`serveAt`): the hold becomes the service's listening socket, so it is bound at once
+ * to the service's --bind address (a [::] hold would serve every interface), not re-bound at spawn:
+ * that would close the wildcard first, and anything may bind the port in the gap. The lease keeps
+ * cooperating allocators off what the narrower hold does not refuse.
  */
 
 /** The literal to bind: brackets dropped; "0.0.0.0" stays IPv4-only, "::" is dual-stack. */
@@ -88,11 +72,7 @@ function servingAddress(text: string): string {
 
 let somaxconn: number | undefined;
 
-/**
- * The backlog a server would ask for: the kernel's limit, net.core.somaxconn (per network
- * namespace; 4096 by default since Linux 5.4). A socket handed over keeps the backlog it was
- * made with: nginx given it (NGINX="3;") never calls listen() again.
- */
+/** net.core.somaxconn: a socket handed over keeps its backlog (nginx given it never calls listen() again). */
 export function listenBacklog(): number {
   if (somaxconn === undefined) {
     let n = NaN;
@@ -106,10 +86,7 @@ export function listenBacklog(): number {
   return somaxconn;
 }
 
-/**
- * A bind failure that no other port would avoid (the address is not this host's, or its
- * family is off) as a usage error naming the address; undefined for a port-level failure.
- */
+/** A bind failure no other port would avoid (address not this host's, family off) as a usage error; else undefined. */
 export function addressFailure(e: unknown, address: string): BerthError | undefined {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'EADDRNOTAVAIL') {
@@ -128,12 +105,10 @@ export function addressFailure(e: unknown, address: string): BerthError | undefi
 }
 
 /**
- * The UDP side of a port, for a service that uses both (`udp: true`, `--udp`): a datagram
- * socket bound where the TCP hold is (dual-stack [::] when IPv6 is on, else 0.0.0.0; the
- * service's address with fd handoff). Bound exclusively and without SO_REUSEADDR, so it fails
- * with EADDRINUSE while anything holds the port's UDP side, and nothing binds it meanwhile.
- * Datagrams that reach it before the handoff are dropped with it. Rejects with a HoldError.
+ * The UDP side of a port (`--udp`), bound where the TCP hold is, exclusively and without
+ * SO_REUSEADDR: EADDRINUSE while anything has the port's UDP side. Rejects with a HoldError.
  */
+
 export function holdUdp(port: number, ipv6: boolean, serveAt?: string): Promise<dgram.Socket> {
   const address = serveAt !== undefined ? servingAddress(serveAt) : ipv6 ? '::' : '0.0.0.0';
   const type = address.includes(':') ? 'udp6' : 'udp4';

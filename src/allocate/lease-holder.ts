@@ -5,31 +5,19 @@ import { BerthError, EXIT } from '../errors.js';
 import { descriptorError } from './lease-domain.js';
 
 /*
- * A lease lives exactly as long as the sockets of its names are open somewhere. `berth port
- * --owner PID` and `--ttl DUR` exit at once, so their names are handed to a holder: a
- * coreutils process that inherits the descriptors (fds 3…) and does nothing but wait, for
- * about 1 MiB of memory instead of a Node.js runtime:
- *
- *   owner:        tail --pid=PID -s 0.2 -f /dev/null   ends within 0.2 s of PID's end
- *   ttl:          sleep SECONDS
- *   owner + ttl:  timeout SECONDS tail --pid=PID …     whichever comes first
- *
- * It runs in a session of its own (a Ctrl-C for the caller's terminal is not for it), with
- * stdin, stdout and stderr on /dev/null, so `$(berth port --owner $$)` does not wait for it.
- * argv[0] is HOLDER_ARGV0, by which `berth release` knows a holder it may end (besides the
- * socket inodes it must hold). The names are the holder's from the moment it exists:
- * fork() copies every descriptor at once, so it has the whole set or nothing.
- *
- * The programs are the system's coreutils by absolute path (timeout's tail too), never the
- * first of that name on the caller's PATH: a `sleep` there that rejects "600.000" would exit
- * at once and take the lease with it while berth printed the port. And the holder is seen
- * waiting (sleeping in the kernel, its tail too under timeout) before the lease is
- * reported: one that exits at once is an error, and nothing stays leased.
+ * A lease lives as long as the sockets of its names are open somewhere. `berth port --owner PID`
+ * and `--ttl DUR` exit at once, so their names (fds 3…) go to a coreutils holder (about 1 MiB, not
+ * a Node.js runtime): `tail --pid=PID -s 0.2 -f /dev/null`, `sleep SECONDS`, or both under
+ * `timeout SECONDS tail …`. Its own session (a Ctrl-C is not for it) and stdio on /dev/null, so
+ * `$(berth port --owner $$)` does not wait; argv[0] HOLDER_ARGV0 lets `berth release` know it.
+ * The programs are the system's by absolute path, never the caller's PATH (a `sleep` there that
+ * rejects "600.000" would drop the lease while berth printed the port), and the holder is seen
+ * sleeping in the kernel before the lease is reported.
  */
 
 export const HOLDER_ARGV0 = 'berth-lease-holder';
 
-/** How often tail looks whether the owner lives, in seconds (the lease ends at most this late). */
+/** How often tail looks whether the owner lives, in seconds. */
 const OWNER_POLL_S = '0.2';
 
 export interface HolderSpec {
@@ -43,7 +31,7 @@ function seconds(ms: number): string {
   return (Math.max(ms, 1) / 1000).toFixed(3);
 }
 
-/** Where the system's coreutils are, in order (the last for NixOS). */
+/** Where the system's coreutils are (the last for NixOS). */
 const SYSTEM_DIRS = ['/usr/bin', '/bin', '/run/current-system/sw/bin'];
 
 /** Absolute path of the system's `name`, or the bare name (left to PATH) when none is found. */
@@ -69,23 +57,15 @@ export function holderCommand(h: HolderSpec, tool: (name: string) => string = sy
   throw new BerthError(EXIT.SOFTWARE, 'a lease holder needs an owner or a ttl');
 }
 
-/**
- * Start a holder of `fds` (they become its fds 3, 4, …). Resolves once it runs (the names are
- * then its too); the caller may close its own copies.
- */
+/** Start a holder of `fds` (its fds 3, 4, …); once resolved, the caller may close its own copies. */
 export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<ChildProcess> {
   const [cmd, args] = holderCommand(h);
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
     try {
-      // Only PATH (and the Slurm job's ids) of the caller's environment: the holder may outlive berth by hours, and
-      // nothing else is its business (a token would stay readable in /proc/PID/environ for
-      // the lease's life, and a run's processes found by an environment mark would count it).
-      // The system's directories after the caller's: a venv or a PATH trimmed to berth alone
-      // (the Python wheel's) must still find coreutils.
-      // SLURM_JOB_ID/SLURM_STEP_ID stay: `berth release --job` ends only holders whose environment,
-      // as the kernel shows it, names the job (a record's job= is anyone's claim).
-      // (PATH matters only where no system coreutils were found: every program is a path.)
+      // Only PATH (system directories last, for a trimmed PATH) and the Slurm ids: a token would stay
+      // readable in /proc/PID/environ for the lease's life, and a run's environment mark would count it.
+      // `berth release --job` ends only holders whose environment, as the kernel shows it, names the job.
       const env: NodeJS.ProcessEnv = { PATH: [process.env.PATH, '/usr/bin', '/bin'].filter(Boolean).join(':'), LC_ALL: 'C' };
       for (const k of ['SLURM_JOB_ID', 'SLURM_STEP_ID']) if (process.env[k]) env[k] = process.env[k];
       child = spawn(cmd, args, { argv0: HOLDER_ARGV0, detached: true, stdio: ['ignore', 'ignore', 'ignore', ...fds], cwd: '/', env });
@@ -127,10 +107,7 @@ function childOf(pid: number): number | undefined {
   }
 }
 
-/**
- * Resolves once the holder waits in the kernel (state S: tail's and sleep's nanosleep,
- * timeout's sigsuspend with its tail in nanosleep); rejects when it has exited instead.
- */
+/** Resolves once the holder (and timeout's tail) sleeps in the kernel (state S); rejects when it has exited instead. */
 function waiting(child: ChildProcess, h: HolderSpec): Promise<void> {
   const pid = child.pid!;
   const withChild = h.ownerPid !== undefined && h.ttlMs !== undefined;
@@ -168,15 +145,12 @@ function failure(e: unknown, cmd: string): BerthError {
   return new BerthError(EXIT.IOERR, `cannot start the lease holder (${cmd}): ${code || (e as Error).message}; nothing was leased`);
 }
 
-/**
- * End a holder we started, if it still runs (Node reaps it, so its pid cannot be another's
- * yet), and wait for it to be gone (its names with it), at most a second.
- */
+/** End a holder we started (Node reaps it, so its pid is not another's yet) and wait, at most a second, for it to be gone. */
 export function endHolder(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    // Kept referenced (at most a second): the holder was unref'd, so without it a caller
-    // awaiting release() with nothing else to do would see its event loop run dry (exit 13).
+    // Referenced: the holder was unref'd, so a caller awaiting release() alone would see its loop run dry (exit 13).
+
     const timer = setTimeout(resolve, 1000);
     child.once('exit', () => {
       clearTimeout(timer);

@@ -68,11 +68,7 @@ export function formatPorts(ports: readonly number[]): string {
 const PORT_TEXT = /^[1-9]\d{0,4}$/;
 export const isPort = (p: number): boolean => p >= 1 && p <= 65535;
 
-/**
- * Runs of "20000-20015,20020", ascending and disjoint, or undefined when malformed. Kept as
- * runs: anyone can bind a record claiming 1-65535, and thousands of them must cost what their
- * text costs, not 65535 numbers each.
- */
+/** Runs of "20000-20015,20020", or undefined when malformed: anyone can bind a record claiming 1-65535, so never expanded. */
 export function parsePorts(text: string): PortRun[] | undefined {
   const out: PortRun[] = [];
   for (const run of text.split(',')) {
@@ -86,11 +82,7 @@ export function parsePorts(text: string): PortRun[] | undefined {
   return out.length > 0 ? out : undefined;
 }
 
-/**
- * The largest number a record field may hold (15 digits: every such number is exact in a
- * double). Readers refuse a record with a larger one, so writers never write one: an
- * expiry is bounded at parse time (util/duration.ts MAX_TTL_MS) far below it.
- */
+/** The largest number a record field may hold (15 digits, exact in a double); readers refuse a record with a larger one. */
 export const MAX_STAMP_MS = 999_999_999_999_999;
 
 /** The record's payload; throws (a bug, not a user error: ttls are bounded where they are parsed) for a field readers would refuse. */
@@ -156,8 +148,8 @@ export function parsePayload(text: string): ParsedRecord | undefined {
     const t = unescapeValue(v);
     if (t === undefined) return undefined;
     if (k === 'name') r.name = capName(t);
-    else if (k === 'job' || k === 'step') r[k] = capName(t, 32);
-    else r.set = capName(t, 32);
+    else r[k] = capName(t, 32);
+
   }
   return r;
 }

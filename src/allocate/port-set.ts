@@ -19,17 +19,11 @@ export type PortEntry =
   | { name: string; kind: 'single'; udp?: true }
   | { name: string; kind: 'block'; count: number }
   | { name: string; kind: 'window' }
-  /**
-   * count 1: one port; more: a block (e.g. SGLang binds ports after its --dist-init-addr port).
-   * `keep`: a job's ranks keep it across their generations (`generations: keep`); without
-   * it every generation gets a fresh one.
-   */
+  /** count > 1: a block. `keep`: a job's ranks keep it across their generations (`generations: keep`). */
   | { name: string; kind: 'shared'; count: number; keep?: true }
-  /**
-   * A port the service chooses itself (a stack's `NAME: learn` / `{ learn: REGEX }`):
-   * nothing is leased before it runs; launch's learn phase learns and leases it (launch/learn.ts).
-   */
+  /** A port the service chooses itself (`NAME: learn`): leased once launch/learn.ts has learned it. */
   | { name: string; kind: 'learn'; pattern?: string };
+
 
 /** An entry once allocated: a single has one port, a block its ports in ascending order. */
 export interface AssignedPorts {

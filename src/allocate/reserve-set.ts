@@ -19,25 +19,16 @@ import { takePort } from './take-port.js';
 import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './allocation-types.js';
 
 /*
- * One allocation: several requests (a port source and a count each) leased and held as
- * one set, all or none (docs/leases.md). `berth port --count 4` is one request; a
- * stack's replicas are one request each, in one set, so two stacks competing for the same
- * ports never end up each holding half of what they need.
- *
- * An attempt plans each request against the socket table and the lease table (the names
- * of the network namespace's lease domain, lease-domain.ts), binds each port's name (the
- * lease: EADDRINUSE means someone else has it) and holds the port. When every request has
- * its ports, the set is committed (reserve-commit.ts: a record per request, and a holder
- * process when the lease must outlive us, set-record.ts). When one cannot, everything is given
- * back; if the competitors in the way are transient (contention.ts) the attempt is repeated
- * after a jittered backoff, else the allocation fails with 69 and names them. A port is
- * taken by take-port.ts, a block's run by take-block.ts.
+ * One allocation: several requests (a source and a count each) leased and held as one set, all
+ * or none (docs/leases.md), so two stacks competing for the same ports never each hold half of
+ * what they need. An attempt plans each request against the socket and lease tables, binds each
+ * port's name (the lease) and holds the port, then commits the set; else it gives everything back
+ * and retries after a jittered backoff while the competitors are transient, or fails with 69.
  */
 
 /** `berth port`'s lease lifetime when there is no owner pid and no explicit ttl. */
 export const DEFAULT_TTL_MS = 10 * 60_000;
 
-/** How long contention is retried by default before giving up with 69. */
 export const DEFAULT_CONTENTION_MS = 2500;
 
 export interface SetRequest {
@@ -47,24 +38,15 @@ export interface SetRequest {
   strategy?: Strategy;
   allowEphemeral?: boolean;
   allowPrivileged?: boolean;
-  /** fd handoff: hold on this address with a server's backlog instead of the wildcard (hold-socket.ts). */
+  /** fd handoff: hold on this address with a server's backlog instead of the wildcard. */
   holdAddress?: string;
-  /**
-   * The `count` ports are one contiguous run p..p+count-1 inside the source (a port set's
-   * block): each passes the single-port checks, all are leased in the same set, and they
-   * are held only while allocating (to prove each bindable), never once reserveSet returns.
-   */
+  /** The `count` ports are one contiguous run inside the source, held only while allocating (to prove each bindable). */
   block?: boolean;
-  /**
-   * The service uses the port's UDP side too (`udp: true`, `--udp`): each port is held on UDP
-   * as well, until the handoff, so that both sides are proved free and stay so (hold-socket.ts
-   * holdUdp). Not for blocks. Any port with a UDP socket is passed over whatever this says.
-   */
+  /** Hold each port's UDP side too until the handoff (`--udp`); not for blocks. */
   udp?: boolean;
 }
 
 export interface SetOptions extends LeaseLife {
-  /** Keep the holds open (default true). */
   hold?: boolean;
   procRoot?: string;
   contentionMs?: number;
@@ -99,10 +81,9 @@ function unavailable(f: Failure, count: number): BerthError {
 }
 
 /**
- * Lease and hold every request's ports as one set, all or none. Returns one Reservation
- * per request, in order. Throws BerthError 69 explaining the request that could not be
- * met (details.request is its index), 74 when out of descriptors, and the signal's reason
- * when aborted (after giving back what was taken).
+ * Lease and hold every request's ports as one set, all or none: a Reservation per request. Throws
+ * BerthError 69 (details.request: the index of the one not met), 74 out of descriptors, and the
+ * signal's reason when aborted.
  */
 export async function reserveSet(requests: readonly SetRequest[], o: SetOptions = {}): Promise<Reservation[]> {
   const procRoot = o.procRoot ?? '/proc';
@@ -117,8 +98,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
   try {
     for (;;) {
       if (o.signal?.aborted) throw aborted(o.signal);
-      // Only the sources' rows: the planner looks at nothing else, and skipping the rest of a
-      // busy node's table early is most of the parse.
+      // Only the sources' rows: skipping the rest of a busy node's table early is most of the parse.
       const host = readHostMap({ procRoot, localPorts: allRanges });
       // The lease domain is always this process's own network namespace: procRoot fixtures do not move it.
       const leases = knownLeases(readLeaseTable(), (p) => inRanges(p, allRanges), { uid, pid: process.pid });
@@ -130,8 +110,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
       const reports: AllocationReport[] = [];
       const mine = new Set<number>();
       let failure: Failure | undefined;
-      // Requests from the same source share one plan and a cursor over its candidates (planning
-      // per request made N requests from one range cost N × its size).
+      // Requests from the same source share one plan and a cursor over its candidates (not N × its size).
       const plans = new Map<string, { plan: Plan; next: number }>();
       const blockPlans = new Map<string, { plan: BlockPlan; next: number }>();
       try {
@@ -223,8 +202,8 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             };
           });
           const reservations = await commitSet(commits, holder);
-          // Held until committed: the allocator never returns a port it could not hold.
-          // A block is never held once leased: its program binds inside it itself.
+          // Held until committed; a block is never held once leased (its program binds inside it).
+
           await Promise.all(reservations.map((r) => (o.hold === false || r.block ? r.unhold() : undefined)));
           return reservations;
         }

@@ -2,13 +2,9 @@ import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSyn
 import { join } from 'node:path';
 
 /*
- * A cgroup v2 directory per launch: the one mark of a process tree that nothing inside it
- * can shed. setsid(), setpgid(), a scrubbed environment (env -i) and a double fork lose
- * the session, the group, the marker and the parent; cgroup membership is inherited at
- * fork and only a process allowed to write cgroup.procs (root, or the owner of a delegated
- * subtree) can leave. berth makes one under its own cgroup where it may, and runs the spawn
- * from inside it (see runInCgroup); where it may not (no cgroup2 mount, not root, a
- * read-only hierarchy), it says why (cgroupUnavailable) and the tree is found as before.
+ * A cgroup v2 directory per launch: the one mark of a process tree that nothing inside can shed
+ * (setsid, env -i or a double fork lose session, marker and parent; only a writer of cgroup.procs
+ * can leave). Where berth may not make one, cgroupUnavailable says why and the tree is found as before.
  */
 
 /** Where this process's own cgroup v2 directory is, from /proc/self/mountinfo and /proc/self/cgroup (pure). */
@@ -75,11 +71,7 @@ export function cgroupUnavailable(): string | undefined {
 const STALE_MS = 60_000;
 let swept = false;
 
-/**
- * Removes the empty berth-* cgroups beside ours that are older than STALE_MS, once per
- * process: a berth and its watchdog killed together leave theirs behind. A live launch's
- * cgroup is never empty for longer than its spawn, and rmdir refuses one with processes.
- */
+/** Once per process, removes the empty berth-* cgroups beside ours older than STALE_MS (rmdir refuses one with processes). */
 function sweepStale(base: string): void {
   if (swept) return;
   swept = true;
@@ -128,11 +120,10 @@ function moveSelf(dir: string): boolean {
 }
 
 /**
- * Runs `fn` (a synchronous spawn: Node forks inside the call) with berth itself in `dir`, so
- * the child is born there, then moves berth back. inside: false when berth could not enter
- * it (fn ran outside). A berth that could not get back out is left there: the process tree
- * never counts berth's own pid (process-tree.ts).
+ * Runs `fn` (a synchronous spawn) with berth itself in `dir`, so the child is born there, then moves
+ * berth back (left there if it cannot: the process tree never counts berth's pid). inside: false when berth could not enter.
  */
+
 export function runInCgroup<T>(dir: string, fn: () => T): { value: T; inside: boolean } {
   const base = ownDir().dir!;
   const inside = moveSelf(dir);

@@ -9,35 +9,18 @@ import { SsShell } from './ss-shell.js';
 import type { PortRange, SocketRow } from './host-map.js';
 
 /*
- * Reading only the sockets berth cares about. /proc/net/tcp{,6} makes the kernel format every
- * socket of the namespace however few berth keeps (≈ 150 ms at 50,000 sockets), so a read of a
- * few ports or of the listeners asks sock_diag instead, through iproute2's `ss` with a filter
- * the kernel runs (Node has no netlink sockets): the kernel checks each socket's port against
- * the bytecode and formats only the matches, and for LISTEN only it walks the listening hash
- * alone. `ss` costs a process spawn (a few ms) whatever the table holds, which is more than
- * /proc costs on a quiet host; so each read looks at the table's size first
- * (/proc/net/sockstat{,6}: a few counters, read in microseconds) and uses `ss` only from
- * SS_MIN_ROWS sockets on (bench/busy-host.ts measures both sides). /proc is also the
- * fallback: where `ss` is missing, too old for -O/-H, or sock_diag is refused (its exit
- * status is then not 0), where it does not answer within SS_DEADLINE_MS (a hung `ss` first on
- * PATH, a sock_diag stuck in the kernel: its whole process group is killed), or where any line
- * it printed does not parse (a look-alike that prints something else: rows it left out would
- * read as free ports, so its answer is a failed read, never "no sockets"), berth reads /proc
- * and does not try `ss` again in this process. Both give the same rows
- * (test/host-socket-reader.test.ts compares them on live namespaces).
- *
- * `ss` reads the namespace of the calling process, which is /proc's (/proc/net is
- * /proc/self/net): only a read of the real /proc may use it, never a fixture tree.
+ * /proc/net/tcp{,6} makes the kernel format every socket of the namespace (≈ 150 ms at 50,000),
+ * so a read of a few ports or of the listeners of a big table asks sock_diag through iproute2's
+ * `ss` (Node has no netlink sockets): the kernel formats only the matches. `ss` costs a spawn, so
+ * it is used only from SS_MIN_ROWS sockets on (sockstat gives the size in microseconds). Where
+ * `ss` fails, does not answer within SS_DEADLINE_MS (its process group is killed) or prints a line
+ * that does not parse (rows it left out would read as free ports), berth reads /proc and does not
+ * try `ss` again in this process. `ss` reads the caller's namespace: only the real /proc may use it.
  */
 
 export type ReaderChoice = 'auto' | 'ss' | 'proc';
 
-/**
- * Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used. On the benchmark's quiet
- * 2-core machine (bench/busy-host.ts, docs/scale.md §2) a 100-port read cost 1.5 / 11 /
- * 95 ms through /proc at 500 / 5,000 / 50,000 sockets and 18 / 21 / 40 ms through `ss`: the
- * two cross near 10,000.
- */
+/** Sockets (tcp + tcp6 in use, plus TIME_WAIT) from which `ss` is used: a 100-port read costs the same both ways near 10,000 (docs/scale.md §2). */
 export const SS_MIN_ROWS = 10_000;
 
 export interface ReadSocketsOptions {
@@ -45,18 +28,11 @@ export interface ReadSocketsOptions {
   procRoot?: string;
   /** Only sockets whose local port lies in these ranges. */
   localPorts?: readonly PortRange[];
-  /**
-   * Only LISTEN sockets (with `udp`, also unconnected UDP sockets: bound to receive from
-   * anyone, UDP's listeners).
-   */
+  /** Only LISTEN sockets (with `udp`, also unconnected UDP sockets: UDP's listeners). */
   listenOnly?: boolean;
   /** Read UDP sockets too (/proc/net/udp{,6}; `ss -u`): each row says its protocol. */
   udp?: boolean;
-  /**
-   * 'auto' (default): `ss` from SS_MIN_ROWS sockets on, else /proc; 'ss': `ss` whenever it
-   * works (filtered or not); 'proc': /proc only. The environment variable BERTH_SOCKET_READER
-   * sets the default (tests force each path with it).
-   */
+  /** 'auto' (default): `ss` from SS_MIN_ROWS sockets on, else /proc; 'ss': `ss` whenever it works; 'proc': /proc only. Default from BERTH_SOCKET_READER. */
   via?: ReaderChoice;
   /** The `ss` to run (tests); default 'ss' from PATH. */
   ssPath?: string;
@@ -66,13 +42,11 @@ export interface SocketRead {
   rows: SocketRow[];
   /** Lines that did not parse (a table read while sockets come and go can end mid-row). */
   skipped: number;
-  /** Which reader answered. */
   via: 'ss' | 'proc';
   /** Whether the kernel has IPv6 TCP (tcp6 exists). */
   ipv6: boolean;
 }
 
-/** Why `ss` is not used in this process any more, once it failed; undefined while it works. */
 let ssBroken: string | undefined;
 
 /** Why `ss` was given up in this process (for diagnostics and tests). */
@@ -101,11 +75,7 @@ function counter(text: string, line: string, key: string): number {
   return Number.isFinite(v) ? v : 0;
 }
 
-/**
- * Rows a full /proc read would format, from /proc/net/sockstat{,6}: TCP sockets in use of both
- * families and TIME_WAIT, and UDP sockets with `udp` (all counted per network namespace);
- * undefined when unreadable.
- */
+/** Rows a full /proc read would format, from /proc/net/sockstat{,6} (TCP in use and TIME_WAIT; UDP with `udp`); undefined when unreadable. */
 export function tableSize(procRoot = '/proc', udp = false): number | undefined {
   let v4: string;
   try {
@@ -123,7 +93,6 @@ export function tableSize(procRoot = '/proc', udp = false): number | undefined {
   return udp ? tcp + counter(v4, 'UDP', 'inuse') + counter(v6, 'UDP6', 'inuse') : tcp;
 }
 
-/** Whether this read goes to `ss`. */
 function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
   if (procRoot !== '/proc' || ssBroken !== undefined) return false;
   const choice = opts.via ?? envChoice();
@@ -138,9 +107,8 @@ function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
 let childProcess: typeof ChildProcess | undefined;
 
 /**
- * node:child_process, loaded on the first `ss` read: it pulls in net and streams, which
- * `berth port` on a quiet host never needs (start-up time). createRequire, not import(): the
- * sync read cannot await, and the single executable cannot import() at all.
+ * Loaded on the first `ss` read: it pulls in net and streams, which `berth port` on a quiet host
+ * never needs. createRequire: the sync read cannot await, and the single executable cannot import().
  */
 function cp(): typeof ChildProcess {
   if (childProcess === undefined) {
@@ -150,18 +118,13 @@ function cp(): typeof ChildProcess {
   return childProcess;
 }
 
-/**
- * How long one `ss` may take before it is given up for /proc. It answers in 20-40 ms at
- * 50,000 sockets on the benchmark host and in a few hundred ms on a badly loaded one; /proc
- * costs ~150 ms at that size, so waiting longer than this never pays.
- */
+/** How long one `ss` may take before it is given up for /proc (it answers in 20-40 ms at 50,000 sockets, a few hundred ms on a loaded host). */
 export const SS_DEADLINE_MS = 2_000;
 
 // detached: `ss` (or what runs as it) leads a process group of its own, which is killed
 // whole at the deadline: a wrapper's children would otherwise hold its pipes and live on.
 const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30, detached: true } as const;
 
-/** SIGKILL a process group that ran past its deadline (it may be gone already). */
 function killGroup(pid: number | undefined): void {
   if (pid === undefined || pid <= 0) return;
   try {
@@ -171,10 +134,8 @@ function killGroup(pid: number | undefined): void {
   }
 }
 
-/** What `ss` left, from spawnSync or execFile. */
 interface SsExit {
   error?: Error | undefined;
-  /** It ran past SS_DEADLINE_MS and was killed. */
   timedOut?: boolean;
   status: number | null;
   signal: NodeJS.Signals | null;
@@ -182,14 +143,12 @@ interface SsExit {
   stderr: string;
 }
 
-/** What one read asks for, normalized. */
 interface Query {
   ports: PortRange[] | undefined;
   listenOnly: boolean;
   udp: boolean;
 }
 
-/** A LISTEN-only read's rows: TCP listeners, and with UDP its unconnected (receiving) sockets. */
 function listening(r: SocketRow): boolean {
   return r.protocol === 'udp' ? r.state === 'CLOSE' : r.state === 'LISTEN';
 }
@@ -209,11 +168,11 @@ function fromSs(r: SsExit, q: Query, ssPath: string): SocketRead | undefined {
     return undefined;
   }
   // With UDP a listen-only read names two states, so ss prints the state column.
-  const parsed = parseSsOutput(r.stdout, q.listenOnly && !q.udp ? { onlyState: 'LISTEN' } : {});
-  // Each line is one socket, written whole by ss (not a table read mid-change): a line that
-  // does not parse is not iproute2's ss, or not one berth understands.
+  const how = q.listenOnly && !q.udp ? { onlyState: 'LISTEN' as const } : {};
+  const parsed = parseSsOutput(r.stdout, how);
+  // ss writes each line whole (no table read mid-change): one that does not parse is not an ss berth understands.
   if (parsed.skipped > 0) {
-    const bad = r.stdout.split('\n').find((l) => l.trim() !== '' && parseSsOutput(l, q.listenOnly && !q.udp ? { onlyState: 'LISTEN' } : {}).skipped > 0) ?? '';
+    const bad = r.stdout.split('\n').find((l) => l.trim() !== '' && parseSsOutput(l, how).skipped > 0) ?? '';
     ssBroken = `${ssPath}: ${parsed.skipped} line(s) of its output did not parse (first: ${JSON.stringify(bad.slice(0, 80))})`;
     return undefined;
   }
@@ -267,7 +226,7 @@ function spawnSsAsync(args: string[], q: Query, ssPath: string): Promise<SocketR
   });
 }
 
-/** The shell that starts `ss` for the asynchronous reads (ss-shell.ts); undefined once it failed. */
+/** Starts `ss` for the asynchronous reads (ss-shell.ts); null once it failed. */
 let shell: SsShell | undefined | null;
 
 async function readViaSsAsync(q: Query, ssPath: string): Promise<SocketRead | undefined> {
@@ -302,7 +261,7 @@ async function readViaSsAsync(q: Query, ssPath: string): Promise<SocketRead | un
   return spawnSsAsync(args, q, ssPath);
 }
 
-/** A filter normalized, or an empty answer when it matches no port at all. */
+/** The filter normalized, and an empty answer when it matches no port. */
 function prepare(opts: ReadSocketsOptions): { procRoot: string; q: Query; empty?: SocketRead } {
   const procRoot = opts.procRoot ?? '/proc';
   const ports = opts.localPorts === undefined ? undefined : normalizeRanges(opts.localPorts);
@@ -330,13 +289,11 @@ export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
 }
 
 /**
- * readSockets for callers that supervise other work meanwhile (the launch's pollers): `ss`
- * runs as a child the event loop does not wait on (spawnSync of ss, 100+ ms on a loaded host,
- * was 15% of berth's main thread with 16 replicas starting), started by a shell that berth
- * keeps (ss-shell.ts: not a fork of berth per read). Same choice and fallback rules;
- * the /proc read stays synchronous, as it is used only where it is cheap (a small table) or
- * where `ss` failed.
+ * readSockets for callers that supervise other work meanwhile (the launch's pollers): spawnSync of
+ * ss was 15% of berth's main thread with 16 replicas starting, so `ss` runs from a shell berth keeps
+ * (ss-shell.ts). The /proc read stays synchronous: it is used only where cheap or where `ss` failed.
  */
+
 export async function readSocketsAsync(opts: ReadSocketsOptions = {}): Promise<SocketRead> {
   const { procRoot, q, empty } = prepare(opts);
   if (empty !== undefined) return empty;

@@ -3,11 +3,9 @@ import { decimal, hexValue, isDigit, isWs, skipWs, tokenEnd } from './proc-net-b
 import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './host-map.js';
 
 /*
- * /proc/net/tcp{,6} can hold tens of thousands of rows on a busy node and is read on
- * every allocation, so this parser walks the raw bytes (no string of the whole table is
- * ever made) with index arithmetic (proc-net-bytes.ts) and never runs a regex or split per
- * row. Address strings are cached by their numeric value (proc-net-address.ts): most rows
- * share a handful of local addresses, so formatting happens once per distinct address and table.
+ * /proc/net/tcp{,6} can hold tens of thousands of rows and is read on every allocation, so this
+ * parser walks the raw bytes with index arithmetic: no string of the table, no regex or split per
+ * row. Most rows share a few local addresses, so each distinct one is formatted once per table.
  */
 
 const STATES: readonly TcpState[] = [
@@ -27,22 +25,15 @@ export interface ParseTcpOptions {
   /** Byte order of the host that wrote the table; defaults to this machine's. */
   littleEndian?: boolean;
   /**
-   * Only rows whose local port lies in these ranges. The others are passed over as soon
-   * as their local port is read: not built, not checked further, not counted in
-   * `skipped` (an allocator needs only the ports it may hand out, and most of a busy
-   * node's table is elsewhere). A line whose local port cannot be read is parsed in full
-   * and counted as before.
+   * Only rows whose local port lies in these ranges: the others are passed over once their port
+   * is read, not counted in `skipped`. A line whose local port cannot be read is parsed in full.
    */
   localPorts?: readonly PortRange[];
-  /**
-   * Which table the bytes are: /proc/net/udp{,6} has the same columns as tcp{,6} (its `st`
-   * is 07 unconnected or 01 connected), so one parser reads both. Default 'tcp'.
-   */
+  /** 'udp': /proc/net/udp{,6}, same columns (`st` 07 unconnected, 01 connected). Default 'tcp'. */
   protocol?: SocketProtocol;
 }
 
-// Results of endpoint(): module scratch rather than an object per call, which is
-// measurable at 60,000 rows x 2 endpoints.
+// Results of endpoint(): module scratch, as an object per call is measurable at 60,000 rows.
 let epAddr = '';
 let epPort = 0;
 
@@ -61,7 +52,7 @@ function endpoint(bytes: Uint8Array, i: number, end: number, addresses: TableAdd
   return after;
 }
 
-/** Parse one row in bytes[start..end); undefined when malformed or truncated. */
+/** One row in bytes[start..end); undefined when malformed or truncated. */
 function parseRow(bytes: Uint8Array, start: number, end: number, addresses: TableAddresses, protocol: SocketProtocol): SocketRow | undefined {
   // "sl:" slot number
   let i = skipWs(bytes, start, end);
@@ -143,10 +134,17 @@ function portOutside(bytes: Uint8Array, start: number, end: number, family: 4 | 
 }
 
 /**
- * Parse a table's bytes, appending rows to `rows`; returns how many lines were skipped.
- * The one implementation behind parseTcpTable and parseTcpBuffer.
+ * Rows of /proc/net/tcp (family 4) or /proc/net/tcp6 (family 6), or of udp/udp6 with `protocol:
+ * 'udp'`. The header and blank lines are ignored; any other line that does not parse is counted in
+ * `skipped` (a table read while sockets come and go can end mid-row), never thrown.
  */
-function parseInto(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpOptions, rows: SocketRow[]): number {
+export function parseTcpTable(text: string, family: 4 | 6, opts: ParseTcpOptions = {}): SocketTable {
+  // UTF-8 turns any non-ASCII character into bytes >= 0x80, which no rule accepts.
+  return parseTcpBuffer(Buffer.from(text, 'utf8'), family, opts);
+}
+
+/** parseTcpTable on the table's raw bytes; `into` appends the rows to an existing array (both families of a host map). */
+export function parseTcpBuffer(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpOptions = {}, into: SocketRow[] = []): SocketTable {
   const addresses = new TableAddresses(family, opts.littleEndian ?? HOST_LE);
   const protocol = opts.protocol ?? 'tcp';
   const only = opts.localPorts;
@@ -167,7 +165,7 @@ function parseInto(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpOptions, rows
           continue;
         }
         const row = parseRow(bytes, pos, end, addresses, protocol);
-        if (row) rows.push(row);
+        if (row) into.push(row);
         else skipped++;
       } else if (!(sawContent === false && isHeaderStart(bytes, first, end))) {
         skipped++;
@@ -176,29 +174,9 @@ function parseInto(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpOptions, rows
     }
     pos = end + 1;
   }
-  return skipped;
-}
-
-/**
- * Rows of /proc/net/tcp (family 4) or /proc/net/tcp6 (family 6), or of udp/udp6 with
- * `protocol: 'udp'`. The header line and
- * blank lines are ignored; any other line that does not parse is counted in `skipped`
- * (a table read while sockets come and go can end mid-row), never thrown.
- */
-export function parseTcpTable(text: string, family: 4 | 6, opts: ParseTcpOptions = {}): SocketTable {
-  // UTF-8 keeps ASCII as is and turns any other character into bytes >= 0x80, which no
-  // rule accepts: lines parse or fail exactly as the characters would.
-  return parseTcpBuffer(Buffer.from(text, 'utf8'), family, opts);
-}
-
-/**
- * parseTcpTable on the table's raw bytes, as read from the file: no string of the whole
- * table is made. `into` appends the rows to an existing array (both families of a host map).
- */
-export function parseTcpBuffer(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpOptions = {}, into: SocketRow[] = []): SocketTable {
-  const skipped = parseInto(bytes, family, opts, into);
   return { rows: into, skipped };
 }
+
 
 /** Every local port with a socket in any state: all of them block a plain bind() (docs/leases.md). */
 export function portsInUse(rows: readonly SocketRow[] | SocketTable): Set<number> {

@@ -2,21 +2,15 @@ import { formatIPv6 } from './proc-net-address.js';
 import type { PortRange, SocketProtocol, SocketRow, SocketTable, TcpState } from './host-map.js';
 
 /*
- * The output of iproute2's `ss -tanHOe` (sock_diag, filtered in the kernel: see
- * socket-reader.ts) as the rows /proc/net/tcp{,6} gives (socket-table.ts): same family, same
- * address text, same state names, uid and inode. One line per socket (-O), no header (-H):
+ * `ss -tanHOe` output as the rows /proc/net/tcp{,6} gives (same address text, state names, uid
+ * and inode). One line per socket (-O), no header (-H):
  *
  *   STATE  RECV-Q SEND-Q LOCAL:PORT PEER:PORT [timer:(…)] [uid:U] ino:I sk:… [cgroup:…] …
  *
- * ss leaves out the state column when the filter names a single state (`state listening`):
- * the caller then says which state the rows are in. Asked for TCP and UDP at once (`-t -u`),
- * ss puts a Netid column ("tcp", "udp") first; alone, the caller says which protocol it is.
- * A UDP socket's states are UNCONN (CLOSE in /proc/net/udp) and ESTAB. uid: is printed only when it is not 0.
- * Addresses: "127.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "*" (the IPv6 any address of a
- * dual-stack socket), each with "%IFNAME" when bound to a device; port "*" is 0. The IPv6
- * text is read back into its 16 bytes and formatted as the /proc parser formats it, so the
- * two readers agree whatever inet_ntop's style. Anything else on a line is ignored; a line
- * that does not have this shape is counted in `skipped`, never thrown.
+ * ss drops the state column when the filter names one state, and adds a Netid column with `-t -u`:
+ * the caller then says the state or protocol. uid: is printed only when not 0. "*" is the dual-stack
+ * any address (port "*" is 0); "%IFNAME" may follow. IPv6 text is reparsed and formatted as the
+ * /proc parser does, so the readers agree whatever inet_ntop's style.
  */
 
 const STATE_NAMES: Record<string, TcpState> = {
@@ -35,7 +29,7 @@ const STATE_NAMES: Record<string, TcpState> = {
   UNKNOWN: 'UNKNOWN',
 };
 
-/** ss's name of each state (for fixtures and property tests). */
+/** ss's name of each state (fixtures and property tests). */
 export const SS_STATE_NAME: Readonly<Record<TcpState, string>> = Object.fromEntries(Object.entries(STATE_NAMES).map(([k, v]) => [v, k])) as Record<
   TcpState,
   string
@@ -111,7 +105,7 @@ function parseIPv4(text: string): number[] | undefined {
   return out;
 }
 
-/** Parse state of one output: address texts seen, so each distinct one is formatted once. */
+/** Address texts seen in one output, so each distinct one is formatted once. */
 class Addresses {
   private readonly cache = new Map<string, { family: 4 | 6; text: string } | null>();
 
@@ -201,8 +195,7 @@ function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): Socket
       inode = Number(v);
     }
   }
-  // -e always prints "ino:… sk:…": a line without both (cut short, perhaps inside the inode's
-  // digits, or ss run without -e) cannot be trusted.
+  // -e always prints "ino:… sk:…": a line without both (cut short, maybe inside the inode) cannot be trusted.
   if (inode === undefined || !sawSk) return undefined;
   return {
     protocol,
@@ -232,11 +225,10 @@ export function parseSsOutput(text: string, opts: ParseSsOptions = {}): SocketTa
 }
 
 /**
- * The arguments of `ss` for TCP sockets (and UDP ones with `udp`) whose local port lies in
- * `ports` (all ports when undefined), in every state or LISTEN only; LISTEN only with UDP also
- * asks for unconnected UDP sockets (UNCONN: a UDP server's), and TCP's CLOSE rows that state
- * brings are the caller's to drop. Ranges must be normalized (sorted, merged).
+ * `ss` arguments for TCP (and with `udp`, UDP) sockets with a local port in normalized `ports` (all
+ * when undefined); listenOnly with UDP also asks for UNCONN, and the TCP CLOSE rows it brings are the caller's to drop.
  */
+
 export function ssArgs(ports: readonly PortRange[] | undefined, listenOnly: boolean, udp = false): string[] {
   const states = listenOnly ? (udp ? ['state', 'listening', 'state', 'unconnected'] : ['state', 'listening']) : ['state', 'all'];
   const args = ['-t', ...(udp ? ['-u'] : []), '-a', '-n', '-H', '-O', '-e', ...states];
