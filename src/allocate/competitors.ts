@@ -162,7 +162,6 @@ function markGoneOwners(f: Failure, procRoot: string): void {
   }
 }
 
-
 /** The hull of some ranges, for the allocator's name. */
 export function hull(ranges: readonly PortRange[]): PortRange {
   let lo = 65535;

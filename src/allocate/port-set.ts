@@ -24,7 +24,6 @@ export type PortEntry =
   /** A port the service chooses itself (`NAME: learn`): leased once launch/learn.ts has learned it. */
   | { name: string; kind: 'learn'; pattern?: string };
 
-
 /** An entry once allocated: a single has one port, a block its ports in ascending order. */
 export interface AssignedPorts {
   name: string;

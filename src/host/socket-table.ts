@@ -177,7 +177,6 @@ export function parseTcpBuffer(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpO
   return { rows: into, skipped };
 }
 
-
 /** Every local port with a socket in any state: all of them block a plain bind() (docs/leases.md). */
 export function portsInUse(rows: readonly SocketRow[] | SocketTable): Set<number> {
   const list = Array.isArray(rows) ? rows : (rows as SocketTable).rows;
