@@ -1,7 +1,6 @@
 import { PORT_FIELDS, PORT_NAME_RE, type PortField } from '../../allocate/port-set.js';
 import { scanListFormat, type ListFormat } from './list-format.js';
 import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
-import type { YamlReader } from './ports-key.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
@@ -224,8 +223,15 @@ function spreadFix(parts: TemplatePart[], p: Placeholder): string {
   return `for one argument per entry write ${perEntry}; for one argument with the comma-joined list, ${JSON.stringify(`${pre}{${inner}}${post}`)}`;
 }
 
-/** A text's placeholders, each broken one reported where it stands. */
-export function templateParts(text: string, where: string, line: number, label: string, reader: YamlReader, opts?: ParseOptions): TemplatePart[] {
+/** A text's placeholders, each broken one reported where it stands (`reader`: the stack file's YamlReader; only its add is needed here). */
+export function templateParts(
+  text: string,
+  where: string,
+  line: number,
+  label: string,
+  reader: { add(line: number, text: string): void },
+  opts?: ParseOptions,
+): TemplatePart[] {
   const { parts, errors } = parseTemplate(text, opts);
   for (const e of errors) reader.add(line, `${label}: ${where} ${describeTemplateError(e)}`);
   return parts;

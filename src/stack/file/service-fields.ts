@@ -9,12 +9,12 @@ import { readDependsOnKey } from './depends-on-key.js';
 import type { Draft } from './draft.js';
 import { readEnvKey } from './env-key.js';
 import { readNodesKey } from './nodes-key.js';
+import { templateParts } from './placeholders.js';
 import { readSourceKey, type SourceKey } from './port-source-key.js';
 import type { YamlReader } from './ports-key.js';
 import type { ServiceSpec } from './spec.js';
 import { readStraysKey } from './strays-key.js';
 import { readServerKey } from './server-keys.js';
-import { templateParts } from './placeholders.js';
 import { readTemplatesKey } from './templates-key.js';
 
 /*
