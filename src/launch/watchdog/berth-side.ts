@@ -3,16 +3,7 @@ import { LeaseHandoff } from './lease-handoff.js';
 import { watchdogArgv } from './program.js';
 import { formatMessage, type WatchMessage } from './protocol.js';
 
-/*
- * berth's side of its watchdog (watch.ts has the other side). Node cannot ask the kernel to
- * signal berth's children when berth dies (PR_SET_PDEATHSIG), so one small process per berth
- * process, started with the first launch, in a session of its own (a Ctrl-C or a signal to
- * berth's process group does not reach it), listens on a pipe that only berth can write: the
- * pipe's end of file is berth's death, however it died. berth registers each launch (its
- * marker before the spawn, its pid right after) and each stack's run directory, and ends them
- * when it has cleaned up itself; a watchdog that died is started again and told everything
- * still registered. The launches' lease sockets go to it beside the pipe (lease-handoff.ts).
- */
+/* berth's side of its watchdog (protocol.ts says what they say and why; watch.ts is the other side). */
 
 const RESPAWN_LIMIT = 3;
 
@@ -92,11 +83,7 @@ export class Watchdog {
     this.leases.started(child);
   }
 
-  /**
-   * Said once: berth runs on without a watchdog, but a SIGKILL of berth would then leave its
-   * services running. Seen when the kernel cannot run berth's own file again (an aarch64
-   * binary under qemu-user without binfmt_misc: execve fails and exec falls back to sh).
-   */
+  /** Said once. Seen when the kernel cannot run berth's own file again (an aarch64 binary under qemu-user without binfmt_misc). */
   private warn(program: string, why: string): void {
     if (this.warned) return;
     this.warned = true;

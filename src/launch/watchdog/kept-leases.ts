@@ -2,12 +2,8 @@ import type net from 'node:net';
 import { parseIpc, type IpcMessage } from './protocol.js';
 
 /*
- * The watchdog's copies of each launch's lease sockets (sent by berth, lease-handoff.ts): a
- * lease lives as long as a process holds it, and it must outlive berth exactly as long as the
- * launch's service is being stopped. They are closed when berth says the launch ended (on the
- * pipe or on the IPC channel, in whichever order the two deliver), or once it is stopped.
- * berth's 'release' says how many sockets it sent for the launch: 'released' goes back only
- * once that many have come, so a socket still in flight is closed before the answer, never after.
+ * The watchdog's copies of each launch's lease sockets (protocol.ts), closed when berth says the
+ * launch ended (on the pipe or on the IPC channel, in whichever order the two deliver) or once it is stopped.
  */
 export class KeptLeases {
   private readonly held = new Map<string, net.Server[]>();

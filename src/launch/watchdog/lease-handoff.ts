@@ -2,24 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type net from 'node:net';
 import { parseIpc, type IpcMessage } from './protocol.js';
 
-/*
- * berth's side of the watchdog's lease sockets. Leases (allocate/lease-domain.ts) live as long
- * as a process holds their sockets, and the services must keep theirs while the watchdog stops
- * them after berth died: each launch's lease sockets are sent to the watchdog, which closes them
- * when the launch ends or, after berth's death, once the launch is stopped (kept-leases.ts).
- *
- * Why they are sent over the IPC channel (SCM_RIGHTS), not inherited on spawn as a lease
- * holder's are (allocate/lease-holder.ts): a holder is started for leases that exist before it
- * does, and is a coreutils program that cannot receive a descriptor. The watchdog is one per
- * berth process, started with the first launch; the leases of later launches (replicas leased
- * over time, restarts, generations) come after it runs. Inheriting them would take a watchdog
- * per launch (about 40 ms of CPU each, docs/run.md) instead of one for a stack of 256 replicas.
- *
- * What sending costs: when a launch ends berth waits for the watchdog to say it closed them (at
- * most ACK_MS; a watchdog that does not answer is killed, which closes them too), telling it how
- * many were sent so that one still in flight is closed before the answer. So when berth exits,
- * the names of every lease it held are gone, and the next allocator finds the ports free.
- */
+/* berth's side of the launches' lease sockets: why they are sent, and the release handshake, in protocol.ts. */
 
 /** How long berth waits for the watchdog to say it closed a launch's lease sockets (about 1 ms alive; its start-up, when the launch was that short). */
 const ACK_MS = 1_000;
@@ -87,10 +70,7 @@ export class LeaseHandoff {
     ).then(() => undefined);
   }
 
-  /**
-   * After the launch's 'end': resolves once the watchdog holds none of its lease sockets any
-   * more: it said so, or it exited, or it did not answer within ACK_MS and was killed.
-   */
+  /** After the launch's 'end': resolves once the watchdog said it closed them, exited, or was killed for not answering within ACK_MS. */
   async release(id: string): Promise<void> {
     this.flush();
     const child = this.child();

@@ -1,11 +1,8 @@
 import { watch } from './watch.js';
 
 /*
- * The watchdog program: started by berth-side.ts with berth's pid and a pipe from berth as
- * stdin (as dist/watchdog.cjs, or as `berth up --watchdog PID` inside the single executable,
- * which has no files next to it). It stops what berth left running when that pipe closes
- * (watch.ts), then marks the stacks' run directories with `markRunDir`: the stack's business
- * (stack/record/run-gone.ts), so given by the program's entry above (cli/watchdog-entry.ts, up.ts).
+ * The watchdog program (berth-side.ts starts it with berth's pid and the pipe as stdin). Marking a dead
+ * stack's run directories is the stack's business (stack/record/run-gone.ts), given by cli/watchdog-entry.ts.
  */
 export async function watchdogMain(berthPid: number, markRunDir: (dir: string, berthPid: number) => unknown): Promise<number> {
   // In a session of its own already; a hangup or Ctrl-C meant for berth's terminal is not for it.

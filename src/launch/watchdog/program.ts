@@ -3,10 +3,9 @@ import { join } from 'node:path';
 import { isSingleExecutable } from '../../util/self.js';
 
 /*
- * Where the watchdog's program is: dist/watchdog.cjs, next to the bundle that runs (the CLI's
- * command bundles in dist/cli/, the library's dist/index.js), or the single executable itself
- * (`up --watchdog`). Code run from the TypeScript sources (tsx) has no bundle next to it and
- * runs without a watchdog unless useWatchdogEntry() names one.
+ * Where the watchdog's program is: dist/watchdog.cjs next to the running bundle (dist/cli/, dist/index.js), or the
+ * single executable itself (`up --watchdog`, util/self.ts: it has no files next to it). Run from the TypeScript
+ * sources (tsx) there is none unless useWatchdogEntry() names one.
  */
 
 let entryOverride: string | null | undefined;
@@ -20,7 +19,6 @@ export function useWatchdogEntry(path: string | null): void {
 export function watchdogArgv(): string[] | undefined {
   const pid = String(process.pid);
   if (entryOverride !== undefined) return entryOverride === null ? undefined : [process.execPath, entryOverride, pid];
-  // The single executable has no files next to it: it is its own watchdog (util/self.ts).
   if (isSingleExecutable()) return [process.execPath, 'up', '--watchdog', pid];
   if (typeof __dirname !== 'string') return undefined;
   for (const dir of [__dirname, join(__dirname, '..')]) {

@@ -1,8 +1,23 @@
 /*
- * What berth tells its watchdog (berth-side.ts → watch.ts): one JSON object a line
- * over a pipe whose only writer is berth. Everything is said before it matters: a run's
- * marker before its service is spawned, so a berth killed in between still leaves the
- * watchdog able to find the service by the marker in its environment.
+ * How berth and its watchdog talk. Node cannot ask the kernel to signal berth's children when
+ * berth dies (PR_SET_PDEATHSIG), so one small process per berth process, started with the first
+ * launch in a session of its own (a Ctrl-C or a signal to berth's process group misses it),
+ * reads a pipe whose only writer is berth: the pipe's end of file is berth's death, however it
+ * died (SIGKILL, OOM). On it, one JSON WatchMessage a line, each said before it matters: a run's
+ * marker before its spawn (a berth killed in between leaves the service findable by the marker
+ * in its environment), its pid right after, its end once berth cleaned up itself. At end of
+ * file the watchdog stops what is still registered (stop-run.ts). A watchdog that died while
+ * berth lives is started again and told everything still registered.
+ *
+ * Beside the pipe, the IPC channel carries each launch's lease sockets (SCM_RIGHTS): a lease
+ * lives as long as a process holds its socket, and must outlive berth until the service is
+ * stopped. They are sent, not inherited as a lease holder's are (allocate/lease-holder.ts, a
+ * coreutils program started for leases that exist before it), because later launches' leases
+ * come after the watchdog runs: inheriting them would take a watchdog per launch (about 40 ms
+ * of CPU each, docs/run.md). When a launch ends berth sends 'release' with how many sockets it
+ * sent and waits for 'released', which the watchdog says only once it has them all and closed
+ * them, so a socket still in flight is closed before the answer, and when berth exits every
+ * lease name it held is gone (docs/leases.md).
  */
 
 export type WatchMessage =
@@ -19,14 +34,6 @@ export type WatchMessage =
   /** The stack has written its final endpoints.json itself. */
   | { op: 'runDirEnd'; path: string };
 
-/*
- * The IPC channel beside the pipe carries the lease sockets (SCM_RIGHTS) and the one
- * exchange that needs an answer: when a launch ends, berth asks the watchdog to close its
- * copies of the launch's lease sockets and waits for it to say so, so that when berth
- * exits every lease name it held is gone (docs/leases.md). `leases` is how many sockets
- * berth sent it for the launch: the watchdog answers only once it has them all, so a socket
- * still in flight is closed before the answer, never after.
- */
 export type IpcMessage =
   /** Comes with one lease socket of launch `id`. */
   | { op: 'lease'; id: string }

@@ -3,13 +3,9 @@ import { ProcessTree } from '../process-tree.js';
 import type { Run } from './state.js';
 
 /*
- * Stopping one run after berth died, as berth would have: SIGTERM to every process of the
- * run's tree (its process group, its session, descendants, every process carrying the run's
- * marker in its environment: double-forked daemons, and every process in the run's cgroup:
- * daemons that also cleared it), looked for again every 50 ms so late forks are caught too,
- * then SIGKILL once the service's grace has passed; then the run's cgroup is removed.
- * Processes are signalled one by one, after checking their start time, never by a process
- * group number that may have been reused.
+ * Stopping one run after berth died, as berth would have: its tree (process-tree.ts) looked for again every
+ * POLL_MS so late forks are caught, SIGTERM, SIGKILL after the grace, then its cgroup removed. One by one,
+ * each start time checked, never by a process group number that may have been reused.
  */
 
 const POLL_MS = 50;
@@ -19,7 +15,6 @@ const SETTLE_MS = 250;
 const KILL_PATIENCE_MS = 5_000;
 
 export interface StopReport {
-  /** Processes signalled. */
   termed: number;
   killed: number;
   /** Still alive when the watchdog gave up (unkillable). */

@@ -4,13 +4,7 @@ import { parseMessage, type IpcMessage } from './protocol.js';
 import { applyMessage, type WatchState } from './state.js';
 import { stopRun, type StopReport } from './stop-run.js';
 
-/*
- * The watchdog's loop (one process per berth process, started by berth-side.ts). It reads
- * what berth tells it until the pipe reaches end of file. berth is the pipe's only writer,
- * so the kernel closes it whenever berth goes away, SIGKILL and OOM included. Launches that
- * berth ended itself were reported as ended; whatever is still registered then is stopped
- * (stop-run.ts), and each launch's leases (kept-leases.ts) end once its service is stopped.
- */
+/* The watchdog's loop: reads berth's messages (protocol.ts) until end of file, then stops what is still registered. */
 
 export interface WatchOptions {
   /** Where lease sockets arrive ('message' events with a handle); default this process's IPC channel, if any. */
@@ -21,10 +15,7 @@ export interface WatchOptions {
   markRunDir?: (dir: string) => void;
 }
 
-/**
- * Reads berth's messages from `input` until end of file, then stops what is left. Resolves
- * with what it found left over (empty when berth ended every launch itself).
- */
+/** Resolves, after `input`'s end, with what was left to stop (nothing when berth ended every launch itself). */
 export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promise<StopReport & { runs: number }> {
   const state: WatchState = { runs: new Map(), runDirs: new Set() };
   const leases = new KeptLeases(o.reply ?? ((m: IpcMessage) => process.send?.(m, undefined, {}, () => {})));
