@@ -1,10 +1,7 @@
 import { BerthError, EXIT } from '../errors.js';
 import type { PortRange } from '../host/host-map.js';
 
-/*
- * Parsers for the values of Slurm's environment variables. Each takes the variable's name so
- * a bad value is reported as "NAME=value: why" (exit 65): the user sees which variable to fix.
- */
+/* Parsers of Slurm's variables: each takes the name, so a bad value is "NAME=value: why" (exit 65), naming what to fix. */
 
 export function badVariable(name: string, value: string, why: string): BerthError {
   return new BerthError(EXIT.DATAERR, `${name}=${JSON.stringify(value)}: ${why}`, { variable: name, value });
@@ -20,15 +17,12 @@ export function parseUint(name: string, value: string): number {
   return Number(t);
 }
 
-/** An id kept as text (job and step ids are stored as written), checked to be numeric. */
+/** A job or step id: checked to be numeric, kept as text. */
 export function parseIdText(name: string, value: string): string {
   return String(parseUint(name, value));
 }
 
-/**
- * "0,1,3" or "0-2,5" into distinct whole numbers, in the order given. Empty lists, empty
- * entries, duplicates and anything not a number are errors naming the variable.
- */
+/** "0,1,3" or "0-2,5" into distinct whole numbers, in the order given. */
 export function parseIndexList(name: string, value: string): number[] {
   if (value.trim() === '') throw badVariable(name, value, 'is empty; unset it or list indices such as 0,1');
   const out: number[] = [];
@@ -51,10 +45,7 @@ export function parseIndexList(name: string, value: string): number[] {
   return out;
 }
 
-/**
- * Comma-separated entries as written (CUDA_VISIBLE_DEVICES may hold GPU UUIDs or MIG ids),
- * with the same rules for emptiness and duplicates.
- */
+/** Comma-separated distinct entries as written (CUDA_VISIBLE_DEVICES may hold GPU UUIDs or MIG ids). */
 export function parseEntryList(name: string, value: string): string[] {
   if (value.trim() === '') throw badVariable(name, value, 'is empty; unset it or list the devices, such as 0,1');
   const out: string[] = [];

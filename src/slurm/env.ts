@@ -48,9 +48,8 @@ function first(env: NodeJS.ProcessEnv, ...names: string[]): [string, string] | u
 }
 
 /**
- * The Slurm environment, or undefined outside a Slurm job (no SLURM_JOB_ID). Every value
- * berth uses is checked: an empty, malformed or duplicated one is a BerthError(65) naming
- * the variable, since guessing would hand two jobs the same ports.
+ * The Slurm environment, or undefined outside a Slurm job (no SLURM_JOB_ID). A bad value is a BerthError(65)
+ * naming the variable, never guessed at: a guess could hand two jobs the same ports.
  */
 export function readSlurmEnv(env: NodeJS.ProcessEnv = process.env): SlurmEnv | undefined {
   const job = first(env, 'SLURM_JOB_ID', 'SLURM_JOBID');

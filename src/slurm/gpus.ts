@@ -18,11 +18,7 @@ export const GPU_SOURCES: readonly GpuSource[] = ['SLURM_STEP_GPUS', 'SLURM_JOB_
 export interface Gpu {
   /** Node-wide index: the instance window this GPU's service takes. */
   index: number;
-  /**
-   * The GPU as the job's processes see it: its entry in the job's CUDA_VISIBLE_DEVICES
-   * (an index, renumbered or not, or a UUID). The value to give CUDA_VISIBLE_DEVICES for a
-   * process that should use this GPU alone.
-   */
+  /** Its entry in the job's CUDA_VISIBLE_DEVICES (an index, renumbered or not, or a UUID): what a process using it alone is given. */
   visible: string;
 }
 
@@ -34,10 +30,8 @@ export interface GpuSet {
 }
 
 /**
- * The job's GPUs, or undefined when none of SLURM_STEP_GPUS, SLURM_JOB_GPUS and
- * CUDA_VISIBLE_DEVICES is set. Works outside Slurm too (CUDA_VISIBLE_DEVICES alone).
- * Throws BerthError(65) naming the variable for empty lists, empty entries, duplicates and
- * non-numeric indices, and when CUDA_VISIBLE_DEVICES does not list as many GPUs as Slurm.
+ * The job's GPUs (outside Slurm too, from CUDA_VISIBLE_DEVICES alone), or undefined when none of the variables is set.
+ * Throws BerthError(65) naming the variable for a bad list, and when CUDA_VISIBLE_DEVICES does not list as many GPUs as Slurm.
  */
 export function readGpus(env: NodeJS.ProcessEnv = process.env): GpuSet | undefined {
   const cudaText = env.CUDA_VISIBLE_DEVICES;
@@ -74,7 +68,5 @@ export function readGpus(env: NodeJS.ProcessEnv = process.env): GpuSet | undefin
 
 /** The lowest GPU index of a set (its instance under `--instance gpu`). */
 export function lowestGpu(set: GpuSet): Gpu {
-  let best = set.gpus[0]!;
-  for (const g of set.gpus) if (g.index < best.index) best = g;
-  return best;
+  return set.gpus.reduce((best, g) => (g.index < best.index ? g : best), set.gpus[0]!);
 }

@@ -10,8 +10,7 @@ import { BerthError, EXIT } from '../errors.js';
  *     zero padding of every number of the range ("[001-3]" → 001 002 003, "[9-011]" → 9 10 11);
  *   - several bracket groups multiply out, the first one varying slowest
  *     ("r[1-2]-n[1-2]" → r1-n1 r1-n2 r2-n1 r2-n2); text after the last bracket is invalid;
- *   - order and duplicates are kept.
- * Compression keeps the order too: runs of hosts with the same prefix share one bracket.
+ *   - order and duplicates are kept, by compression too (neighbours with one prefix share a bracket).
  */
 
 /** More hosts than any cluster has: a typo such as n[1-1000000000] must not exhaust memory. */
@@ -77,7 +76,6 @@ function expandItem(item: string, text: string, variable: string | undefined, ro
   return hosts;
 }
 
-/** Items separated by commas or whitespace outside brackets. */
 function splitItems(text: string, variable: string | undefined): string[] {
   const items: string[] = [];
   let depth = 0;
@@ -95,10 +93,7 @@ function splitItems(text: string, variable: string | undefined): string[] {
   return items;
 }
 
-/**
- * Host names of a Slurm hostlist, in order, duplicates kept. Throws BerthError(DATAERR)
- * naming the list (and `variable`, when it came from the environment) when it is malformed.
- */
+/** Host names of a Slurm hostlist; throws BerthError(DATAERR) naming the list (and `variable`, from the environment) when malformed. */
 export function expandHostlist(text: string, variable?: string): string[] {
   const out: string[] = [];
   for (const item of splitItems(text, variable)) {
@@ -107,24 +102,14 @@ export function expandHostlist(text: string, variable?: string): string[] {
   return out;
 }
 
-interface Split {
-  prefix: string;
-  /** Trailing digits as written (padding kept), or undefined when the name ends in none. */
-  digits?: string;
-}
-
-function splitHost(host: string): Split {
+/** A name's trailing digits as written (padding kept); past 15 digits a double loses precision, so the name is kept whole. */
+function splitHost(host: string): { prefix: string; digits?: string } {
   let i = host.length;
   while (i > 0 && host.charCodeAt(i - 1) >= 48 && host.charCodeAt(i - 1) <= 57) i--;
-  // Past 15 digits a double loses precision: such a name is kept whole, never ranged.
   return i === host.length || host.length - i > 15 ? { prefix: host } : { prefix: host.slice(0, i), digits: host.slice(i) };
 }
 
-/**
- * A hostlist naming `hosts` in the same order: runs of neighbours with one prefix share a
- * bracket, consecutive numbers of one padding become LO-HI. expandHostlist() of the result
- * gives `hosts` back; for these inputs it equals `scontrol show hostlist`.
- */
+/** A hostlist naming `hosts` in order (consecutive numbers of one padding become LO-HI), as `scontrol show hostlist` gives. */
 export function compressHostlist(hosts: readonly string[]): string {
   const items: string[] = [];
   let i = 0;
@@ -147,12 +132,8 @@ export function compressHostlist(hosts: readonly string[]): string {
       else ranges.push({ lo: s.digits, hi: n });
       i++;
     }
-    const only = ranges.length === 1 && Number(ranges[0]!.lo) === ranges[0]!.hi ? ranges[0]!.lo : undefined;
-    if (only !== undefined) items.push(first.prefix + only);
-    else {
-      const inner = ranges.map((r) => (Number(r.lo) === r.hi ? r.lo : `${r.lo}-${String(r.hi).padStart(r.lo.length, '0')}`));
-      items.push(`${first.prefix}[${inner.join(',')}]`);
-    }
+    const inner = ranges.map((r) => (Number(r.lo) === r.hi ? r.lo : `${r.lo}-${String(r.hi).padStart(r.lo.length, '0')}`));
+    items.push(inner.length === 1 && !inner[0]!.includes('-') ? first.prefix + inner[0] : `${first.prefix}[${inner.join(',')}]`);
   }
   return items.join(',');
 }

@@ -3,9 +3,8 @@ import { delimiter, join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 
 /*
- * A multi-node stack needs Slurm's own commands (srun starts the agents, scontrol looks up
- * node addresses). Outside an allocation, or on a node without Slurm's client tools, that is
- * a usage problem of where berth was started (64), said in those words, not a "spawn ENOENT".
+ * A multi-node stack needs srun (the agents) and scontrol (node addresses). Without them (outside an allocation,
+ * a node without Slurm's client tools) that is a usage error (64) saying so, not a "spawn ENOENT".
  */
 
 /** The usage error for a Slurm command that is not on PATH; `why` says what berth needs it for. */

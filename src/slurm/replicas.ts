@@ -16,10 +16,8 @@ export interface GpuReplicaPlan {
 }
 
 /**
- * `replicas: gpus`: one replica per GPU of the job (or step), in the order Slurm lists them.
- * Replica r runs on GPU g and takes window g, not r, so jobs sharing a node never collide.
- * Throws BerthError(65) naming the service when there is no GPU, or when a GPU variable is
- * invalid (the message names the variable).
+ * `replicas: gpus`: one replica per GPU of the job (or step), in Slurm's order. Replica r runs on GPU g and takes
+ * window g, not r, so jobs sharing a node never collide. Throws BerthError(65) naming the service (and any bad variable).
  */
 export function gpuReplicas(service: string, env: NodeJS.ProcessEnv = process.env): GpuReplicaPlan {
   let set;
