@@ -3,9 +3,8 @@ import type { AllocateOptions, PortSource } from '../allocate/allocation-types.j
 import type { PortRange, HostSysctls } from '../host/host-map.js';
 
 /**
- * SOURCE as `berth port` and `berth run` spell it (the README's Commands), for library callers:
- * at most one of `port`, `range`, `layout`/`band` (with `instance`), `source`. With none,
- * the default band, exactly as the CLI does.
+ * SOURCE as `berth port` and `berth run` spell it (the README's Commands), for library callers: at most one of
+ * `port`, `range`, `layout`/`band` (with `instance`), `source`. With none, the default band, as the CLI does.
  */
 export interface SourceOptions {
   /** A resolved source, or 'resv': the ports of `srun --resv-ports` (SLURM_STEP_RESV_PORTS). */
@@ -22,10 +21,7 @@ export interface SourceOptions {
   instance?: number | 'auto' | 'gpu';
 }
 
-/**
- * Options of reserve(): `berth port`'s flags under their own names (source options, count,
- * owner, ttl, name, strategy, allowEphemeral). Without a source, the default band.
- */
+/** Options of reserve(): `berth port`'s flags under their own names; without a source, the default band. */
 export interface ReserveOptions extends Omit<AllocateOptions, 'source'>, SourceOptions {}
 
 export interface ResolveSourceContext {

@@ -1,13 +1,14 @@
 import { BerthError, EXIT } from '../errors.js';
 import type { PortSource } from '../allocate/allocation-types.js';
+import type { PortRange } from '../host/host-map.js';
 import { readSysctls } from '../host/sysctl.js';
 import { builtInLayout } from '../layout/default-band.js';
 import { DEFAULT_BAND } from '../layout/default-layout.js';
 import type { Band } from '../layout/layout-model.js';
 import { instanceWindow } from '../layout/windows.js';
+import { resolveInstance, stepResvPorts } from '../slurm/instance.js';
 import type { ResolveSourceContext, SourceOptions } from './options.js';
 import { parseRangeText } from './range-text.js';
-import { slurmDecides } from './slurm-source.js';
 
 /**
  * The PortSource the options name; the default band when they name none (69 with the ranges
@@ -59,4 +60,25 @@ export function bandSource(band: Band, instance?: number, layoutFile?: string): 
   if (layoutFile !== undefined) src.layoutFile = layoutFile;
   if (instance !== undefined) src.instance = instance;
   return src;
+}
+
+type SlurmDecides = { instance: number } | { resv: PortRange } | undefined;
+
+/**
+ * What Slurm decides of a source: `instance: auto|gpu` from the job's task or GPUs, or with `resv` the longest run
+ * (the first of equals) of SLURM_STEP_RESV_PORTS: Slurm may hand out several (it wraps around its port range and skips
+ * ports other steps hold), a range source is one, and one is enough for the usual one port per task. Missing variables
+ * are the caller's misuse (`usage`); bad values (65) name their variable as they are.
+ */
+function slurmDecides(instance: 'auto' | 'gpu' | undefined, resv: boolean, env: NodeJS.ProcessEnv, usage: (m: string) => BerthError): SlurmDecides {
+  try {
+    if (instance !== undefined) return { instance: resolveInstance(instance, env).instance };
+    if (!resv) return undefined;
+    const runs = stepResvPorts(env);
+    const best = runs.reduce((a, r) => (r.hi - r.lo > a.hi - a.lo ? r : a), runs[0]!);
+    return { resv: { lo: best.lo, hi: best.hi } };
+  } catch (e) {
+    if (e instanceof BerthError && e.exitCode === EXIT.USAGE) throw usage(e.message);
+    throw e;
+  }
 }
