@@ -5,11 +5,8 @@ import { lowestGpu, readGpus } from './gpus.js';
 import { readSlurmEnv } from './env.js';
 
 /*
- * Instance numbers that jobs sharing a node cannot both have, and the ports of a step.
- *   auto  BERTH_INSTANCE when set (the user decides), else SLURM_LOCALID (this task's index
- *         on the node: distinct between the tasks of one step)
- *   gpu   the lowest node-wide index of the job's GPUs: Slurm gives jobs on one node
- *         disjoint GPUs, so their windows are disjoint
+ * Instance numbers that jobs sharing a node cannot both have, and the ports of a step. auto: BERTH_INSTANCE
+ * (the user decides), else SLURM_LOCALID (distinct between a step's tasks on a node); gpu: the job's lowest GPU (gpus.ts).
  */
 
 export type InstanceMode = 'auto' | 'gpu';

@@ -1,23 +1,18 @@
 /*
- * How berth and its watchdog talk. Node cannot ask the kernel to signal berth's children when
- * berth dies (PR_SET_PDEATHSIG), so one small process per berth process, started with the first
- * launch in a session of its own (a Ctrl-C or a signal to berth's process group misses it),
- * reads a pipe whose only writer is berth: the pipe's end of file is berth's death, however it
- * died (SIGKILL, OOM). On it, one JSON WatchMessage a line, each said before it matters: a run's
- * marker before its spawn (a berth killed in between leaves the service findable by the marker
- * in its environment), its pid right after, its end once berth cleaned up itself. At end of
- * file the watchdog stops what is still registered (stop-run.ts). A watchdog that died while
- * berth lives is started again and told everything still registered.
+ * How berth and its watchdog talk. Node cannot have the kernel signal berth's children when berth dies
+ * (PR_SET_PDEATHSIG), so one small process per berth process, started with the first launch in a session of
+ * its own (out of reach of a Ctrl-C or a signal to berth's process group), reads a pipe whose only writer is
+ * berth: its end of file is berth's death, however it died (SIGKILL, OOM). On it, one WatchMessage a line, each
+ * said before it matters: a run's marker before its spawn (a berth killed in between leaves the service
+ * findable by it), its pid right after, its end once berth cleaned up itself. At end of file the watchdog stops
+ * what is still registered (stop-run.ts); one that died while berth lives is started again and told it all.
  *
- * Beside the pipe, the IPC channel carries each launch's lease sockets (SCM_RIGHTS): a lease
- * lives as long as a process holds its socket, and must outlive berth until the service is
- * stopped. They are sent, not inherited as a lease holder's are (allocate/lease-holder.ts, a
- * coreutils program started for leases that exist before it), because later launches' leases
- * come after the watchdog runs: inheriting them would take a watchdog per launch (about 40 ms
- * of CPU each, docs/run.md). When a launch ends berth sends 'release' with how many sockets it
- * sent and waits for 'released', which the watchdog says only once it has them all and closed
- * them, so a socket still in flight is closed before the answer, and when berth exits every
- * lease name it held is gone (docs/leases.md).
+ * The IPC channel beside it carries the launches' lease sockets (SCM_RIGHTS), which must outlive berth until
+ * their service is stopped. Sent, not inherited as by a lease holder (allocate/lease-holder.ts, a coreutils
+ * program started for leases that exist before it): later launches' leases come after the watchdog runs, and a
+ * watchdog per launch would cost about 40 ms of CPU each (docs/run.md). A launch's end sends 'release' with how
+ * many sockets were sent; the watchdog answers 'released' once it has them all and closed them, so none in
+ * flight outlives the answer, and when berth exits every lease name it held is gone (docs/leases.md).
  */
 
 export type WatchMessage =

@@ -25,8 +25,7 @@ export function watch(input: NodeJS.ReadableStream, o: WatchOptions = {}): Promi
   input.setEncoding?.('utf8');
   return new Promise((resolve) => {
     input.on('data', (chunk: string) => {
-      const text = partial + chunk;
-      const lines = text.split('\n');
+      const lines = (partial + chunk).split('\n');
       partial = lines.pop() ?? '';
       for (const line of lines) {
         const m = parseMessage(line);
