@@ -2,13 +2,10 @@ import { BerthError, EXIT } from '../errors.js';
 import { badVariable, parseEntryList, parseIndexList } from './env-values.js';
 
 /*
- * The GPUs a job (or step) was given. Slurm gives jobs on one node disjoint GPUs, so a GPU's
- * node-wide index makes an instance number no other job on the node can have. Where it comes
- * from, in order:
- *   SLURM_STEP_GPUS   node-wide indices of the step's GPUs (srun steps)
- *   SLURM_JOB_GPUS    node-wide indices of the job's GPUs (sbatch batch scripts)
- *   CUDA_VISIBLE_DEVICES  what CUDA sees; with cgroup device limits Slurm renumbers it from 0,
- *                     so it is the index only when no SLURM_*_GPUS is set (e.g. outside Slurm)
+ * The GPUs a job (or step) was given. Slurm gives jobs on one node disjoint GPUs, so a GPU's node-wide index is an
+ * instance number no other job on the node can have. From, in order: SLURM_STEP_GPUS (srun steps) or SLURM_JOB_GPUS
+ * (batch scripts), node-wide indices; else CUDA_VISIBLE_DEVICES, which Slurm renumbers from 0 under cgroup device
+ * limits, so it is the index only when no SLURM_*_GPUS is set (e.g. outside Slurm).
  */
 
 export type GpuSource = 'SLURM_STEP_GPUS' | 'SLURM_JOB_GPUS' | 'CUDA_VISIBLE_DEVICES';
