@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 
+export { closeServer as closeName } from './hold-socket.js';
+
 /*
  * The lease domain: names in the network namespace's abstract Unix socket space
  * (lease-protocol.ts has the protocol). The kernel does everything a lease store must: bind()
@@ -18,15 +20,7 @@ export type NameHold = net.Server;
 
 let knownLimit: string | undefined;
 
-/**
- * What the descriptor limit says, for the message when it is reached. Read ahead of need
- * (rememberFdLimit): once the limit is reached, /proc/self/limits cannot be opened either.
- */
-function fdLimit(): string {
-  return knownLimit ?? readFdLimit();
-}
-
-/** Read the descriptor limit now, while a descriptor can still be opened. */
+/** Read the descriptor limit for its message now: once it is reached, /proc/self/limits cannot be opened either. */
 export function rememberFdLimit(): void {
   knownLimit ??= readFdLimit();
 }
@@ -46,8 +40,8 @@ function readFdLimit(): string {
 export function descriptorError(code: string, what: string): BerthError {
   const msg =
     code === 'EMFILE'
-      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${fdLimit()}): a lease takes one descriptor per port, a held port one more; ` +
-        `raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
+      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${knownLimit ?? readFdLimit()}): a lease takes one descriptor per port, a held port ` +
+        `one more; raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
       : `the system is out of file descriptors while ${what} (ENFILE): raise fs.file-max (sysctl -w fs.file-max=…) or free descriptors elsewhere`;
   return new BerthError(EXIT.IOERR, `${msg}; nothing was leased`, { code });
 }
@@ -74,13 +68,6 @@ export function bindName(name: string): Promise<NameHold | undefined> {
       server.unref();
       resolve(server);
     });
-  });
-}
-
-export function closeName(h: NameHold): Promise<void> {
-  return new Promise((resolve) => {
-    if (!h.listening) return resolve();
-    h.close(() => resolve());
   });
 }
 

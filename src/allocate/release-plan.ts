@@ -27,7 +27,8 @@ export interface ReleaseCandidate {
   procs: HoldingProc[];
 }
 
-export interface ReleaseAsk {
+/** Which leases `berth release` targets. */
+export interface ReleaseFilter {
   ports?: readonly number[];
   ownerPid?: number;
   jobId?: string;
@@ -75,7 +76,7 @@ export function splitHolders(procs: readonly HoldingProc[]): { holders: HoldingP
 }
 
 /** Whether the caller asked for this lease, by what the kernel shows of its holding processes. */
-export function isTargeted(c: ReleaseCandidate, ask: ReleaseAsk, me: Caller): boolean {
+export function isTargeted(c: ReleaseCandidate, ask: ReleaseFilter, me: Caller): boolean {
   if (ask.ports?.includes(c.port)) return true;
   if (c.inode === undefined) return false;
   // "All" is all of one's own (root too: only root's): by the holders' real uid.

@@ -6,6 +6,7 @@ import { processStartTime } from '../host/proc-stat.js';
 import { allocatorName, randomId } from './lease-protocol.js';
 import { recordNames, type RecordInfo } from './lease-record.js';
 import { HeldReservation, type HoldShape, type Taken } from './held-reservation.js';
+import { serverFd } from './hold-socket.js';
 import type { AllocationReport } from './allocation-types.js';
 
 /*
@@ -99,7 +100,7 @@ export async function commitSet(requests: readonly CommitRequest[], holder: Hold
 }
 
 function fdOf(h: NameHold | undefined): number {
-  const fd = (h as unknown as { _handle?: { fd?: unknown } | null } | undefined)?._handle?.fd;
-  if (typeof fd !== 'number' || fd < 0) throw new BerthError(EXIT.SOFTWARE, 'a lease name has no descriptor to hand to its holder');
+  const fd = h === undefined ? undefined : serverFd(h);
+  if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, 'a lease name has no descriptor to hand to its holder');
   return fd;
 }

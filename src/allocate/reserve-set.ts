@@ -6,7 +6,7 @@ import { userName } from '../util/user-name.js';
 import { hull, knownLeases, nameCompetitors, type Attempt, type Failure } from './competitors.js';
 import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
-import { aborted, signalsSeen, sleep } from './allocation-abort.js';
+import { aborted, abortPoint, sleep } from './allocation-abort.js';
 import { giveBack, type Taken } from './held-reservation.js';
 import { closeName, readLeaseTable, rememberFdLimit } from './lease-domain.js';
 import { capName } from './lease-protocol.js';
@@ -171,8 +171,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             if (mine.has(port)) continue;
             // Too few candidates: fail before touching anything.
             if (got.length === req.count || left < req.count) break;
-            if (o.signal) await signalsSeen();
-            if (o.signal?.aborted) throw aborted(o.signal);
+            await abortPoint(o.signal);
             const t = await take(port, req.holdAddress);
             if (t === undefined) continue;
             got.push(t);
@@ -183,8 +182,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
           }
         }
         if (failure === undefined) {
-          if (o.signal) await signalsSeen();
-          if (o.signal?.aborted) throw aborted(o.signal);
+          await abortPoint(o.signal);
           const commits: CommitRequest[] = taken.map((got, i) => {
             const req = requests[i]!;
             const block = req.block === true;

@@ -1,4 +1,4 @@
-import { aborted, signalsSeen } from './allocation-abort.js';
+import { abortPoint } from './allocation-abort.js';
 import { giveBack, unholdTaken, type Taken } from './held-reservation.js';
 import { blockPorts, type BlockPlan } from './plan-block.js';
 
@@ -27,8 +27,7 @@ export async function takeBlock(
     let overlaps = false;
     for (let p = start; p < start + count && !overlaps; p++) overlaps = mine.has(p);
     if (overlaps) continue;
-    if (signal) await signalsSeen();
-    if (signal?.aborted) throw aborted(signal);
+    await abortPoint(signal);
     const ports = blockPorts(start, count);
     const run: Taken[] = [];
     let error: unknown;

@@ -4,11 +4,9 @@ import { parseCmdline, parseStatusUid } from './owners.js';
 import { parseStatPpid, parseStatStartTime } from './proc-stat.js';
 
 /*
- * What the kernel shows of a process, for decisions that must not rest on what anyone
- * claims (berth release): its real uid as the reader's user namespace sees it (status is
- * translated for the opener, so host root sees a rootless container's "root" as the user
- * it is), its parent, its pid namespace, its argv and its start time. Every read may fail
- * (the process ended, or is another user's): a fact that cannot be read is undefined.
+ * What the kernel shows of a process, for decisions that must not rest on claims (berth release).
+ * status's uid is translated for the opener (host root sees a rootless container's "root" as the
+ * user it is). A fact that cannot be read (the process ended, or is another user's) is undefined.
  */
 
 export interface ProcFacts {

@@ -64,14 +64,6 @@ function readTable(path: string): Buffer | undefined {
   }
 }
 
-/**
- * The text of /proc/net/tcp, tcp6, udp or udp6 read as readHostMap reads it (one hash-table walk, not
- * two; see above), for callers that search the text themselves; undefined when missing.
- */
-export function readSocketTableText(path: string): string | undefined {
-  return readTable(path)?.toString('latin1');
-}
-
 export interface ProcTables {
   rows: SocketRow[];
   skipped: number;

@@ -106,10 +106,7 @@ function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
 
 let childProcess: typeof ChildProcess | undefined;
 
-/**
- * Loaded on the first `ss` read: it pulls in net and streams, which `berth port` on a quiet host
- * never needs. createRequire: the sync read cannot await, and the single executable cannot import().
- */
+/** Loaded on first use (`berth port` on a quiet host needs none of it); createRequire: the sync read cannot await, the single executable cannot import(). */
 function cp(): typeof ChildProcess {
   if (childProcess === undefined) {
     const req = typeof require === 'function' ? require : createRequire(process.cwd() + '/');
@@ -293,7 +290,6 @@ export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
  * ss was 15% of berth's main thread with 16 replicas starting, so `ss` runs from a shell berth keeps
  * (ss-shell.ts). The /proc read stays synchronous: it is used only where cheap or where `ss` failed.
  */
-
 export async function readSocketsAsync(opts: ReadSocketsOptions = {}): Promise<SocketRead> {
   const { procRoot, q, empty } = prepare(opts);
   if (empty !== undefined) return empty;
