@@ -91,9 +91,8 @@ function commandOf(procRoot: string, pid: number): string | undefined {
 }
 
 /**
- * Name the competitors of a failed request: owners of the first in-use rows and of every row on a
- * leased port, sockets closed since, lease holders' commands. A socket on a port whose lease is a
- * set in progress is that allocator's hold (transient), even when its owner is not visible.
+ * Name the competitors of a failed request (owners, sockets closed since, holders' commands). A socket on
+ * a port whose lease is a set in progress is that allocator's hold (transient), even when its owner is not visible.
  */
 export function nameCompetitors(f: Failure, procRoot: string): void {
   const x = f.plan.report.excluded;

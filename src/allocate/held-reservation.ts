@@ -168,11 +168,7 @@ export class HeldReservation implements Reservation {
   }
 }
 
-/**
- * Who has a port now, for the message after a hold of it failed: "20101 LISTEN by pid 4242 (python3 …)",
- * or undefined when no socket is listed; `udp`: only its UDP sockets. Read only after a failure: walking
- * /proc/<pid>/fd is the expensive part.
- */
+/** Who has a port ("20101 LISTEN by pid 4242 (…)"; `udp`: its UDP sockets), read only after a hold failed: walking /proc/<pid>/fd is costly. */
 function portTaker(port: number, procRoot = '/proc', udp = false): string | undefined {
   let row: SocketRow | undefined;
   try {

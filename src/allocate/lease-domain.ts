@@ -46,11 +46,7 @@ export function descriptorError(code: string, what: string): BerthError {
   return new BerthError(EXIT.IOERR, `${msg}; nothing was leased`, { code });
 }
 
-/**
- * Bind `name` (padded to the whole sun_path, as Node does for an abstract name). Resolves
- * to the hold, or undefined when the name is taken. Throws BerthError 74 when out of
- * descriptors or the name cannot be bound for another reason.
- */
+/** Bind `name` (Node pads it to the whole sun_path): undefined when taken; BerthError 74 when it cannot be bound. */
 export function bindName(name: string): Promise<NameHold | undefined> {
   return new Promise((resolve, reject) => {
     const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.destroy());

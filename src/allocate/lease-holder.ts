@@ -150,7 +150,6 @@ export function endHolder(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     // Referenced: the holder was unref'd, so a caller awaiting release() alone would see its loop run dry (exit 13).
-
     const timer = setTimeout(resolve, 1000);
     child.once('exit', () => {
       clearTimeout(timer);

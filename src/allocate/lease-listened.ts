@@ -8,11 +8,9 @@ import { bindRecord } from './reserve-commit.js';
 import type { Lease, Reservation } from './allocation-types.js';
 
 /*
- * The lease of a port a service already listens on (a learned port: it chose the port
- * itself). Nothing is held, there is nothing to hold: the service's own socket keeps the
- * port; the lease (its name and record, bound here) makes every other allocator refuse it,
- * naming the lease, until the launch gives it back. A port name that is already bound means
- * someone leased the port before the service bound it.
+ * The lease of a port a service chose and already listens on (learned): its own socket keeps the
+ * port, so nothing is held; the lease makes other allocators refuse it, naming the lease. A port
+ * name already bound means someone leased the port before the service bound it.
  */
 
 export type ListenedLease = { reservation: Reservation } | { leasedBy: ListedLease | undefined };

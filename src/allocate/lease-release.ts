@@ -66,11 +66,9 @@ function stillHolder(procRoot: string, was: HoldingProc, inode: number): boolean
 }
 
 /**
- * End the leases the caller targets ({ports}, {ownerPid}, {jobId} or {all}) by ending their
- * holder processes; a holder holds the whole set of one `berth port`, so the set's other
- * ports end too (they are listed in `released`). Only a lease-holder process that holds the
- * lease's socket at that moment is signalled, and only one's own (root: anyone's). Waits up
- * to a second for the names to go.
+ * End the targeted leases by ending their holder processes (the set's other ports end too, listed
+ * in `released`): only a holder still holding the socket, one's own (root: anyone's). Waits up to
+ * a second for the names to go.
  */
 export async function releaseLeases(opts: ReleaseFilter & LeaseListOptions = {}): Promise<ReleaseResult> {
   const procRoot = opts.procRoot ?? '/proc';

@@ -2,12 +2,9 @@ import type { ProcFacts } from '../host/proc-facts.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
 
 /*
- * What `berth release` may end, decided from what the kernel proves and nothing a name
- * says (anyone can bind any name, docs/leases.md): the port name's socket inode as the
- * kernel lists it, the processes that really hold that inode (/proc/PID/fd), their real
- * uid, their argv (the owner a holder really watches: `tail --pid=N`), their parent and
- * their environment as they started. A record's uid, job, owner and name are labels for
- * messages only. Pure: the facts are read by lease-list.ts.
+ * What `berth release` may end, decided from what the kernel proves (the port name's inode, the
+ * processes holding it, their uid, argv, parent and starting environment), never from what a name
+ * says: anyone can bind any name (docs/leases.md). A record's fields only word messages. Pure.
  */
 
 /** A process holding a lease's socket, with what the kernel shows of it. */
