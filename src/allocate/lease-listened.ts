@@ -5,6 +5,7 @@ import { currentLeases, type ListedLease } from './lease-list.js';
 import { HeldReservation } from './held-reservation.js';
 import { emptyReport } from './plan.js';
 import { bindRecord } from './reserve-commit.js';
+import { recordOf } from './set-record.js';
 import type { Lease, Reservation } from './allocation-types.js';
 
 /*
@@ -19,18 +20,8 @@ export async function leaseListened(port: number, name: string | undefined, proc
   const hold = await bindName(portName(port));
   if (hold === undefined) return { leasedBy: currentLeases({ procRoot }).find((l) => l.port === port) };
   const createdAt = Date.now();
-  const env = process.env;
   try {
-    const records = await bindRecord({
-      uid: process.getuid?.() ?? 0,
-      pid: process.pid,
-      createdAt,
-      ...(env.SLURM_JOB_ID ? { job: env.SLURM_JOB_ID } : {}),
-      ...(env.SLURM_STEP_ID ? { step: env.SLURM_STEP_ID } : {}),
-      kind: 'single',
-      ports: [port],
-      ...(name !== undefined ? { name } : {}),
-    });
+    const records = await bindRecord({ ...recordOf([port], false, process.getuid?.() ?? 0, {}, undefined, name), createdAt });
     const lease: Lease = {
       port,
       kind: 'single',

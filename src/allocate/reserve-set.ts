@@ -190,7 +190,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
                 ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}),
                 ...(req.udp === true && !block ? { udp: true } : {}),
               },
-              record: recordOf(got, block, uid, o, expiresAt, req.name),
+              record: recordOf(got.map((t) => t.lease.port), block, uid, o, expiresAt, req.name),
             };
           });
           const reservations = await commitSet(commits, holder);
