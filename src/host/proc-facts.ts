@@ -86,11 +86,9 @@ export function readEnvValue(procRoot: string, pid: number, key: string): string
 }
 
 /**
- * Whether `pid` can own a lease given by the caller: a live process (a thread-group
- * leader: /proc/TID of one of its threads exists too, but is no process) of the PID
- * namespace /proc shows, and /proc the caller's own (after `unshare --pid --fork` without
- * --mount-proc it is the parent namespace's, where the same number is another process).
- * Its start time when it may; otherwise why not.
+ * `pid`'s start time when it can own a lease (a live thread-group leader: /proc/TID of a thread
+ * exists too), and /proc is the caller's own (after `unshare --pid --fork` without --mount-proc it
+ * is the parent namespace's, where the same number is another process); otherwise why not.
  */
 export function ownerCheck(procRoot: string, pid: number, self = process.pid): { start: number } | { why: string } {
   let me: string | undefined;

@@ -5,16 +5,12 @@ import { parseTcpBuffer } from './socket-table.js';
 import type { PortRange, SocketRow } from './host-map.js';
 
 /*
- * Reading the socket tables. The kernel makes /proc/net/tcp{,6} with seq_file: each
- * read() returns whole rows, as many as fit in its buffer (at least a page, 4096 bytes),
- * stopping early only at the end of the table. And every read() at the end walks the
- * whole TCP hash table again from its first bucket to find that nothing follows (about
- * 1.6 ms per file on a 24 GiB host even when the table is empty), so the customary
- * read-until-0 pays one full walk per file for the 0 alone. A read that returned
- * SEQ_SHORT bytes or fewer although far more were asked for cannot have stopped for
- * lack of buffer (no row is 1024 bytes long), so it ended the table: no further read
- * is needed. This holds only for seq_file; regular files (fixture trees, captured
- * tables) report their size in fstat and are read until read() returns 0.
+ * The kernel makes /proc/net/tcp{,6} with seq_file: each read() returns whole rows, as many as
+ * fit in its buffer (at least a page), short only at the end of the table. Every read() at the
+ * end walks the whole TCP hash table again to find nothing follows (1.6 ms per file on a 24 GiB
+ * host, even empty), so read-until-0 pays a full walk for the 0 alone. A read of SEQ_SHORT bytes
+ * or fewer when far more were asked for ended the table (no row is 1024 bytes long). Regular
+ * files (fixtures, captured tables) report their size in fstat and are read until 0.
  */
 const SEQ_SHORT = 4096 - 1024;
 /** Never ask for less than this, so a short read can only mean the end (see above). */
