@@ -56,11 +56,7 @@ export function watchedPid(argv: readonly string[]): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/**
- * The holder processes among `procs` and the rest. A holder is a berth-lease-holder; the
- * `tail` that a `timeout` holder runs (its child, same uid, watching the same owner) holds
- * the same sockets and is part of it: signalling the timeout ends both.
- */
+/** The holders among `procs`, and the rest. The `tail` a `timeout` holder runs (its child, same uid and owner) is part of it. */
 export function splitHolders(procs: readonly HoldingProc[]): { holders: HoldingProc[]; others: HoldingProc[] } {
   const holders = procs.filter((p) => p.argv[0] === HOLDER_ARGV0);
   const others = procs.filter((p) => {

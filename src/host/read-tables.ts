@@ -67,11 +67,7 @@ export interface ProcTables {
   ipv6: boolean;
 }
 
-/**
- * Rows of both TCP tables under procRoot, and of both UDP tables with `udp` (only those on
- * `localPorts` when given: see ParseTcpOptions). Throws when /proc/net/tcp is missing or
- * unreadable; a missing udp table (a kernel without UDP in /proc) reads as empty.
- */
+/** Rows of both TCP tables (and UDP tables with `udp`), on `localPorts` when given. Throws without /proc/net/tcp; a missing udp table is empty. */
 export function readProcTables(procRoot: string, localPorts?: readonly PortRange[], udp = false): ProcTables {
   const tcpPath = join(procRoot, 'net', 'tcp');
   const tcpBytes = readTable(tcpPath);
