@@ -24,7 +24,6 @@ export interface KnownLease {
   createdBy?: number;
   /** The owner the record names (`--owner`), not the allocator standing in for one. */
   owner?: number;
-  /** Inode of the port's name. */
   inode?: number;
 }
 

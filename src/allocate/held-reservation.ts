@@ -17,7 +17,6 @@ export interface Taken {
   lease: Lease;
   /** The port's lease name; undefined once closed here (a holder process may still have it). */
   name: NameHold | undefined;
-  /** The hold; undefined once closed. */
   server: net.Server | undefined;
   /** The hold of the port's UDP side (`udp: true`), held and let go with `server`. */
   udp?: dgram.Socket | undefined;

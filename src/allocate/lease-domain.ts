@@ -7,12 +7,10 @@ import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 export { closeServer as closeName } from './hold-socket.js';
 
 /*
- * The lease domain: names in the network namespace's abstract Unix socket space
- * (lease-protocol.ts has the protocol). The kernel does everything a lease store must: bind()
- * of a taken name fails (EADDRINUSE) atomically, /proc/net/unix lists every name of the
- * namespace whatever the user, container or mount namespace, and a name is gone the moment
- * the last descriptor of its socket is closed, so a lease can neither outlive its holder nor
- * need reclaiming. Nothing here is configured: the domain is the caller's network namespace.
+ * The lease domain: the network namespace's abstract Unix socket names (lease-protocol.ts). The
+ * kernel does all a lease store must: bind() of a taken name fails atomically, /proc/net/unix lists
+ * every name whatever the user, container or mount namespace, and a name is gone when the last
+ * descriptor of its socket closes, so a lease can neither outlive its holder nor need reclaiming.
  */
 
 /** A bound name: a listening socket nobody is served on (connections are dropped). */
@@ -36,7 +34,6 @@ function readFdLimit(): string {
   return 'unknown';
 }
 
-/** Out of descriptors: which limit, and what to raise. */
 export function descriptorError(code: string, what: string): BerthError {
   const msg =
     code === 'EMFILE'
@@ -67,7 +64,6 @@ export function bindName(name: string): Promise<NameHold | undefined> {
   });
 }
 
-/** The raw text of this network namespace's Unix socket table. */
 export function readUnixTable(procRoot = '/proc'): string {
   try {
     return readFileSync(join(procRoot, 'net', 'unix'), 'latin1');
