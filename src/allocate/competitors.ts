@@ -43,15 +43,14 @@ export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean
     if (r !== undefined) {
       // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
       const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
-      const k: KnownLease = {
+      out.set(port, {
         createdBy: r.pid,
         uid: r.uid,
         ...(owner !== undefined ? { pid: owner } : {}),
         ...(r.owner !== undefined ? { owner: r.owner } : {}),
         inode: table.ports.get(port)![0]!,
-      };
-      if (r.name !== undefined) k.name = r.name;
-      out.set(port, k);
+        ...(r.name !== undefined ? { name: r.name } : {}),
+      });
       continue;
     }
     const a = pending.get(port);
