@@ -71,7 +71,6 @@ export async function allocatePorts(options: AllocateOptions): Promise<Reservati
 const MAX_PID = 4_194_304;
 
 /** A lease name is stored in the record every user reads: at most USER_NAME_CHARS characters. Throws BerthError 64. */
-
 export function checkLeaseName(name: string | undefined, flag = 'name'): void {
   if (name === undefined) return;
   const n = [...name].length;

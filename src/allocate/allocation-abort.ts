@@ -15,12 +15,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * One turn of the event loop. Leasing and binding a port complete without one (the bind is
- * synchronous, 'listening' comes on nextTick), so a signal that arrives meanwhile would
- * only be seen after the whole set is committed; this lets the caller's handler abort first.
+ * With a signal, one turn of the event loop, then its reason thrown if aborted. Leasing and binding
+ * a port complete without a turn (the bind is synchronous, 'listening' comes on nextTick), so a
+ * signal arriving meanwhile would only be seen after the whole set is committed.
  */
-export function signalsSeen(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+export async function abortPoint(signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return;
+  await new Promise((resolve) => setImmediate(resolve));
+  if (signal.aborted) throw aborted(signal);
 }
 
 export function aborted(signal: AbortSignal | undefined): unknown {

@@ -56,15 +56,9 @@ export interface AllocateOptions {
   block?: number;
   /** Keep the listening hold sockets open (default true). `berth port` passes false. */
   hold?: boolean;
-  /**
-   * fd handoff: hold each port on this address (the service's `--bind`; "::" dual-stack, "0.0.0.0"
-   * IPv4 only) with the full backlog, to be handed over as the service's listening socket.
-   */
+  /** fd handoff: hold each port on this address (the service's `--bind`; "::" dual-stack, "0.0.0.0" IPv4 only) with the full backlog. */
   holdAddress?: string;
-  /**
-   * `--udp`: hold the port's UDP side too until the handoff (in a named set, entries that say so).
-   * A port with any UDP socket is never handed out either way.
-   */
+  /** `--udp`: hold the port's UDP side too until the handoff (a named set: its entries say). A port with a UDP socket is never handed out. */
   udp?: boolean;
   /** /proc root for the host map (tests point it at fixtures); default "/proc". */
   procRoot?: string;
@@ -135,10 +129,6 @@ export interface Reservation {
   release(): Promise<void>;
   /** A block of a port set: contiguous ports, leased but never held once allocated. */
   readonly block: boolean;
-  /**
-   * Hold again every port not held now (same address and backlog), e.g. between a replica's
-   * restarts; nothing for a block. Throws BerthError 69 naming who has a port; the leases stay.
-   */
+  /** Hold again every port not held now, e.g. between restarts (not a block). Throws BerthError 69 naming who has a port; the leases stay. */
   rehold(): Promise<void>;
-
 }

@@ -24,7 +24,6 @@ export interface KnownLease {
   createdBy?: number;
   /** The owner the record names (`--owner`), not the allocator standing in for one. */
   owner?: number;
-  /** Inode of the port's name. */
   inode?: number;
 }
 
@@ -44,15 +43,14 @@ export function knownLeases(table: LeaseTable, wanted: (port: number) => boolean
     if (r !== undefined) {
       // No owner: the allocator holds it itself (run/up), unless it lives by its expiry alone.
       const owner = r.owner ?? (r.expiresAt === undefined ? r.pid : undefined);
-      const k: KnownLease = {
+      out.set(port, {
         createdBy: r.pid,
         uid: r.uid,
         ...(owner !== undefined ? { pid: owner } : {}),
         ...(r.owner !== undefined ? { owner: r.owner } : {}),
         inode: table.ports.get(port)![0]!,
-      };
-      if (r.name !== undefined) k.name = r.name;
-      out.set(port, k);
+        ...(r.name !== undefined ? { name: r.name } : {}),
+      });
       continue;
     }
     const a = pending.get(port);
@@ -91,9 +89,8 @@ function commandOf(procRoot: string, pid: number): string | undefined {
 }
 
 /**
- * Name the competitors of a failed request: owners of the first in-use rows and of every row on a
- * leased port, sockets closed since, lease holders' commands. A socket on a port whose lease is a
- * set in progress is that allocator's hold (transient), even when its owner is not visible.
+ * Name the competitors of a failed request (owners, sockets closed since, holders' commands). A socket on
+ * a port whose lease is a set in progress is that allocator's hold (transient), even when its owner is not visible.
  */
 export function nameCompetitors(f: Failure, procRoot: string): void {
   const x = f.plan.report.excluded;

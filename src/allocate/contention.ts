@@ -1,14 +1,10 @@
 import type { AllocationReport } from './allocation-types.js';
 
 /*
- * Contention is not exhaustion. When an allocation fails because of competitors that are
- * about to go away (another allocator still building its set, a hold about to be closed, a
- * socket closed since the table was read, a race lost a moment ago, a committed lease
- * whose owner is gone: its holder's `tail --pid` sees that within 0.2 s and ends it), the
- * allocation is retried from scratch, after giving everything back, for a bounded time. A
- * committed lease whose owner lives (or that has none: its holder lives, leases cannot be
- * stale), a stranger's listener or TIME_WAIT (a minute) are not transient: they fail at
- * once. Pure.
+ * Contention is not exhaustion: an allocation that lost to competitors about to go away (a set in
+ * progress, a hold about to close, a race, a lease whose owner is gone: its `tail --pid` ends it
+ * within 0.2 s) is retried from scratch for a bounded time. A live lease, a stranger's listener or
+ * a TIME_WAIT (a minute) fail at once. Pure.
  */
 
 /** Why retrying may help, or undefined when every competitor is there to stay. */
@@ -29,11 +25,7 @@ export function transientCompetitor(report: AllocationReport): string | undefine
   return undefined;
 }
 
-/**
- * Jittered exponential backoff within a time budget: each call gives the next wait in ms,
- * or undefined once the budget would be exceeded. The jitter (0.5x to 1.5x) keeps
- * allocators that failed together from retrying together.
- */
+/** The next wait in ms, or undefined past the budget; jittered 0.5x-1.5x so allocators that failed together do not retry together. */
 export function backoff(budgetMs: number, rng: () => number = Math.random, now: () => number = Date.now): () => number | undefined {
   const start = now();
   let base = 20;

@@ -5,10 +5,7 @@ import { cleanText } from '../util/clean-text.js';
 import { redactText } from '../util/redact.js';
 import type { AllocationReport, PortSource } from './allocation-types.js';
 
-/*
- * The exit-69 message: why a source could not give `needed` ports. Pure, so every
- * branch is tested without a host. Each reason says what to do about it.
- */
+/* The exit-69 message: why a source could not give `needed` ports, and what to do. Pure: every branch is tested without a host. */
 
 export interface ExplainInput {
   report: AllocationReport;

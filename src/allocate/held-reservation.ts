@@ -2,10 +2,14 @@ import type { ChildProcess } from 'node:child_process';
 import type dgram from 'node:dgram';
 import type net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
+import { findSocketOwners } from '../host/owners.js';
+import { readHostMap } from '../host/read-host.js';
+import type { SocketRow } from '../host/host-map.js';
+import { describeInUse } from './explain.js';
 import { closeServer, closeUdp, holdPort, holdUdp, serverFd, type HoldError } from './hold-socket.js';
 import { closeName, type NameHold } from './lease-domain.js';
 import { endHolder } from './lease-holder.js';
-import { portTaker } from './port-taker.js';
+import { busyPorts, inUseEntry } from './plan.js';
 import type { AllocationReport, Lease, Reservation } from './allocation-types.js';
 
 /** One port of a reservation: its lease (the port's name in the lease domain) and its hold. */
@@ -13,7 +17,6 @@ export interface Taken {
   lease: Lease;
   /** The port's lease name; undefined once closed here (a holder process may still have it). */
   name: NameHold | undefined;
-  /** The hold; undefined once closed. */
   server: net.Server | undefined;
   /** The hold of the port's UDP side (`udp: true`), held and let go with `server`. */
   udp?: dgram.Socket | undefined;
@@ -28,13 +31,13 @@ export async function unholdTaken(t: Taken): Promise<void> {
   await Promise.all([s ? closeServer(s) : undefined, u ? closeUdp(u) : undefined]);
 }
 
-/** Close the holds and the lease names of `taken` (a rollback or a release). */
-export async function giveBack(taken: readonly Taken[]): Promise<void> {
+/** Close the holds (unless `keepHolds`) and the lease names of `taken`: a rollback, a release, or a holder process taking the names. */
+export async function giveBack(taken: readonly Taken[], keepHolds = false): Promise<void> {
   await Promise.all(
     taken.map(async (t) => {
       const n = t.name;
       t.name = undefined;
-      await unholdTaken(t);
+      if (!keepHolds) await unholdTaken(t);
       if (n) await closeName(n);
     }),
   );
@@ -90,11 +93,7 @@ export class HeldReservation implements Reservation {
 
   /** The lease now lives in the holder process only: close our copies of its names. */
   async dropNames(): Promise<void> {
-    await Promise.all(this.taken.map(async (t) => {
-      const n = t.name;
-      t.name = undefined;
-      if (n) await closeName(n);
-    }));
+    await giveBack(this.taken, true);
     await Promise.all(this.keeping.records.map(closeName));
   }
 
@@ -166,6 +165,20 @@ export class HeldReservation implements Reservation {
     })();
     return this.releasing;
   }
+}
+
+/** Who has a port ("20101 LISTEN by pid 4242 (…)"; `udp`: its UDP sockets), read only after a hold failed: walking /proc/<pid>/fd is costly. */
+function portTaker(port: number, procRoot = '/proc', udp = false): string | undefined {
+  let row: SocketRow | undefined;
+  try {
+    const rows = readHostMap({ procRoot, localPorts: [{ lo: port, hi: port }] }).sockets.filter((r) => !udp || r.protocol === 'udp');
+    row = busyPorts(rows, [{ lo: port, hi: port }]).get(port);
+  } catch {
+    return undefined;
+  }
+  if (row === undefined) return undefined;
+  const owner = row.inode !== 0 ? findSocketOwners(procRoot, new Set([row.inode])).get(row.inode)?.[0] : undefined;
+  return describeInUse(inUseEntry(port, row, owner), process.geteuid?.() === 0);
 }
 
 /** The lease-name sockets of a reservation made here (empty for any other Reservation). */

@@ -58,10 +58,9 @@ export async function holdPort(port: number, ipv6: boolean, serveAt?: string): P
 }
 
 /*
- * fd handoff (`serveAt`): the hold becomes the service's listening socket, so it is bound at once
- * to the service's --bind address (a [::] hold would serve every interface), not re-bound at spawn:
- * that would close the wildcard first, and anything may bind the port in the gap. The lease keeps
- * cooperating allocators off what the narrower hold does not refuse.
+ * fd handoff (`serveAt`): the hold is bound at once to the service's --bind address (a [::] hold
+ * would serve every interface), not re-bound at spawn, where anything may bind the port in the
+ * gap. The lease keeps cooperating allocators off what the narrower hold does not refuse.
  */
 
 /** The literal to bind: brackets dropped; "0.0.0.0" stays IPv4-only, "::" is dual-stack. */
@@ -104,11 +103,7 @@ export function addressFailure(e: unknown, address: string): BerthError | undefi
   return undefined;
 }
 
-/**
- * The UDP side of a port (`--udp`), bound where the TCP hold is, exclusively and without
- * SO_REUSEADDR: EADDRINUSE while anything has the port's UDP side. Rejects with a HoldError.
- */
-
+/** The UDP side of a port (`--udp`), where the TCP hold is, without SO_REUSEADDR: EADDRINUSE while anything has it. Rejects with a HoldError. */
 export function holdUdp(port: number, ipv6: boolean, serveAt?: string): Promise<dgram.Socket> {
   const address = serveAt !== undefined ? servingAddress(serveAt) : ipv6 ? '::' : '0.0.0.0';
   const type = address.includes(':') ? 'udp6' : 'udp4';

@@ -15,7 +15,8 @@ export { describeInUse, describeLeased, describeSource, explainUnavailable, type
 export { closeServer, holdPort, serverFd, type HoldError } from './hold-socket.js';
 export { leaseHandles } from './held-reservation.js';
 export { currentLeases, leasesOf, scanLeases, type LeaseListOptions, type LeaseState, type ListedLease } from './lease-list.js';
-export { releaseJob, releaseLeases, type ReleaseFilter, type ReleaseResult } from './lease-release.js';
+export { releaseJob, releaseLeases, type ReleaseResult } from './lease-release.js';
+export type { ReleaseFilter } from './release-plan.js';
 export { readLeaseTable } from './lease-domain.js';
 export { portName, USER_NAME_CHARS } from './lease-protocol.js';
 export type { RecordInfo } from './lease-record.js';

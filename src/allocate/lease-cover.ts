@@ -2,11 +2,9 @@ import type { PortRun } from './lease-record.js';
 import type { AllocatorClaim, LeaseTable, ListedRecord } from './lease-table.js';
 
 /*
- * Which claim covers which listed port, bounded by what is bound rather than by what names
- * say: every claim's runs are walked against the sorted port names, each port assigned once
- * (the first claim in order covering it wins). Cost: O(runs · log ports + ports), so 8,000
- * forged records each claiming 1-65535 cost 8,000 binary searches, not 500 million ports.
- * Pure.
+ * Which claim covers which listed port, bounded by what is bound, not by what names say: each port
+ * is assigned once, to the first claim covering it. O(runs · log ports + ports): 8,000 forged
+ * records each claiming 1-65535 cost 8,000 binary searches, not 500 million ports. Pure.
  */
 
 /** For each of `ports`, the first of `claims` (in order) whose runs cover it. */

@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 
+export { closeServer as closeName } from './hold-socket.js';
+
 /*
- * The lease domain: names in the network namespace's abstract Unix socket space
- * (lease-protocol.ts has the protocol). The kernel does everything a lease store must: bind()
- * of a taken name fails (EADDRINUSE) atomically, /proc/net/unix lists every name of the
- * namespace whatever the user, container or mount namespace, and a name is gone the moment
- * the last descriptor of its socket is closed, so a lease can neither outlive its holder nor
- * need reclaiming. Nothing here is configured: the domain is the caller's network namespace.
+ * The lease domain: the network namespace's abstract Unix socket names (lease-protocol.ts). The
+ * kernel does all a lease store must: bind() of a taken name fails atomically, /proc/net/unix lists
+ * every name whatever the user, container or mount namespace, and a name is gone when the last
+ * descriptor of its socket closes, so a lease can neither outlive its holder nor need reclaiming.
  */
 
 /** A bound name: a listening socket nobody is served on (connections are dropped). */
@@ -18,15 +18,7 @@ export type NameHold = net.Server;
 
 let knownLimit: string | undefined;
 
-/**
- * What the descriptor limit says, for the message when it is reached. Read ahead of need
- * (rememberFdLimit): once the limit is reached, /proc/self/limits cannot be opened either.
- */
-function fdLimit(): string {
-  return knownLimit ?? readFdLimit();
-}
-
-/** Read the descriptor limit now, while a descriptor can still be opened. */
+/** Read the descriptor limit for its message now: once it is reached, /proc/self/limits cannot be opened either. */
 export function rememberFdLimit(): void {
   knownLimit ??= readFdLimit();
 }
@@ -42,21 +34,16 @@ function readFdLimit(): string {
   return 'unknown';
 }
 
-/** Out of descriptors: which limit, and what to raise. */
 export function descriptorError(code: string, what: string): BerthError {
   const msg =
     code === 'EMFILE'
-      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${fdLimit()}): a lease takes one descriptor per port, a held port one more; ` +
-        `raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
+      ? `out of file descriptors while ${what} (EMFILE; RLIMIT_NOFILE ${knownLimit ?? readFdLimit()}): a lease takes one descriptor per port, a held port ` +
+        `one more; raise the limit (ulimit -n, or LimitNOFILE= / the job's limits) or lease fewer ports at once`
       : `the system is out of file descriptors while ${what} (ENFILE): raise fs.file-max (sysctl -w fs.file-max=…) or free descriptors elsewhere`;
   return new BerthError(EXIT.IOERR, `${msg}; nothing was leased`, { code });
 }
 
-/**
- * Bind `name` (padded to the whole sun_path, as Node does for an abstract name). Resolves
- * to the hold, or undefined when the name is taken. Throws BerthError 74 when out of
- * descriptors or the name cannot be bound for another reason.
- */
+/** Bind `name` (Node pads it to the whole sun_path): undefined when taken; BerthError 74 when it cannot be bound. */
 export function bindName(name: string): Promise<NameHold | undefined> {
   return new Promise((resolve, reject) => {
     const server = net.createServer({ pauseOnConnect: true }, (sock) => sock.destroy());
@@ -77,14 +64,6 @@ export function bindName(name: string): Promise<NameHold | undefined> {
   });
 }
 
-export function closeName(h: NameHold): Promise<void> {
-  return new Promise((resolve) => {
-    if (!h.listening) return resolve();
-    h.close(() => resolve());
-  });
-}
-
-/** The raw text of this network namespace's Unix socket table. */
 export function readUnixTable(procRoot = '/proc'): string {
   try {
     return readFileSync(join(procRoot, 'net', 'unix'), 'latin1');

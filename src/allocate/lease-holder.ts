@@ -5,14 +5,13 @@ import { BerthError, EXIT } from '../errors.js';
 import { descriptorError } from './lease-domain.js';
 
 /*
- * A lease lives as long as the sockets of its names are open somewhere. `berth port --owner PID`
- * and `--ttl DUR` exit at once, so their names (fds 3…) go to a coreutils holder (about 1 MiB, not
- * a Node.js runtime): `tail --pid=PID -s 0.2 -f /dev/null`, `sleep SECONDS`, or both under
- * `timeout SECONDS tail …`. Its own session (a Ctrl-C is not for it) and stdio on /dev/null, so
- * `$(berth port --owner $$)` does not wait; argv[0] HOLDER_ARGV0 lets `berth release` know it.
- * The programs are the system's by absolute path, never the caller's PATH (a `sleep` there that
- * rejects "600.000" would drop the lease while berth printed the port), and the holder is seen
- * sleeping in the kernel before the lease is reported.
+ * `berth port --owner PID` and `--ttl DUR` exit at once, so their lease names (fds 3…) go to a
+ * coreutils holder (about 1 MiB, not a Node.js runtime): `tail --pid=PID -s 0.2 -f /dev/null`,
+ * `sleep SECONDS`, or `timeout SECONDS tail …`, with argv[0] HOLDER_ARGV0 for `berth release`. Its
+ * own session (a Ctrl-C is not for it), stdio on /dev/null: `$(berth port --owner $$)` does not
+ * wait. The programs are the system's by absolute path (a PATH `sleep` that rejects "600.000"
+ * would drop the lease while berth printed the port), and the holder is seen sleeping in the
+ * kernel before the lease is reported.
  */
 
 export const HOLDER_ARGV0 = 'berth-lease-holder';
@@ -150,7 +149,6 @@ export function endHolder(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     // Referenced: the holder was unref'd, so a caller awaiting release() alone would see its loop run dry (exit 13).
-
     const timer = setTimeout(resolve, 1000);
     child.once('exit', () => {
       clearTimeout(timer);

@@ -10,10 +10,8 @@ import type { LeaseTable } from './lease-table.js';
 import type { Lease } from './allocation-types.js';
 
 /*
- * The leases of this network namespace as people see them (berth leases, release, doctor):
- * every port name of the lease domain with what its record says, and the processes that
- * hold it where /proc shows them (one's own; root: every process of this pid namespace).
- * What a record says is a label; ending leases (lease-release.ts) acts on kernel facts only.
+ * The leases of this network namespace as people see them (berth leases, release, doctor): each
+ * port name with what its record says (a label) and the processes holding it where /proc shows them.
  */
 
 export type LeaseState = 'live' | 'pending';

@@ -5,14 +5,13 @@ import { currentLeases, type ListedLease } from './lease-list.js';
 import { HeldReservation } from './held-reservation.js';
 import { emptyReport } from './plan.js';
 import { bindRecord } from './reserve-commit.js';
+import { recordOf } from './set-record.js';
 import type { Lease, Reservation } from './allocation-types.js';
 
 /*
- * The lease of a port a service already listens on (a learned port: it chose the port
- * itself). Nothing is held, there is nothing to hold: the service's own socket keeps the
- * port; the lease (its name and record, bound here) makes every other allocator refuse it,
- * naming the lease, until the launch gives it back. A port name that is already bound means
- * someone leased the port before the service bound it.
+ * The lease of a port a service chose and already listens on (learned): its own socket keeps the
+ * port, so nothing is held; the lease makes other allocators refuse it, naming the lease. A port
+ * name already bound means someone leased the port before the service bound it.
  */
 
 export type ListenedLease = { reservation: Reservation } | { leasedBy: ListedLease | undefined };
@@ -21,18 +20,8 @@ export async function leaseListened(port: number, name: string | undefined, proc
   const hold = await bindName(portName(port));
   if (hold === undefined) return { leasedBy: currentLeases({ procRoot }).find((l) => l.port === port) };
   const createdAt = Date.now();
-  const env = process.env;
   try {
-    const records = await bindRecord({
-      uid: process.getuid?.() ?? 0,
-      pid: process.pid,
-      createdAt,
-      ...(env.SLURM_JOB_ID ? { job: env.SLURM_JOB_ID } : {}),
-      ...(env.SLURM_STEP_ID ? { step: env.SLURM_STEP_ID } : {}),
-      kind: 'single',
-      ports: [port],
-      ...(name !== undefined ? { name } : {}),
-    });
+    const records = await bindRecord({ ...recordOf([port], false, process.getuid?.() ?? 0, {}, undefined, name), createdAt });
     const lease: Lease = {
       port,
       kind: 'single',

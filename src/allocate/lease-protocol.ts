@@ -1,8 +1,6 @@
 /*
  * The lease protocol, version 1, as names in the network namespace's abstract Unix socket
- * space (docs/leases.md is the specification; keep the two in step). Pure: formatting and
- * parsing only, the sockets are lease-domain.ts's; a record's payload is lease-record.ts's and
- * reading the names back into a table lease-table.ts's.
+ * space (docs/leases.md is the specification; keep the two in step). Pure: the names only.
  *
  * Every name is the 107 bytes of sun_path after its leading NUL: the text below, then NUL
  * bytes up to the end (Node.js binds abstract names that way, so every implementation must,

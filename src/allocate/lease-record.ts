@@ -149,7 +149,6 @@ export function parsePayload(text: string): ParsedRecord | undefined {
     if (t === undefined) return undefined;
     if (k === 'name') r.name = capName(t);
     else r[k] = capName(t, 32);
-
   }
   return r;
 }

@@ -1,11 +1,12 @@
 import { socketsHeldBy, findSocketOwners } from '../host/owners.js';
 import { readEnvValue, readPidns, readProcFacts } from '../host/proc-facts.js';
 import { readNetns } from '../host/read-host.js';
+import { sleep } from './allocation-abort.js';
 import { readUnixTable } from './lease-domain.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
 import { leaseTable, listNames, provenPortInodes } from './lease-table.js';
 import { leasesOf, type LeaseListOptions, type LeaseState, type ListedLease } from './lease-list.js';
-import { isTargeted, verdict, type Caller, type HoldingProc, type ReleaseCandidate } from './release-plan.js';
+import { isTargeted, verdict, type Caller, type HoldingProc, type ReleaseCandidate, type ReleaseFilter } from './release-plan.js';
 
 /*
  * `berth release`: end leases by ending their holder processes. What to end is decided
@@ -13,13 +14,6 @@ import { isTargeted, verdict, type Caller, type HoldingProc, type ReleaseCandida
  * forged line of /proc/net/unix or a duplicated record part can change what berth leases
  * shows, never whom release signals.
  */
-
-export interface ReleaseFilter {
-  ports?: readonly number[];
-  ownerPid?: number;
-  jobId?: string;
-  all?: boolean;
-}
 
 export interface ReleaseResult {
   /** Targeted leases ended (their holder is gone). */
@@ -35,8 +29,6 @@ export interface ReleaseResult {
   /** Targeted leases held by a process that is not a lease holder (berth run/up, a library caller): stop it to end them. */
   heldBy: { port: number; pid: number; command: string }[];
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The processes holding each proven inode, with their kernel facts. */
 function holdingProcs(procRoot: string, inodes: Set<number>, withJob: boolean): Map<number, HoldingProc[]> {
@@ -74,11 +66,9 @@ function stillHolder(procRoot: string, was: HoldingProc, inode: number): boolean
 }
 
 /**
- * End the leases the caller targets ({ports}, {ownerPid}, {jobId} or {all}) by ending their
- * holder processes; a holder holds the whole set of one `berth port`, so the set's other
- * ports end too (they are listed in `released`). Only a lease-holder process that holds the
- * lease's socket at that moment is signalled, and only one's own (root: anyone's). Waits up
- * to a second for the names to go.
+ * End the targeted leases by ending their holder processes (the set's other ports end too, listed
+ * in `released`): only a holder still holding the socket, one's own (root: anyone's). Waits up to
+ * a second for the names to go.
  */
 export async function releaseLeases(opts: ReleaseFilter & LeaseListOptions = {}): Promise<ReleaseResult> {
   const procRoot = opts.procRoot ?? '/proc';

@@ -1,10 +1,7 @@
 import { MAX_PARTS, NAME_BYTES, PREFIX } from './lease-protocol.js';
 import { isPort, parsePayload, type ParsedRecord } from './lease-record.js';
 
-/*
- * A namespace's berth names as /proc/net/unix lists them, sorted into ports taken,
- * allocators at work and whole records. Pure: the text is read by lease-domain.ts.
- */
+/* A namespace's berth names from /proc/net/unix text, sorted into ports taken, allocators at work and whole records. Pure. */
 
 /** One berth name as /proc/net/unix lists it. */
 export interface ListedName {
@@ -118,11 +115,9 @@ export function leaseTable(names: readonly ListedName[]): LeaseTable {
 }
 
 /**
- * Port -> inode of its port name, only where the kernel's listing proves it, for acts
- * (berth release) rather than for skipping ports. A line forged by a newline inside another
- * name lies within that name's 107 bytes, so its own name can never be padded to 107: only
- * padded port names count (a forged line repeating a real socket's inode under another port
- * proves nothing, and takes nothing from the real line).
+ * Port -> inode of its port name where the kernel's listing proves it, for acts (berth release). A
+ * line forged by a newline inside another name lies within that name's 107 bytes, so it can never
+ * be padded to 107: only padded port names count.
  */
 export function provenPortInodes(names: readonly ListedName[]): Map<number, number> {
   const out = new Map<number, number>();

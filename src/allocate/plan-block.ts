@@ -3,11 +3,8 @@ import { shuffle } from './plan.js';
 import type { Strategy } from './allocation-types.js';
 
 /*
- * Where a block of `count` contiguous ports may start, given the ports that passed every
- * single-port check (planCandidates' candidates). Pure: the allocator tries the starts in
- * the order given and, when a race loses it a port, skips every start whose run contains
- * that port (blockStartsWithout). Runs are found in one pass over the sorted candidates,
- * so planning costs O(candidates) however large the block.
+ * Where a block of `count` contiguous ports may start among planCandidates' candidates: one pass
+ * over the sorted candidates, so O(candidates) however large the block. Pure.
  */
 
 export interface BlockPlan {
@@ -29,11 +26,7 @@ export function freeRuns(ports: readonly number[]): PortRange[] {
   return runs;
 }
 
-/**
- * Every start of a free run of `count` ports, lowest first (strategy lowest) or in random
- * order (strategy random: any fitting start is equally likely, so concurrent allocators
- * rarely aim at the same run).
- */
+/** Every start of a free run of `count` ports, lowest first or shuffled (random: concurrent allocators rarely aim at the same run). */
 export function planBlockStarts(free: readonly number[], count: number, strategy: Strategy = 'lowest', rng: () => number = Math.random): BlockPlan {
   const starts: number[] = [];
   let longest: PortRange | undefined;

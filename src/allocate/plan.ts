@@ -69,6 +69,17 @@ export function busyPorts(sockets: readonly SocketRow[], ranges: readonly PortRa
   return busy;
 }
 
+/** What the exit-69 message says of a busy port: its most telling row, and that row's owner when known. */
+export function inUseEntry(port: number, row: SocketRow, owner: SocketOwner | undefined): AllocationReport['excluded']['inUse'][number] {
+  return {
+    port,
+    state: row.state,
+    uid: row.uid,
+    ...(row.protocol === 'udp' ? { protocol: 'udp' as const } : {}),
+    ...(owner ? { pid: owner.pid, command: owner.cmdline.length > 0 ? owner.cmdline.join(' ') : owner.comm } : {}),
+  };
+}
+
 /** Fisher–Yates in place (shared with plan-block.ts). */
 export function shuffle(a: number[], rng: () => number): void {
   for (let i = a.length - 1; i > 0; i--) {
@@ -109,17 +120,7 @@ export function planCandidates(input: PlanInput): Plan {
       }
       const row = busy.get(p);
       if (row !== undefined) {
-        const entry: AllocationReport['excluded']['inUse'][number] = {
-          port: p,
-          state: row.state,
-          uid: row.uid,
-          ...(row.protocol === 'udp' ? { protocol: 'udp' as const } : {}),
-        };
-        const owner = row.inode !== 0 ? host.owners?.get(row.inode)?.[0] : undefined;
-        if (owner) {
-          entry.pid = owner.pid;
-          entry.command = owner.cmdline.length > 0 ? owner.cmdline.join(' ') : owner.comm;
-        }
+        const entry = inUseEntry(p, row, row.inode !== 0 ? host.owners?.get(row.inode)?.[0] : undefined);
         // A port its service bound and berth leased afterwards (a learned port): say both.
         const lease = input.leased?.get(p);
         if (lease !== undefined && lease.pending === undefined && lease.name !== undefined) entry.leasedAs = lease.name;

@@ -2,12 +2,9 @@ import type { ProcFacts } from '../host/proc-facts.js';
 import { HOLDER_ARGV0 } from './lease-holder.js';
 
 /*
- * What `berth release` may end, decided from what the kernel proves and nothing a name
- * says (anyone can bind any name, docs/leases.md): the port name's socket inode as the
- * kernel lists it, the processes that really hold that inode (/proc/PID/fd), their real
- * uid, their argv (the owner a holder really watches: `tail --pid=N`), their parent and
- * their environment as they started. A record's uid, job, owner and name are labels for
- * messages only. Pure: the facts are read by lease-list.ts.
+ * What `berth release` may end, decided from what the kernel proves (the port name's inode, the
+ * processes holding it, their uid, argv, parent and starting environment), never from what a name
+ * says: anyone can bind any name (docs/leases.md). A record's fields only word messages. Pure.
  */
 
 /** A process holding a lease's socket, with what the kernel shows of it. */
@@ -27,7 +24,8 @@ export interface ReleaseCandidate {
   procs: HoldingProc[];
 }
 
-export interface ReleaseAsk {
+/** Which leases `berth release` targets. */
+export interface ReleaseFilter {
   ports?: readonly number[];
   ownerPid?: number;
   jobId?: string;
@@ -58,11 +56,7 @@ export function watchedPid(argv: readonly string[]): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/**
- * The holder processes among `procs` and the rest. A holder is a berth-lease-holder; the
- * `tail` that a `timeout` holder runs (its child, same uid, watching the same owner) holds
- * the same sockets and is part of it: signalling the timeout ends both.
- */
+/** The holders among `procs`, and the rest. The `tail` a `timeout` holder runs (its child, same uid and owner) is part of it. */
 export function splitHolders(procs: readonly HoldingProc[]): { holders: HoldingProc[]; others: HoldingProc[] } {
   const holders = procs.filter((p) => p.argv[0] === HOLDER_ARGV0);
   const others = procs.filter((p) => {
@@ -75,7 +69,7 @@ export function splitHolders(procs: readonly HoldingProc[]): { holders: HoldingP
 }
 
 /** Whether the caller asked for this lease, by what the kernel shows of its holding processes. */
-export function isTargeted(c: ReleaseCandidate, ask: ReleaseAsk, me: Caller): boolean {
+export function isTargeted(c: ReleaseCandidate, ask: ReleaseFilter, me: Caller): boolean {
   if (ask.ports?.includes(c.port)) return true;
   if (c.inode === undefined) return false;
   // "All" is all of one's own (root too: only root's): by the holders' real uid.

@@ -6,14 +6,13 @@ import { processStartTime } from '../host/proc-stat.js';
 import { allocatorName, randomId } from './lease-protocol.js';
 import { recordNames, type RecordInfo } from './lease-record.js';
 import { HeldReservation, type HoldShape, type Taken } from './held-reservation.js';
+import { serverFd } from './hold-socket.js';
 import type { AllocationReport } from './allocation-types.js';
 
 /*
- * The end of an allocation: every port of the set has its name (and its hold), so the set
- * is committed by binding one record per request (lease-record.ts), and, for a lease that
- * must outlive the caller (--owner of another process, --ttl), handed to a holder process.
- * Until its record exists a port's name says "a set in progress": other allocators retry
- * rather than fail, and never hand it out.
+ * Committing a set: one record per request, and a holder process for a lease that must outlive us
+ * (--owner of another process, --ttl). Until its record exists a port's name is "a set in
+ * progress": other allocators retry rather than fail.
  */
 
 /** Bind a record's names; a clash of the random id with a live record is retried with another. */
@@ -40,11 +39,7 @@ export async function bindRecord(info: RecordInfo): Promise<NameHold[]> {
   throw new BerthError(EXIT.SOFTWARE, 'cannot bind a lease record: its names were taken five times over (someone binds berth/v1/r/ names on purpose)');
 }
 
-/**
- * The allocator's own name ("an allocator at work in ports lo-hi"), so that a port it has
- * named but not yet committed is shown with its pid. Only for messages: undefined when it
- * cannot be bound.
- */
+/** The allocator's own name, so that its ports not yet committed are shown with its pid; only for messages (undefined when not bound). */
 export async function bindAllocator(lo: number, hi: number): Promise<NameHold | undefined> {
   const uid = process.getuid?.() ?? 0;
   for (let tries = 0; tries < 3; tries++) {
@@ -61,11 +56,7 @@ export interface CommitRequest {
   record: RecordInfo;
 }
 
-/**
- * Commit the set: bind each request's record and make its reservation. With `holder`, the
- * whole set's names go to one holder process and our copies are closed. On failure nothing
- * of the set's records is left (the caller gives back the ports).
- */
+/** Bind each request's record; with `holder`, one holder process takes the whole set's names. On failure no record is left. */
 export async function commitSet(requests: readonly CommitRequest[], holder: HolderSpec | undefined): Promise<HeldReservation[]> {
   const records: NameHold[][] = [];
   try {
@@ -99,7 +90,7 @@ export async function commitSet(requests: readonly CommitRequest[], holder: Hold
 }
 
 function fdOf(h: NameHold | undefined): number {
-  const fd = (h as unknown as { _handle?: { fd?: unknown } | null } | undefined)?._handle?.fd;
-  if (typeof fd !== 'number' || fd < 0) throw new BerthError(EXIT.SOFTWARE, 'a lease name has no descriptor to hand to its holder');
+  const fd = h === undefined ? undefined : serverFd(h);
+  if (fd === undefined) throw new BerthError(EXIT.SOFTWARE, 'a lease name has no descriptor to hand to its holder');
   return fd;
 }

@@ -6,15 +6,10 @@ import { checkLeaseName, foldOptionNames, setOptions } from './allocate-ports.js
 import type { AllocateOptions, PortSource, Reservation } from './allocation-types.js';
 
 /*
- * A named port set (port-set.ts) allocated as one reserveSet: one request per entry, from
- * one source, all or none. Singles are held like any reservation until the handoff; blocks
- * and windows are leased contiguous runs, never held.
- *
- * `window` is the band instance's whole window less the ports the set's other entries take
- * from it: a set {http: 1, dist: window} in a 100-port window gets http = the window's
- * lowest free port and dist the 99 ports after it (every entry is planned lowest first, so
- * they stack up from the window's bottom). It needs a band instance (a stack replica of a
- * windowed band, or --band B --instance N): a whole band or a range is no one's window.
+ * A named port set (port-set.ts) allocated as one reserveSet, one request per entry, all or none.
+ * `window` is the band instance's window less the set's other entries: {http: 1, dist: window} in
+ * a 100-port window gets http = its lowest free port and dist the 99 after it (entries stack up
+ * lowest first). It needs a band instance: a whole band or a range is no one's window.
  */
 
 export interface NamedReservation {
@@ -59,8 +54,7 @@ export function namedReservation(entries: readonly PortEntry[], reservations: Re
   return new NamedSet(entries, reservations);
 }
 
-/** What every request of a named set shares; the entries add count, block and name. */
-/** Whether a port's UDP side is held is each entry's own (PortEntry `udp`), never the set's. */
+/** What every request of a named set shares; the entries add count, block, name and udp (each entry's own, never the set's). */
 export type NamedRequestBase = Omit<SetRequest, 'count' | 'block' | 'name' | 'udp'> & {
   /** Lease label of the set (e.g. the replica); each lease is named "<name>/<entry>", or just the entry's name. */
   name?: string;
@@ -83,10 +77,8 @@ function windowProblem(entries: readonly PortEntry[], source: PortSource): strin
 }
 
 /**
- * The SetRequests of a named set from one source, in entry order (for callers that put
- * several sets into one reserveSet, like a stack's replicas). Throws BerthError 64 for a
- * bad set (portSetProblem) or a window without a band instance, 69 when the entries need
- * more ports than the window has.
+ * The SetRequests of a named set, in entry order (a stack puts its replicas' sets into one reserveSet).
+ * Throws BerthError 64 for a bad set or a window without a band instance, 69 for a window too small.
  */
 export function namedSetRequests(entries: readonly PortEntry[], base: NamedRequestBase): SetRequest[] {
   const problem = portSetProblem(entries) ?? windowProblem(entries, base.source);
@@ -128,10 +120,9 @@ export function checkNoSetSize(o: Pick<AllocateOptions, 'count' | 'block'>): voi
 }
 
 /**
- * Lease a named port set from one resolved source, all or none: singles held (unless hold:
- * false), blocks and windows leased and unheld. Throws BerthError 64 (bad set, window without
- * a band instance, count/block options, which a set replaces), 69 with the entry that could
- * not be met, 74 when out of file descriptors.
+ * Lease a named port set from one resolved source, all or none: singles held (unless hold: false),
+ * blocks and windows leased, never held. Throws BerthError 64 (bad set, window without a band
+ * instance, count/block given), 69 naming the entry not met, 74 when out of file descriptors.
  */
 export async function allocateNamedSet(entries: readonly PortEntry[], o: AllocateOptions): Promise<NamedReservation> {
   checkNoSetSize(o);

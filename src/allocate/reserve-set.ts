@@ -6,7 +6,7 @@ import { userName } from '../util/user-name.js';
 import { hull, knownLeases, nameCompetitors, type Attempt, type Failure } from './competitors.js';
 import { backoff, transientCompetitor } from './contention.js';
 import { explainUnavailable } from './explain.js';
-import { aborted, signalsSeen, sleep } from './allocation-abort.js';
+import { aborted, abortPoint, sleep } from './allocation-abort.js';
 import { giveBack, type Taken } from './held-reservation.js';
 import { closeName, readLeaseTable, rememberFdLimit } from './lease-domain.js';
 import { capName } from './lease-protocol.js';
@@ -19,11 +19,9 @@ import { takePort } from './take-port.js';
 import type { AllocationReport, Lease, PortSource, Reservation, Strategy } from './allocation-types.js';
 
 /*
- * One allocation: several requests (a source and a count each) leased and held as one set, all
- * or none (docs/leases.md), so two stacks competing for the same ports never each hold half of
- * what they need. An attempt plans each request against the socket and lease tables, binds each
- * port's name (the lease) and holds the port, then commits the set; else it gives everything back
- * and retries after a jittered backoff while the competitors are transient, or fails with 69.
+ * Several requests leased and held as one set, all or none (docs/leases.md): two stacks competing
+ * for the same ports never each hold half. A failed attempt gives everything back and retries
+ * after a jittered backoff while the competitors are transient, else fails with 69.
  */
 
 /** `berth port`'s lease lifetime when there is no owner pid and no explicit ttl. */
@@ -80,11 +78,7 @@ function unavailable(f: Failure, count: number): BerthError {
   return new BerthError(EXIT.UNAVAILABLE, message, { ...(report as unknown as Record<string, unknown>), request: f.request });
 }
 
-/**
- * Lease and hold every request's ports as one set, all or none: a Reservation per request. Throws
- * BerthError 69 (details.request: the index of the one not met), 74 out of descriptors, and the
- * signal's reason when aborted.
- */
+/** A Reservation per request, all or none. Throws BerthError 69 (details.request: the one not met), 74, or the signal's reason. */
 export async function reserveSet(requests: readonly SetRequest[], o: SetOptions = {}): Promise<Reservation[]> {
   const procRoot = o.procRoot ?? '/proc';
   const allRanges: PortRange[] = normalizeRanges(requests.flatMap((r) => sourceRanges(r.source)));
@@ -171,8 +165,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
             if (mine.has(port)) continue;
             // Too few candidates: fail before touching anything.
             if (got.length === req.count || left < req.count) break;
-            if (o.signal) await signalsSeen();
-            if (o.signal?.aborted) throw aborted(o.signal);
+            await abortPoint(o.signal);
             const t = await take(port, req.holdAddress);
             if (t === undefined) continue;
             got.push(t);
@@ -183,8 +176,7 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
           }
         }
         if (failure === undefined) {
-          if (o.signal) await signalsSeen();
-          if (o.signal?.aborted) throw aborted(o.signal);
+          await abortPoint(o.signal);
           const commits: CommitRequest[] = taken.map((got, i) => {
             const req = requests[i]!;
             const block = req.block === true;
@@ -198,12 +190,11 @@ export async function reserveSet(requests: readonly SetRequest[], o: SetOptions 
                 ...(req.holdAddress !== undefined ? { holdAddress: req.holdAddress } : {}),
                 ...(req.udp === true && !block ? { udp: true } : {}),
               },
-              record: recordOf(got, block, uid, o, expiresAt, req.name),
+              record: recordOf(got.map((t) => t.lease.port), block, uid, o, expiresAt, req.name),
             };
           });
           const reservations = await commitSet(commits, holder);
           // Held until committed; a block is never held once leased (its program binds inside it).
-
           await Promise.all(reservations.map((r) => (o.hold === false || r.block ? r.unhold() : undefined)));
           return reservations;
         }

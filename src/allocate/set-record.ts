@@ -1,5 +1,4 @@
 import { readPidns } from '../host/proc-facts.js';
-import type { Taken } from './held-reservation.js';
 import type { HolderSpec } from './lease-holder.js';
 import type { RecordInfo } from './lease-record.js';
 
@@ -23,7 +22,7 @@ export function holderOf(o: LeaseLife): HolderSpec | undefined {
   };
 }
 
-export function recordOf(got: readonly Taken[], block: boolean, uid: number, o: LeaseLife, expiresAt: number | undefined, name?: string): RecordInfo {
+export function recordOf(ports: number[], block: boolean, uid: number, o: LeaseLife, expiresAt: number | undefined, name?: string): RecordInfo {
   const env = process.env;
   // An owner pid means something only in its PID namespace: the record says which (a label; release reads the holder's own).
   const pidns = o.owner && o.owner.pid !== process.pid ? readPidns('/proc', 'self') : undefined;
@@ -36,7 +35,7 @@ export function recordOf(got: readonly Taken[], block: boolean, uid: number, o: 
     ...(env.SLURM_JOB_ID ? { job: env.SLURM_JOB_ID } : {}),
     ...(env.SLURM_STEP_ID ? { step: env.SLURM_STEP_ID } : {}),
     kind: block ? 'block' : 'single',
-    ports: got.map((t) => t.lease.port),
+    ports,
     ...(name !== undefined ? { name } : {}),
   };
 }

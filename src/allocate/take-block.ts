@@ -1,15 +1,11 @@
-import { aborted, signalsSeen } from './allocation-abort.js';
+import { abortPoint } from './allocation-abort.js';
 import { giveBack, unholdTaken, type Taken } from './held-reservation.js';
 import { blockPorts, type BlockPlan } from './plan-block.js';
 
 /**
- * Lease and hold one whole run of a block: the first start (in the plan's order) whose
- * every port can be had. A run that loses a port to a race or a stranger is given back at
- * once, and every later start whose run contains a lost port is skipped. The ports of a run
- * are taken together, up to BLOCK_CHUNK at a time (one turn of the event loop for all their
- * binds); a block larger than that lets go of each chunk's holds once they are proved.
- * Returns the run's ports, pushed onto `got`, or undefined when no start worked (the
- * reasons are in the report).
+ * Lease and hold the first run of the plan whose every port can be had (pushed onto `got`), or
+ * undefined (reasons in the report). A run that loses a port is given back at once, and later
+ * starts whose run holds a lost port are skipped. Ports are bound BLOCK_CHUNK at a time.
  */
 export async function takeBlock(
   plan: BlockPlan,
@@ -27,8 +23,7 @@ export async function takeBlock(
     let overlaps = false;
     for (let p = start; p < start + count && !overlaps; p++) overlaps = mine.has(p);
     if (overlaps) continue;
-    if (signal) await signalsSeen();
-    if (signal?.aborted) throw aborted(signal);
+    await abortPoint(signal);
     const ports = blockPorts(start, count);
     const run: Taken[] = [];
     let error: unknown;

@@ -19,29 +19,19 @@ export async function takePort(
     report.excluded.raced.push({ port, reason: 'leased concurrently' });
     return undefined;
   }
-  let server: net.Server;
+  let server: net.Server | undefined;
   try {
     server = await holdPort(port, ipv6, holdAddress);
+    return { lease, name, server, ...(udp ? { udp: await holdUdp(port, ipv6, holdAddress) } : {}) };
   } catch (e) {
+    // With `server`, it is the UDP side that failed.
+    if (server) await closeServer(server);
     await closeName(name);
     const code = (e as HoldError).code ?? 'UNKNOWN';
-    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, `holding port ${port}`);
+    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, `holding ${server ? 'the UDP side of ' : ''}port ${port}`);
     const bad = holdAddress === undefined ? undefined : addressFailure(e, holdAddress);
     if (bad) throw bad;
-    report.excluded.bindFailed.push({ port, code });
-    return undefined;
-  }
-  if (!udp) return { lease, name, server };
-  try {
-    return { lease, name, server, udp: await holdUdp(port, ipv6, holdAddress) };
-  } catch (e) {
-    await closeServer(server);
-    await closeName(name);
-    const code = (e as HoldError).code ?? 'UNKNOWN';
-    if (code === 'EMFILE' || code === 'ENFILE') throw descriptorError(code, `holding the UDP side of port ${port}`);
-    const bad = holdAddress === undefined ? undefined : addressFailure(e, holdAddress);
-    if (bad) throw bad;
-    report.excluded.bindFailed.push({ port, code, protocol: 'udp' });
+    report.excluded.bindFailed.push({ port, code, ...(server ? { protocol: 'udp' as const } : {}) });
     return undefined;
   }
 }

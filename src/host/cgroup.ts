@@ -123,7 +123,6 @@ function moveSelf(dir: string): boolean {
  * Runs `fn` (a synchronous spawn) with berth itself in `dir`, so the child is born there, then moves
  * berth back (left there if it cannot: the process tree never counts berth's pid). inside: false when berth could not enter.
  */
-
 export function runInCgroup<T>(dir: string, fn: () => T): { value: T; inside: boolean } {
   const base = ownDir().dir!;
   const inside = moveSelf(dir);

@@ -13,11 +13,7 @@ export type TcpState =
 /** Which table a row came from: /proc/net/tcp{,6} or /proc/net/udp{,6} (sock_diag's TCP or UDP). */
 export type SocketProtocol = 'tcp' | 'udp';
 
-/**
- * One row of /proc/net/tcp{,6} or /proc/net/udp{,6}. A UDP row's state is CLOSE when the
- * socket is unconnected (bound and receiving from anyone: a UDP server), ESTABLISHED when
- * connect()ed; either way it holds its local port against a UDP bind.
- */
+/** One row of /proc/net/tcp{,6} or udp{,6}. A UDP row is CLOSE unconnected (a server), ESTABLISHED connect()ed: either holds its port against a UDP bind. */
 export interface SocketRow {
   protocol: SocketProtocol;
   family: 4 | 6;

@@ -4,9 +4,8 @@ import { listPids } from './pids.js';
 import type { SocketOwner } from './host-map.js';
 
 /*
- * Who holds which socket, from /proc/<pid>/fd/* links of the form "socket:[INODE]".
- * Processes come and go while we walk, and other users' fd directories are unreadable
- * without privilege, so every per-process read failure is treated as "not visible".
+ * Who holds which socket, from /proc/<pid>/fd/* links "socket:[INODE]". Processes come and go,
+ * and other users' fd directories are unreadable: any per-process read failure is "not visible".
  */
 
 const SOCKET_PREFIX = 'socket:[';
@@ -96,11 +95,7 @@ export function socketsHeldBy(procRoot: string, pid: number, wanted?: ReadonlySe
   return held;
 }
 
-/**
- * inode -> processes holding it, for every socket fd visible under procRoot (or only
- * the inodes in `inodes`). A socket shared across fork() lists every holder, in pid
- * order. Expensive (one readlink per fd on the host): call only when owners matter.
- */
+/** inode -> processes holding it (every holder, in pid order), for `inodes` or every socket. Costs one readlink per fd on the host. */
 export function findSocketOwners(procRoot = '/proc', inodes?: ReadonlySet<number>): Map<number, SocketOwner[]> {
   const found = new Map<number, SocketOwner[]>();
   if (inodes !== undefined && inodes.size === 0) return found;

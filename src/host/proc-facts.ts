@@ -4,11 +4,9 @@ import { parseCmdline, parseStatusUid } from './owners.js';
 import { parseStatPpid, parseStatStartTime } from './proc-stat.js';
 
 /*
- * What the kernel shows of a process, for decisions that must not rest on what anyone
- * claims (berth release): its real uid as the reader's user namespace sees it (status is
- * translated for the opener, so host root sees a rootless container's "root" as the user
- * it is), its parent, its pid namespace, its argv and its start time. Every read may fail
- * (the process ended, or is another user's): a fact that cannot be read is undefined.
+ * What the kernel shows of a process, for decisions that must not rest on claims (berth release).
+ * status's uid is translated for the opener (host root sees a rootless container's "root" as the
+ * user it is). A fact that cannot be read (the process ended, or is another user's) is undefined.
  */
 
 export interface ProcFacts {
@@ -88,11 +86,9 @@ export function readEnvValue(procRoot: string, pid: number, key: string): string
 }
 
 /**
- * Whether `pid` can own a lease given by the caller: a live process (a thread-group
- * leader: /proc/TID of one of its threads exists too, but is no process) of the PID
- * namespace /proc shows, and /proc the caller's own (after `unshare --pid --fork` without
- * --mount-proc it is the parent namespace's, where the same number is another process).
- * Its start time when it may; otherwise why not.
+ * `pid`'s start time when it can own a lease (a live thread-group leader: /proc/TID of a thread
+ * exists too), and /proc is the caller's own (after `unshare --pid --fork` without --mount-proc it
+ * is the parent namespace's, where the same number is another process); otherwise why not.
  */
 export function ownerCheck(procRoot: string, pid: number, self = process.pid): { start: number } | { why: string } {
   let me: string | undefined;

@@ -39,10 +39,7 @@ interface V6Entry {
   next: V6Entry | undefined;
 }
 
-/**
- * The addresses of one table, by family and byte order. Cached by their numeric value: most
- * rows share a handful of local addresses, so formatting happens once per distinct address.
- */
+/** The addresses of one table, cached by value: most rows share a handful, so each is formatted once. */
 export class TableAddresses {
   readonly v4 = new Map<number, string>();
   readonly v6 = new Map<number, V6Entry>();

@@ -22,11 +22,7 @@ export function hexValue(bytes: Uint8Array, i: number, len: number): number {
   return v;
 }
 
-/*
- * The scanning helpers test blanks inline rather than through a function: `berth port`
- * parses the table once, in a fresh process, where V8 still interprets this code and a
- * call per byte costs more than the rest of the row.
- */
+/* Blanks are tested inline, not by a call per byte: `berth port` parses once, in a fresh process, where V8 still interprets this code. */
 
 /** Index of the first non-blank byte at or after i (blank: space, tab, CR). */
 export function skipWs(bytes: Uint8Array, i: number, end: number): number {

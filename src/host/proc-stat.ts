@@ -22,21 +22,12 @@ export function parseStatPpid(stat: string): number | undefined {
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
-/** State letter (field 3): 'Z' is a zombie, dead but not yet reaped by its parent. */
-function parseStatState(stat: string): string | undefined {
-  const close = stat.lastIndexOf(')');
-  return close < 0 ? undefined : stat[close + 2];
-}
-
-/**
- * undefined when the process does not exist, cannot be read, or is dead and only waits to
- * be reaped (a zombie holds no sockets and owns nothing: a lease of a killed allocator whose
- * parent has not reaped it yet is stale, not live).
- */
+/** undefined when the process does not exist, cannot be read, or is a zombie: it holds no sockets, so a killed allocator's lease is stale. */
 export function processStartTime(pid: number, procRoot = '/proc'): number | undefined {
   try {
     const stat = readFileSync(join(procRoot, String(pid), 'stat'), 'latin1');
-    const state = parseStatState(stat);
+    // State (field 3) Z or X: dead, only waiting to be reaped.
+    const state = stat[stat.lastIndexOf(')') + 2];
     if (state === 'Z' || state === 'X') return undefined;
     return parseStatStartTime(stat);
   } catch {

@@ -3,14 +3,10 @@ import { join } from 'node:path';
 import { listPids } from './pids.js';
 
 /*
- * /proc as seen in this turn of the event loop, shared by every caller in the turn. A stack's
- * launches look at their process trees in bursts (the shared socket-table poller answers them
- * all in one turn), and each look listed /proc and read the stat of every process it had not
- * judged yet, which at stack start is every later sibling: N launches made N listings and
- * about N²/2 stat reads per burst. Here the listing is made once per turn and each stat read
- * once per turn. Only successful reads are kept (a pid that was not there may appear later in
- * the same turn: a spawn). forgetTurn() drops the cache, for a caller that needs a listing
- * made after something it just learnt (a socket holder not seen before).
+ * /proc listed, and each stat read, at most once per turn of the event loop: a stack's launches
+ * look at their process trees in one burst (the shared poller answers them all in one turn), and
+ * N launches each listing /proc and reading every later sibling's stat made N listings and N²/2
+ * reads. Only successful reads are kept (a pid missing now may be spawned later in the turn).
  */
 
 interface Turn {
@@ -53,7 +49,7 @@ export function statThisTurn(pid: number, procRoot = '/proc'): string | undefine
   }
 }
 
-/** Drop this turn's listing and stats of procRoot: the next call reads /proc again. */
+/** Drop this turn's listing and stats of procRoot, for a caller that just learnt of a process (a socket holder not seen before). */
 export function forgetTurn(procRoot = '/proc'): void {
   turns.delete(procRoot);
 }

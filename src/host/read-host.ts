@@ -5,34 +5,21 @@ import { readSockets, type ReaderChoice } from './socket-reader.js';
 import { readSysctls } from './sysctl.js';
 import type { HostMap, PortRange, SocketRow } from './host-map.js';
 
-export { readSocketTableText } from './read-tables.js';
-
 export interface ReadHostOptions {
   /** Root of the proc filesystem; fixture trees in tests. Default '/proc'. */
   procRoot?: string;
-  /**
-   * Look up owning processes: true for every socket in the table, a set for only
-   * those inodes. Off by default because it reads every process's fd directory.
-   */
+  /** Look up owning processes: true for every socket, a set for those inodes. Off by default: it reads every process's fd directory. */
   owners?: boolean | ReadonlySet<number>;
   /**
-   * Keep only sockets whose local port lies in these ranges (see ParseTcpOptions): for
-   * callers that need a few ports of a big table, such as the allocator. `sockets` then
-   * holds exactly the rows an unfiltered read would hold on those ports, and
-   * `skippedLines` counts only lines whose local port could not be read or was in range.
+   * Keep only sockets whose local port lies in these ranges: exactly the rows an unfiltered read
+   * holds on them; `skippedLines` then counts only lines whose port was unreadable or in range.
    */
   localPorts?: readonly PortRange[];
   /** Only LISTEN sockets, and unconnected UDP ones (the kernel then walks only its listening hash: see socket-reader.ts). */
   listenOnly?: boolean;
-  /**
-   * Read the UDP tables too (default true): a UDP socket holds its port against a UDP bind, so
-   * a port with one is not free for a service that also uses UDP, and inspect/doctor show it.
-   */
+  /** Read the UDP tables too (default true): a UDP socket holds its port against a service that also uses UDP. */
   udp?: boolean;
-  /**
-   * Which reader: with a filter (localPorts or listenOnly) on a big table, sock_diag through
-   * `ss`; else /proc (socket-reader.ts). Default: BERTH_SOCKET_READER, else 'auto'.
-   */
+  /** Which reader: `ss` (sock_diag) for a filtered read of a big table, else /proc (socket-reader.ts). Default: BERTH_SOCKET_READER, else 'auto'. */
   via?: ReaderChoice;
 }
 
@@ -71,17 +58,8 @@ export function readHostMap(opts: ReadHostOptions = {}): HostMap {
     via: read.via,
     readAt: new Date().toISOString(),
   };
-  if (opts.owners !== undefined && opts.owners !== false) {
-    let wanted: ReadonlySet<number>;
-    if (opts.owners === true) {
-      const all = new Set<number>();
-      for (const r of sockets) if (r.inode !== 0) all.add(r.inode);
-      wanted = all;
-    } else {
-      wanted = opts.owners;
-    }
-    map.owners = findSocketOwners(procRoot, wanted);
-  }
+  if (opts.owners === true) map.owners = findSocketOwners(procRoot, new Set(sockets.filter((r) => r.inode !== 0).map((r) => r.inode)));
+  else if (opts.owners) map.owners = findSocketOwners(procRoot, opts.owners);
   return map;
 }
 
@@ -90,10 +68,7 @@ export function socketsOnPort(map: Pick<HostMap, 'sockets'>, port: number): Sock
   return map.sockets.filter((r) => r.localPort === port);
 }
 
-/**
- * Short text for who holds a row: "pid 1234 (python3) LISTEN",
- * "uid 1000, owner not visible", "TIME_WAIT (no owner: kernel-held)".
- */
+/** Who holds a row: "pid 1234 (python3) LISTEN", "uid 1000, owner not visible", "TIME_WAIT (no owner: kernel-held)". */
 export function describeOwner(map: Pick<HostMap, 'owners'>, row: SocketRow): string {
   // inode 0: no file refers to the socket any more (TIME_WAIT, orphaned FIN_WAIT...).
   if (row.inode === 0) return `${row.state} (no owner: kernel-held)`;

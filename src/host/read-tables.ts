@@ -5,16 +5,12 @@ import { parseTcpBuffer } from './socket-table.js';
 import type { PortRange, SocketRow } from './host-map.js';
 
 /*
- * Reading the socket tables. The kernel makes /proc/net/tcp{,6} with seq_file: each
- * read() returns whole rows, as many as fit in its buffer (at least a page, 4096 bytes),
- * stopping early only at the end of the table. And every read() at the end walks the
- * whole TCP hash table again from its first bucket to find that nothing follows (about
- * 1.6 ms per file on a 24 GiB host even when the table is empty), so the customary
- * read-until-0 pays one full walk per file for the 0 alone. A read that returned
- * SEQ_SHORT bytes or fewer although far more were asked for cannot have stopped for
- * lack of buffer (no row is 1024 bytes long), so it ended the table: no further read
- * is needed. This holds only for seq_file; regular files (fixture trees, captured
- * tables) report their size in fstat and are read until read() returns 0.
+ * The kernel makes /proc/net/tcp{,6} with seq_file: each read() returns whole rows, as many as
+ * fit in its buffer (at least a page), short only at the end of the table. Every read() at the
+ * end walks the whole TCP hash table again to find nothing follows (1.6 ms per file on a 24 GiB
+ * host, even empty), so read-until-0 pays a full walk for the 0 alone. A read of SEQ_SHORT bytes
+ * or fewer when far more were asked for ended the table (no row is 1024 bytes long). Regular
+ * files (fixtures, captured tables) report their size in fstat and are read until 0.
  */
 const SEQ_SHORT = 4096 - 1024;
 /** Never ask for less than this, so a short read can only mean the end (see above). */
@@ -64,14 +60,6 @@ function readTable(path: string): Buffer | undefined {
   }
 }
 
-/**
- * The text of /proc/net/tcp, tcp6, udp or udp6 read as readHostMap reads it (one hash-table walk, not
- * two; see above), for callers that search the text themselves; undefined when missing.
- */
-export function readSocketTableText(path: string): string | undefined {
-  return readTable(path)?.toString('latin1');
-}
-
 export interface ProcTables {
   rows: SocketRow[];
   skipped: number;
@@ -79,11 +67,7 @@ export interface ProcTables {
   ipv6: boolean;
 }
 
-/**
- * Rows of both TCP tables under procRoot, and of both UDP tables with `udp` (only those on
- * `localPorts` when given: see ParseTcpOptions). Throws when /proc/net/tcp is missing or
- * unreadable; a missing udp table (a kernel without UDP in /proc) reads as empty.
- */
+/** Rows of both TCP tables (and UDP tables with `udp`), on `localPorts` when given. Throws without /proc/net/tcp; a missing udp table is empty. */
 export function readProcTables(procRoot: string, localPorts?: readonly PortRange[], udp = false): ProcTables {
   const tcpPath = join(procRoot, 'net', 'tcp');
   const tcpBytes = readTable(tcpPath);

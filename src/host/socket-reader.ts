@@ -9,13 +9,11 @@ import { SsShell } from './ss-shell.js';
 import type { PortRange, SocketRow } from './host-map.js';
 
 /*
- * /proc/net/tcp{,6} makes the kernel format every socket of the namespace (≈ 150 ms at 50,000),
- * so a read of a few ports or of the listeners of a big table asks sock_diag through iproute2's
- * `ss` (Node has no netlink sockets): the kernel formats only the matches. `ss` costs a spawn, so
- * it is used only from SS_MIN_ROWS sockets on (sockstat gives the size in microseconds). Where
- * `ss` fails, does not answer within SS_DEADLINE_MS (its process group is killed) or prints a line
- * that does not parse (rows it left out would read as free ports), berth reads /proc and does not
- * try `ss` again in this process. `ss` reads the caller's namespace: only the real /proc may use it.
+ * /proc/net/tcp{,6} makes the kernel format every socket (≈ 150 ms at 50,000), so a filtered read of
+ * a big table (SS_MIN_ROWS, from sockstat) asks sock_diag through `ss` (Node has no netlink), which
+ * formats only the matches. Where `ss` fails, is late (SS_DEADLINE_MS; its group is killed) or prints
+ * a line that does not parse (left-out rows would read as free ports), berth reads /proc and gives
+ * `ss` up in this process. `ss` reads the caller's namespace: only the real /proc may use it.
  */
 
 export type ReaderChoice = 'auto' | 'ss' | 'proc';
@@ -106,10 +104,7 @@ function useSs(procRoot: string, opts: ReadSocketsOptions): boolean {
 
 let childProcess: typeof ChildProcess | undefined;
 
-/**
- * Loaded on the first `ss` read: it pulls in net and streams, which `berth port` on a quiet host
- * never needs. createRequire: the sync read cannot await, and the single executable cannot import().
- */
+/** Loaded on first use (`berth port` on a quiet host needs none of it); createRequire: the sync read cannot await, the single executable cannot import(). */
 function cp(): typeof ChildProcess {
   if (childProcess === undefined) {
     const req = typeof require === 'function' ? require : createRequire(process.cwd() + '/');
@@ -293,7 +288,6 @@ export function readSockets(opts: ReadSocketsOptions = {}): SocketRead {
  * ss was 15% of berth's main thread with 16 replicas starting, so `ss` runs from a shell berth keeps
  * (ss-shell.ts). The /proc read stays synchronous: it is used only where cheap or where `ss` failed.
  */
-
 export async function readSocketsAsync(opts: ReadSocketsOptions = {}): Promise<SocketRead> {
   const { procRoot, q, empty } = prepare(opts);
   if (empty !== undefined) return empty;

@@ -24,10 +24,7 @@ const HOST_LE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 export interface ParseTcpOptions {
   /** Byte order of the host that wrote the table; defaults to this machine's. */
   littleEndian?: boolean;
-  /**
-   * Only rows whose local port lies in these ranges: the others are passed over once their port
-   * is read, not counted in `skipped`. A line whose local port cannot be read is parsed in full.
-   */
+  /** Only rows on these ports: the others are passed over, not counted in `skipped` (one whose port cannot be read is parsed in full). */
   localPorts?: readonly PortRange[];
   /** 'udp': /proc/net/udp{,6}, same columns (`st` 07 unconnected, 01 connected). Default 'tcp'. */
   protocol?: SocketProtocol;
@@ -133,11 +130,7 @@ function portOutside(bytes: Uint8Array, start: number, end: number, family: 4 | 
   return port;
 }
 
-/**
- * Rows of /proc/net/tcp (family 4) or /proc/net/tcp6 (family 6), or of udp/udp6 with `protocol:
- * 'udp'`. The header and blank lines are ignored; any other line that does not parse is counted in
- * `skipped` (a table read while sockets come and go can end mid-row), never thrown.
- */
+/** Rows of /proc/net/tcp{,6} (or udp{,6}); a line that does not parse is counted in `skipped` (a table can end mid-row), never thrown. */
 export function parseTcpTable(text: string, family: 4 | 6, opts: ParseTcpOptions = {}): SocketTable {
   // UTF-8 turns any non-ASCII character into bytes >= 0x80, which no rule accepts.
   return parseTcpBuffer(Buffer.from(text, 'utf8'), family, opts);

@@ -224,11 +224,7 @@ export function parseSsOutput(text: string, opts: ParseSsOptions = {}): SocketTa
   return { rows, skipped };
 }
 
-/**
- * `ss` arguments for TCP (and with `udp`, UDP) sockets with a local port in normalized `ports` (all
- * when undefined); listenOnly with UDP also asks for UNCONN, and the TCP CLOSE rows it brings are the caller's to drop.
- */
-
+/** `ss` arguments for sockets on normalized `ports` (all when undefined); listenOnly with UDP also asks for UNCONN (the caller drops TCP CLOSE rows). */
 export function ssArgs(ports: readonly PortRange[] | undefined, listenOnly: boolean, udp = false): string[] {
   const states = listenOnly ? (udp ? ['state', 'listening', 'state', 'unconnected'] : ['state', 'listening']) : ['state', 'all'];
   const args = ['-t', ...(udp ? ['-u'] : []), '-a', '-n', '-H', '-O', '-e', ...states];

@@ -1,20 +1,16 @@
 import type * as ChildProcess from 'node:child_process';
 
 /*
- * `ss` started by a small shell that berth keeps for its lifetime, for the asynchronous reads
- * of `up` and `run` (the ownership poller, the listener audit). Each spawn from berth itself is
- * a fork of a big process: libuv's spawn() returns only once the child has exec'd, so berth's
- * event loop stood still for it, ~20 ms a read on a loaded host and a read every few tens of
- * ms while replicas start (docs/scale.md §2). A fork of /bin/sh costs a fraction of that, and
- * it is the shell's, not berth's.
+ * `ss` run by a /bin/sh that berth keeps for its lifetime, for the asynchronous reads of `up` and
+ * `run` (ownership poller, listener audit). libuv's spawn() returns only once the child has exec'd,
+ * so each spawn from berth's big process stalled its event loop ~20 ms on a loaded host, a read
+ * every few tens of ms while replicas start (docs/scale.md §2); the shell's fork costs berth nothing.
  *
- * Protocol: one line per read on the shell's stdin, `'ss' 'arg'… 2>/dev/null; printf …`, and
- * the answer is ss's output followed by a line `<MARK> <exit status>`. Reads are answered in
- * order. Arguments are berth's own (ssArgs: digits, words, parentheses), single-quoted; one
- * holding a quote is refused. The shell runs in its own session (a Ctrl-C to berth's group
- * does not end it) and exits when its stdin closes: when berth exits, however it exits.
- * Anything going wrong (no shell, the shell gone) rejects the waiting reads; the caller then
- * spawns `ss` itself, as before.
+ * Protocol: one line per read on stdin, `'ss' 'arg'… 2>/dev/null; printf …`, answered in order by
+ * ss's output and a line `<MARK> <exit status>`. Arguments (ssArgs') are single-quoted; one holding
+ * a quote is refused. The shell has its own session (berth's Ctrl-C is not for it) and exits when
+ * its stdin closes, however berth exits. Any failure rejects the waiting reads; the caller then
+ * spawns `ss` itself.
  */
 
 const MARK = '@@berth-ss-end';

@@ -84,11 +84,7 @@ function readOptional(path: string): string | undefined {
   }
 }
 
-/**
- * The three sysctls under procRoot. The port range must exist (every Linux has it);
- * older kernels lack ip_unprivileged_port_start (fixed 1024) and containers may hide
- * the reserved list (none reserved).
- */
+/** The three sysctls: the port range must exist; older kernels lack ip_unprivileged_port_start (1024), containers may hide the reserved list. */
 export function readSysctls(procRoot = '/proc'): HostSysctls {
   const dir = sysctlDir(procRoot);
   const rangePath = join(dir, RANGE_FILE);
