@@ -1,4 +1,4 @@
-import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from './node-files.js';
+import { pollRunDir, readCoordinatorFile, readNodeFile, type NodeEndpoint } from './node-files.js';
 import { readInputFile } from '../../util/safe-file.js';
 import type { Endpoint } from '../file/placeholders.js';
 import { placeholdersOf } from '../file/placeholders.js';
@@ -12,8 +12,6 @@ import { endpointOnNode, serviceNodes } from './plan.js';
  * needs every node's replicas before any starts. Each agent publishes its leased endpoints right
  * after reservation (NodeFile.peers) and waits here until every node of the service has.
  */
-
-const POLL_MS = 100;
 
 /** Whether a service names its own service in a placeholder (command, env, ready) or a template file. */
 export function namesItself(s: ServiceSpec): boolean {
@@ -55,7 +53,7 @@ export async function waitForPeers(
   stopped: () => boolean,
 ): Promise<void> {
   const left = new Map(services.map((s) => [s.name, serviceNodes(s.nodes!, nodes)]));
-  while (left.size > 0 && !stopped()) {
+  await pollRunDir(() => {
     const coord = readCoordinatorFile(runDir);
     if (coord) {
       const addresses = new Map(Object.entries(coord.addresses));
@@ -74,6 +72,6 @@ export async function waitForPeers(
         );
       }
     }
-    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
-  }
+    return left.size === 0;
+  }, stopped);
 }
