@@ -86,14 +86,8 @@ class StackParser extends YamlSource {
   parse(): StackSpec | undefined {
     if (!this.parseText('a stack')) return undefined;
     const top = this.deref(this.doc.contents as Node | null, 1, 'top level');
-    if (isNullish(top)) {
-      this.add(1, `the stack is empty; expected ${EXAMPLE}`);
-      return undefined;
-    }
-    if (!isMap(top)) {
-      this.add(this.lineOf(top, 1), `the top level must be a mapping with a "services" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
-      return undefined;
-    }
+    if (isNullish(top)) return this.fail(1, `the stack is empty; expected ${EXAMPLE}`);
+    if (!isMap(top)) return this.fail(this.lineOf(top, 1), `the top level must be a mapping with a "services" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
     const pairs = new Map<string, Pair<unknown, unknown>>();
     for (const pair of top.items) {
       const line = this.lineOf(pair.key as Node, 1);
@@ -127,24 +121,15 @@ class StackParser extends YamlSource {
     const layoutSeen = { layout, broken: (layoutPair !== undefined || bandsPair !== undefined) && layout === undefined };
 
     const servicesPair = pairs.get('services');
-    if (!servicesPair) {
-      this.add(this.lineOf(top, 1), `no "services" key at the top level; expected ${EXAMPLE}`);
-      return undefined;
-    }
+    if (!servicesPair) return this.fail(this.lineOf(top, 1), `no "services" key at the top level; expected ${EXAMPLE}`);
     const sLine = this.lineOf(servicesPair.key as Node, 1);
     const sNode = this.deref(servicesPair.value as Node | null, sLine, '"services"');
-    if (isNullish(sNode)) {
-      this.add(sLine, `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
-      return undefined;
-    }
+    if (isNullish(sNode)) return this.fail(sLine, `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
     if (!isMap(sNode)) {
-      this.add(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, found ${kindOf(sNode)}; expected ${EXAMPLE}`);
-      return undefined;
+      const found = `found ${kindOf(sNode)}; expected ${EXAMPLE}`;
+      return this.fail(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, ${found}`);
     }
-    if (sNode.items.length === 0) {
-      this.add(this.lineOf(sNode, sLine), `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
-      return undefined;
-    }
+    if (sNode.items.length === 0) return this.fail(this.lineOf(sNode, sLine), `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
     const drafts: Draft[] = [];
     const seen = new Map<string, number>();
     for (const pair of sNode.items) {
