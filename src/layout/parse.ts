@@ -10,16 +10,9 @@ import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-values.js';
 import type { Band, Layout } from './layout-model.js';
 
 /*
- * Layout file format (YAML; JSON is valid YAML):
- *
- *   bands:
- *     engines: { range: 20000-20799, window: 100 }
- *     proxy:   { range: 21000-21099 }
- *     single:  { range: 7000 }        # one port: same as 7000-7000
- *     web:     22000-22099            # shorthand for { range: 22000-22099 }
- *
- * Every problem is collected and reported at once, one "file:line: …" per line, so
- * a user fixes the whole file in one pass instead of one error per run.
+ * Layout file (YAML; JSON is valid YAML): `bands: { engines: { range: 20000-20799, window: 100 } }`;
+ * `web: 22000-22099` is short for { range: … }, `range: 7000` one port. Every problem is reported
+ * at once, one "file:line: …" per line, so a user fixes the whole file in one pass.
  */
 
 const BAND_KEYS = ['range', 'window'] as const;

@@ -19,35 +19,10 @@ import { checkStack } from './stack-checks.js';
 import type { StackSpec } from './spec.js';
 
 /*
- * Stack file (YAML), see StackSpec for the meaning of each field:
- *
- *   layout: ./layout.yaml          # or inline "bands:" (layout syntax); default: built-in
- *   x-common: &common { … }        # "x-" keys are ignored: a place for anchors
- *   services:
- *     NAME:
- *       command: [PROGRAM, ARG…]   # required; argv, no shell
- *       replicas: 2                # or "gpus": one per GPU of the Slurm job, on window = GPU index
- *       nodes: all                 # or N, or others (Slurm): every node of the allocation / its first N / all but the first
- *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
- *       ports: { http: 1, dist: { block: 32 } }   # named ports (ports-key.ts); default one, "port"
- *       host: 127.0.0.1
- *       env: { KEY: value }
- *       cwd: ./dir                 # relative to the stack file; default its folder
- *       handoff: release | fd
- *       ready: http://127.0.0.1:{port}/health | tcp | cmd:COMMAND
- *       ready_timeout: 10m
- *       depends_on: { other: started | ready | completed }   # or [other] (= ready)
- *       restart: no | on-failure
- *       restart_limit: 3
- *       stop_grace: 10s
- *       job: true
- *       logs: file | attach
- *
- * Which services get a port: one with band/port/range; one using {port} or `ready: tcp`;
- * every non-job service unless it says `port: none`. So a job (a client) gets none unless
- * it asks. Services without band/port/range take band "default" of the layout, or the
- * built-in default band when the layout has none.
- *
+ * Stack file (YAML): docs/stack.md lists its keys, StackSpec their meaning. Which services get
+ * a port: one with band/port/range; one using {port} or `ready: tcp`; every non-job service
+ * unless it says `port: none` (so a job, a client, gets none unless it asks). Services without
+ * band/port/range take band "default" of the layout, or the built-in default band when it has none.
  * Every problem is collected and reported at once, "file:line: service "x": …" per line.
  */
 
