@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { pollRunDir, readCoordinatorFile } from './node-files.js';
 import { conditionStatus, type ReplicaStatus } from '../file/graph.js';
 import type { StackHandle } from '../run/orchestrate.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { assignedOfRecord } from '../record/endpoints.js';
 import type { DependCondition, ServiceSpec } from '../file/spec.js';
 import { reachAt } from './plan.js';

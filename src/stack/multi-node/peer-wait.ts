@@ -1,6 +1,6 @@
 import { pollRunDir, readCoordinatorFile, readNodeFile, type NodeEndpoint } from './node-files.js';
 import { readInputFile } from '../../util/safe-file.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { placeholdersOf } from '../file/placeholders.js';
 import { assignedOfRecord, type EndpointRecord } from '../record/endpoints.js';
 import type { ServiceSpec } from '../file/spec.js';

@@ -7,7 +7,7 @@ import { rankEnv, rankOf } from '../file/ranks.js';
 import type { SharedPorts } from './stack-handle.js';
 import { resolveCommand, resolveTemplate } from '../file/fill-placeholders.js';
 import type { ReplicaContext } from '../file/replica-context.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { oneShotFix } from '../file/one-shot.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import { dirsNamed, makeReplicaDir, renderReplicaTemplates } from './replica-dir.js';
