@@ -3,7 +3,7 @@ import { readInputFile } from '../../util/safe-file.js';
 import type { Endpoint } from '../file/endpoint.js';
 import { placeholdersOf } from '../file/placeholders.js';
 import { assignedOfRecord, type EndpointRecord } from '../record/endpoints.js';
-import type { ServiceSpec } from '../file/spec.js';
+import { placeholderTexts, type ServiceSpec } from '../file/spec.js';
 import { templateTagNames } from '../file/templates.js';
 import { endpointOnNode, serviceNodes } from './plan.js';
 
@@ -15,10 +15,7 @@ import { endpointOnNode, serviceNodes } from './plan.js';
 
 /** Whether a service names its own service in a placeholder (command, env, ready) or a template file. */
 export function namesItself(s: ServiceSpec): boolean {
-  const texts = [...s.command, ...Object.values(s.env)];
-  if (s.ready?.kind === 'http') texts.push(s.ready.url);
-  else if (s.ready?.kind === 'cmd') texts.push(s.ready.command);
-  if (texts.some((t) => placeholdersOf(t).some((p) => p.kind === 'service' && p.service === s.name))) return true;
+  if (placeholderTexts(s).some((t) => placeholdersOf(t).some((p) => p.kind === 'service' && p.service === s.name))) return true;
   return s.templates.some((t) => {
     try {
       return templateTagNames(readInputFile(t.file)).some((tag) => tag.name === s.name || tag.name === 'services');
