@@ -10,16 +10,9 @@ import { isNullish, kindOf, scalarText, toUint } from '../util/yaml-values.js';
 import type { Band, Layout } from './layout-model.js';
 
 /*
- * Layout file format (YAML; JSON is valid YAML):
- *
- *   bands:
- *     engines: { range: 20000-20799, window: 100 }
- *     proxy:   { range: 21000-21099 }
- *     single:  { range: 7000 }        # one port: same as 7000-7000
- *     web:     22000-22099            # shorthand for { range: 22000-22099 }
- *
- * Every problem is collected and reported at once, one "file:line: …" per line, so
- * a user fixes the whole file in one pass instead of one error per run.
+ * Layout file (YAML; JSON is valid YAML): `bands: { engines: { range: 20000-20799, window: 100 } }`;
+ * `web: 22000-22099` is short for { range: … }, `range: 7000` one port. Every problem is reported
+ * at once, one "file:line: …" per line, so a user fixes the whole file in one pass.
  */
 
 const BAND_KEYS = ['range', 'window'] as const;
@@ -34,17 +27,12 @@ const allowedList = (keys: readonly string[]) =>
   keys.length === 1 ? `the only key allowed is "${keys[0]}"` : `allowed keys are ${keys.map((k) => `"${k}"`).join(' and ')}`;
 
 class Parser extends YamlSource {
-  parse(): Band[] {
-    if (!this.parseText('a layout')) return [];
+  /** The bands; undefined once a problem (reported) leaves nothing to read. */
+  parse(): Band[] | undefined {
+    if (!this.parseText('a layout')) return undefined;
     const top = this.deref(this.doc.contents as Node | null, 1, 'top level');
-    if (isNullish(top)) {
-      this.add(1, `the layout is empty; expected ${EXAMPLE}`);
-      return [];
-    }
-    if (!isMap(top)) {
-      this.add(this.lineOf(top, 1), `the top level must be a mapping with a "bands" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
-      return [];
-    }
+    if (isNullish(top)) return this.fail(1, `the layout is empty; expected ${EXAMPLE}`);
+    if (!isMap(top)) return this.fail(this.lineOf(top, 1), `the top level must be a mapping with a "bands" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
     let bandsPair: Pair<unknown, unknown> | undefined;
     for (const pair of top.items) {
       const key = pair.key as Node | null;
@@ -60,17 +48,13 @@ class Parser extends YamlSource {
         this.add(line, `unknown top-level key ${shown}${name ? suggest(name, TOP_KEYS) : ''}; ${allowedList(TOP_KEYS)}`);
       }
     }
-    if (!bandsPair) {
-      this.add(this.lineOf(top, 1), `no "bands" key at the top level; expected ${EXAMPLE}`);
-      return [];
-    }
+    if (!bandsPair) return this.fail(this.lineOf(top, 1), `no "bands" key at the top level; expected ${EXAMPLE}`);
     const keyLine = this.lineOf(bandsPair.key as Node, 1);
     const bandsNode = this.deref(bandsPair.value as Node | null, keyLine, '"bands"');
     // "bands:" with every band commented out is an empty layout, not a syntax problem; doctor reports it.
     if (isNullish(bandsNode)) return [];
     if (!isMap(bandsNode)) {
-      this.add(this.lineOf(bandsNode, keyLine), `"bands" must be a mapping of band names to { range: LO-HI, window: N }, found ${kindOf(bandsNode)}`);
-      return [];
+      return this.fail(this.lineOf(bandsNode, keyLine), `"bands" must be a mapping of band names to { range: LO-HI, window: N }, found ${kindOf(bandsNode)}`);
     }
     const bands: Band[] = [];
     const seen = new Map<string, number>();
@@ -86,10 +70,7 @@ class Parser extends YamlSource {
     const key = pair.key as Node | null;
     const line = this.lineOf(key, parentLine);
     const raw = key !== null && isScalar(key) && key.value !== null ? String(key.value) : undefined;
-    if (raw === undefined) {
-      this.add(line, `band names must be plain text, found ${kindOf(key)}`);
-      return undefined;
-    }
+    if (raw === undefined) return this.fail(line, `band names must be plain text, found ${kindOf(key)}`);
     const label = `band ${JSON.stringify(raw)}`;
     let ok = true;
     if (!NAME_RE.test(raw)) {
@@ -107,10 +88,8 @@ class Parser extends YamlSource {
     let rangeNode: Node | null | undefined;
     let windowNode: Node | null | undefined;
     let hasWindow = false;
-    if (isNullish(value)) {
-      this.add(line, `${label}: has no value; expected { range: LO-HI } or { range: LO-HI, window: N }`);
-      return undefined;
-    } else if (isScalar(value)) {
+    if (isNullish(value)) return this.fail(line, `${label}: has no value; expected { range: LO-HI } or { range: LO-HI, window: N }`);
+    if (isScalar(value)) {
       rangeNode = value; // shorthand: "web: 22000-22099"
     } else if (isMap(value)) {
       let rangeSeen = false;
@@ -138,26 +117,17 @@ class Parser extends YamlSource {
         this.add(kLine, `${label}: unknown key ${shown}${kName ? suggest(kName, BAND_KEYS) : ''}; ${allowedList(BAND_KEYS)}`);
         ok = false;
       }
-      if (!rangeSeen) {
-        this.add(line, `${label}: missing "range: LO-HI"`);
-        return undefined;
-      }
-    } else {
-      this.add(line, `${label}: expected { range: LO-HI } or { range: LO-HI, window: N }, found ${kindOf(value)}`);
-      return undefined;
-    }
+      if (!rangeSeen) return this.fail(line, `${label}: missing "range: LO-HI"`);
+    } else return this.fail(line, `${label}: expected { range: LO-HI } or { range: LO-HI, window: N }, found ${kindOf(value)}`);
 
     const range = this.range(rangeNode, line, label);
     const window = hasWindow ? this.window(windowNode, line, label) : undefined;
     if (!range || (hasWindow && window === undefined)) return undefined;
     const size = range.hi - range.lo + 1;
     if (window !== undefined && window > size) {
-      this.add(
-        this.lineOf(windowNode, line),
-        `${label}: window ${window} is larger than the band (range ${formatRange(range)} has ${size} port${size === 1 ? '' : 's'}); use a window of at most ` +
-          `${size} or widen the range`,
-      );
-      return undefined;
+      const has = `range ${formatRange(range)} has ${size} port${size === 1 ? '' : 's'}`;
+      const fix = `use a window of at most ${size} or widen the range`;
+      return this.fail(this.lineOf(windowNode, line), `${label}: window ${window} is larger than the band (${has}); ${fix}`);
     }
     if (!ok) return undefined;
     const band: Band = { name: raw, lo: range.lo, hi: range.hi, line };
@@ -168,29 +138,17 @@ class Parser extends YamlSource {
   private range(node: Node | null | undefined, bandLine: number, label: string): { lo: number; hi: number } | undefined {
     const line = this.lineOf(node, bandLine);
     const text = scalarText(node);
-    if (text === undefined) {
-      this.add(line, `${label}: range must be LO-HI (e.g. 20000-20799) or a single port, found ${kindOf(node)}`);
-      return undefined;
-    }
+    if (text === undefined) return this.fail(line, `${label}: range must be LO-HI (e.g. 20000-20799) or a single port, found ${kindOf(node)}`);
     const t = text.trim();
     const dash = t.indexOf('-');
     const loText = dash < 0 ? t : t.slice(0, dash).trim();
     const hiText = dash < 0 ? t : t.slice(dash + 1).trim();
     const lo = toUint(loText);
     const hi = toUint(hiText);
-    if (lo === undefined || hi === undefined) {
-      this.add(line, `${label}: range ${quoteExcerpt(text)} is not LO-HI (e.g. 20000-20799) or a single port`);
-      return undefined;
-    }
+    if (lo === undefined || hi === undefined) return this.fail(line, `${label}: range ${quoteExcerpt(text)} is not LO-HI (e.g. 20000-20799) or a single port`);
     const shown = dash < 0 ? String(lo) : `${lo}-${hi}`;
-    if (lo < 1 || hi < 1 || lo > 65535 || hi > 65535) {
-      this.add(line, `${label}: range ${shown} goes outside the TCP ports 1-65535`);
-      return undefined;
-    }
-    if (lo > hi) {
-      this.add(line, `${label}: range ${shown} has lo > hi; write it as LO-HI with LO ≤ HI`);
-      return undefined;
-    }
+    if (lo < 1 || hi < 1 || lo > 65535 || hi > 65535) return this.fail(line, `${label}: range ${shown} goes outside the TCP ports 1-65535`);
+    if (lo > hi) return this.fail(line, `${label}: range ${shown} has lo > hi; write it as LO-HI with LO ≤ HI`);
     return { lo, hi };
   }
 
@@ -198,10 +156,7 @@ class Parser extends YamlSource {
     const line = this.lineOf(node, bandLine);
     const text = scalarText(node);
     const n = text === undefined ? undefined : toUint(text.trim());
-    if (n === undefined || n < 1) {
-      this.add(line, `${label}: window must be a whole number of ports ≥ 1, found ${kindOf(node)}`);
-      return undefined;
-    }
+    if (n === undefined || n < 1) return this.fail(line, `${label}: window must be a whole number of ports ≥ 1, found ${kindOf(node)}`);
     return n;
   }
 
@@ -227,7 +182,7 @@ class Parser extends YamlSource {
 export function parseLayout(text: string, file: string): Layout {
   const p = new Parser(text, file);
   const bands = p.parse();
-  if (p.problems.length > 0) throw p.error();
+  if (p.problems.length > 0 || !bands) throw p.error();
   return { source: file, bands };
 }
 

@@ -135,6 +135,12 @@ export class YamlSource {
     this.problems.push({ line, text: `${this.file}:${line}: ${text}` });
   }
 
+  /** add(), for `return this.fail(…)` where a reader gives up. */
+  protected fail(line: number, text: string): undefined {
+    this.add(line, text);
+    return undefined;
+  }
+
   /** Follows `*alias` to its anchored node; undefined for an unknown alias (reported). */
   protected deref(node: Node | null | undefined, line: number, what: string): Node | null | undefined {
     if (!isAlias(node)) return node;

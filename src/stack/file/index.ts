@@ -14,8 +14,8 @@ export { DEFAULT_HOST, DEFAULT_RESTART_LIMIT, DEFAULT_STOP_GRACE_MS, REPLICA_STA
 export { loadStack, parseStack } from './load.js';
 export { SERVICE_KEYS } from './service-fields.js';
 export { describeTemplateError, KNOWN_PLACEHOLDERS, OWN_SET, parseTemplate, placeholdersOf, SERVICE_NAME_RE } from './placeholders.js';
-export { endpointUrl, reachableHost } from './endpoint.js';
-export type { Endpoint, ParsedTemplate, Placeholder, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
+export { endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
+export type { ParsedTemplate, Placeholder, SelfField, ServiceField, TemplateError, TemplatePart } from './placeholders.js';
 export { resolveCommand, resolveTemplate } from './fill-placeholders.js';
 export type { ReplicaContext } from './replica-context.js';
 export { blockedServices, conditionStatus, findCycles, startable, startOrder, teardownOrder, teardownWaves } from './graph.js';

@@ -19,35 +19,10 @@ import { checkStack } from './stack-checks.js';
 import type { StackSpec } from './spec.js';
 
 /*
- * Stack file (YAML), see StackSpec for the meaning of each field:
- *
- *   layout: ./layout.yaml          # or inline "bands:" (layout syntax); default: built-in
- *   x-common: &common { … }        # "x-" keys are ignored: a place for anchors
- *   services:
- *     NAME:
- *       command: [PROGRAM, ARG…]   # required; argv, no shell
- *       replicas: 2                # or "gpus": one per GPU of the Slurm job, on window = GPU index
- *       nodes: all                 # or N, or others (Slurm): every node of the allocation / its first N / all but the first
- *       band: engines              # or port: P | port: none | range: LO-HI; instance: N
- *       ports: { http: 1, dist: { block: 32 } }   # named ports (ports-key.ts); default one, "port"
- *       host: 127.0.0.1
- *       env: { KEY: value }
- *       cwd: ./dir                 # relative to the stack file; default its folder
- *       handoff: release | fd
- *       ready: http://127.0.0.1:{port}/health | tcp | cmd:COMMAND
- *       ready_timeout: 10m
- *       depends_on: { other: started | ready | completed }   # or [other] (= ready)
- *       restart: no | on-failure
- *       restart_limit: 3
- *       stop_grace: 10s
- *       job: true
- *       logs: file | attach
- *
- * Which services get a port: one with band/port/range; one using {port} or `ready: tcp`;
- * every non-job service unless it says `port: none`. So a job (a client) gets none unless
- * it asks. Services without band/port/range take band "default" of the layout, or the
- * built-in default band when the layout has none.
- *
+ * Stack file (YAML): docs/stack.md lists its keys, StackSpec their meaning. Which services get
+ * a port: one with band/port/range; one using {port} or `ready: tcp`; every non-job service
+ * unless it says `port: none` (so a job, a client, gets none unless it asks). Services without
+ * band/port/range take band "default" of the layout, or the built-in default band when it has none.
  * Every problem is collected and reported at once, "file:line: service "x": …" per line.
  */
 
@@ -86,14 +61,8 @@ class StackParser extends YamlSource {
   parse(): StackSpec | undefined {
     if (!this.parseText('a stack')) return undefined;
     const top = this.deref(this.doc.contents as Node | null, 1, 'top level');
-    if (isNullish(top)) {
-      this.add(1, `the stack is empty; expected ${EXAMPLE}`);
-      return undefined;
-    }
-    if (!isMap(top)) {
-      this.add(this.lineOf(top, 1), `the top level must be a mapping with a "services" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
-      return undefined;
-    }
+    if (isNullish(top)) return this.fail(1, `the stack is empty; expected ${EXAMPLE}`);
+    if (!isMap(top)) return this.fail(this.lineOf(top, 1), `the top level must be a mapping with a "services" key, found ${kindOf(top)}; expected ${EXAMPLE}`);
     const pairs = new Map<string, Pair<unknown, unknown>>();
     for (const pair of top.items) {
       const line = this.lineOf(pair.key as Node, 1);
@@ -127,24 +96,15 @@ class StackParser extends YamlSource {
     const layoutSeen = { layout, broken: (layoutPair !== undefined || bandsPair !== undefined) && layout === undefined };
 
     const servicesPair = pairs.get('services');
-    if (!servicesPair) {
-      this.add(this.lineOf(top, 1), `no "services" key at the top level; expected ${EXAMPLE}`);
-      return undefined;
-    }
+    if (!servicesPair) return this.fail(this.lineOf(top, 1), `no "services" key at the top level; expected ${EXAMPLE}`);
     const sLine = this.lineOf(servicesPair.key as Node, 1);
     const sNode = this.deref(servicesPair.value as Node | null, sLine, '"services"');
-    if (isNullish(sNode)) {
-      this.add(sLine, `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
-      return undefined;
-    }
+    if (isNullish(sNode)) return this.fail(sLine, `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
     if (!isMap(sNode)) {
-      this.add(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, found ${kindOf(sNode)}; expected ${EXAMPLE}`);
-      return undefined;
+      const found = `found ${kindOf(sNode)}; expected ${EXAMPLE}`;
+      return this.fail(this.lineOf(sNode, sLine), `"services" must be a mapping of service names to their settings, ${found}`);
     }
-    if (sNode.items.length === 0) {
-      this.add(this.lineOf(sNode, sLine), `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
-      return undefined;
-    }
+    if (sNode.items.length === 0) return this.fail(this.lineOf(sNode, sLine), `"services" is empty; define at least one service, e.g. ${EXAMPLE}`);
     const drafts: Draft[] = [];
     const seen = new Map<string, number>();
     for (const pair of sNode.items) {

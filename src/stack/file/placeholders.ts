@@ -1,6 +1,5 @@
 import { PORT_FIELDS, PORT_NAME_RE, type PortField } from '../../allocate/port-set.js';
 import { scanListFormat, type ListFormat } from './list-format.js';
-import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
 
 /*
  * Placeholders in commands, env values and ready specs of a stack:
@@ -30,9 +29,6 @@ import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './e
  * service may be called "ports"), a FIELD only ever follows a port NAME.
  * "{{" is a literal "{"; a "}" on its own is always literal (so JSON args need only "{{").
  */
-
-// Where a replica is reached: its own file, re-exported for the callers that import it from here.
-export { endpointHostPort, endpointUrl, reachableHost, type Endpoint };
 
 export type SelfField = 'port' | 'replica' | 'name' | 'host' | 'gpu' | 'dir' | RankField;
 export type RankField = 'rank' | 'world_size' | 'local_rank' | 'node_rank' | 'node_count' | 'node' | 'generation';

@@ -81,108 +81,80 @@ export function readPortsKey(v: Node | null | undefined, line: number, label: st
 
 function entry(name: string, v: Node | null | undefined, at: number, label: string, y: YamlReader): PortEntry | undefined {
   const what = `${label}: port "${name}"`;
+  const fail = (node: Node | null | undefined, text: string): undefined => {
+    y.add(y.lineOf(node, at), text);
+    return undefined;
+  };
+  const sub = (key: string) => (v && isMap(v) ? v.items.find((p) => y.keyName(p) === key) : undefined);
+  const valueOf = (p: Pair<unknown, unknown>) => y.deref(p.value as Node | null, at, label);
+  const oneOf = `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found `;
   const text = scalarText(v);
   if (text !== undefined || (v && isScalar(v))) {
     if (text?.trim() === '1') return { name, kind: 'single' };
     if (text?.trim() === 'shared') return { name, kind: 'shared', count: 1 };
     if (text?.trim() === 'learn') return { name, kind: 'learn' };
-    y.add(
-      y.lineOf(v, at),
-      `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found ` +
-        `${kindOf(v)}`,
-    );
-    return undefined;
+    return fail(v, oneOf + kindOf(v));
   }
   // { learn: 'REGEX' }: learned, told apart by the port a line of the service's output gives.
-  const learnKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'learn') : undefined;
+  const learnKey = sub('learn');
   if (learnKey) {
-    const lv = y.deref(learnKey.value as Node | null, at, label);
+    const lv = valueOf(learnKey);
     const pattern = scalarText(lv);
     if (v && isMap(v) && v.items.length > 1) {
-      y.add(y.lineOf(v, at), `${what}: { learn: REGEX } takes nothing else (a learned port is the service's own, neither a block nor shared)`);
-      return undefined;
+      return fail(v, `${what}: { learn: REGEX } takes nothing else (a learned port is the service's own, neither a block nor shared)`);
     }
     if (pattern === undefined || pattern === '') {
-      y.add(
-        y.lineOf(lv, at),
-        `${what}: learn must be a regular expression with one group for the port, e.g. { learn: 'listening on port (\\d+)' }, found ${kindOf(lv)}`,
-      );
-      return undefined;
+      const eg = `{ learn: 'listening on port (\\d+)' }`;
+      return fail(lv, `${what}: learn must be a regular expression with one group for the port, e.g. ${eg}, found ${kindOf(lv)}`);
     }
     const re = compilePattern(pattern);
-    if (typeof re === 'string') {
-      y.add(y.lineOf(lv, at), `${what}: learn ${JSON.stringify(pattern)} ${re}`);
-      return undefined;
-    }
+    if (typeof re === 'string') return fail(lv, `${what}: learn ${JSON.stringify(pattern)} ${re}`);
     return { name, kind: 'learn', pattern };
   }
   // { udp: true }: one port of the replica's own, used on UDP too (coturn's 3478).
-  const udpKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'udp') : undefined;
+  const udpKey = sub('udp');
   if (udpKey) {
-    const uv = y.deref(udpKey.value as Node | null, at, label);
-    if (!uv || !isScalar(uv) || typeof uv.value !== 'boolean') {
-      y.add(y.lineOf(uv, at), `${what}: udp must be true or false, found ${kindOf(uv)}`);
-      return undefined;
-    }
+    const uv = valueOf(udpKey);
+    if (!uv || !isScalar(uv) || typeof uv.value !== 'boolean') return fail(uv, `${what}: udp must be true or false, found ${kindOf(uv)}`);
     const rest = (v as { items: Pair<unknown, unknown>[] }).items.filter((p) => p !== udpKey);
     if (rest.length > 0) {
-      y.add(y.lineOf(uv, at), `${what}: udp is for one port of the replica's own ({ udp: true }), not with ${rest.map((p) => y.keyName(p) ?? '?').join(', ')}`);
-      return undefined;
+      return fail(uv, `${what}: udp is for one port of the replica's own ({ udp: true }), not with ${rest.map((p) => y.keyName(p) ?? '?').join(', ')}`);
     }
     return uv.value ? { name, kind: 'single', udp: true } : { name, kind: 'single' };
   }
   // { block: N, shared: true }: a block for every replica, like `shared` is one port.
-  const sharedKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'shared') : undefined;
+  const sharedKey = sub('shared');
   let shared = false;
   if (sharedKey) {
-    const sv = y.deref(sharedKey.value as Node | null, at, label);
-    if (!sv || !isScalar(sv) || typeof sv.value !== 'boolean') {
-      y.add(y.lineOf(sv, at), `${what}: shared must be true or false, found ${kindOf(sv)}`);
-      return undefined;
-    }
+    const sv = valueOf(sharedKey);
+    if (!sv || !isScalar(sv) || typeof sv.value !== 'boolean') return fail(sv, `${what}: shared must be true or false, found ${kindOf(sv)}`);
     shared = sv.value;
   }
   // generations: fresh | keep: whether a job's next generation gets a new shared port.
-  const genKey = v && isMap(v) ? v.items.find((p) => y.keyName(p) === 'generations') : undefined;
+  const genKey = sub('generations');
   let keep = false;
   if (genKey) {
-    const gv = y.deref(genKey.value as Node | null, at, label);
+    const gv = valueOf(genKey);
     const gt = scalarText(gv)?.trim();
     if (gt !== 'keep' && gt !== 'fresh') {
-      y.add(
-        y.lineOf(gv, at),
-        `${what}: generations must be fresh (a new port for each generation of the job's ranks, the default) or keep, found ${kindOf(gv)}`,
-      );
-      return undefined;
+      return fail(gv, `${what}: generations must be fresh (a new port for each generation of the job's ranks, the default) or keep, found ${kindOf(gv)}`);
     }
-    if (!shared) {
-      y.add(y.lineOf(gv, at), `${what}: generations is for a shared port (every rank's); add shared: true, or remove generations`);
-      return undefined;
-    }
+    if (!shared) return fail(gv, `${what}: generations is for a shared port (every rank's); add shared: true, or remove generations`);
     keep = gt === 'keep';
   }
   const items = v && isMap(v) ? v.items.filter((p) => p !== sharedKey && p !== genKey) : [];
   // { shared: true } alone: one port, as `shared` is (room for generations: keep).
   if (shared && items.length === 0) return { name, kind: 'shared', count: 1, ...(keep ? { keep: true as const } : {}) };
-  if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') {
-    y.add(
-      y.lineOf(v, at),
-      `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found ` +
-        `${v && isMap(v) ? 'another mapping' : kindOf(v)}`,
-    );
-    return undefined;
-  }
-  const bv = y.deref(items[0]!.value as Node | null, at, label);
+  if (!v || !isMap(v) || items.length !== 1 || y.keyName(items[0]!) !== 'block') return fail(v, oneOf + (v && isMap(v) ? 'another mapping' : kindOf(v)));
+  const bv = valueOf(items[0]!);
   const bt = scalarText(bv)?.trim();
   if (bt === 'window') {
     if (!shared) return { name, kind: 'window' };
-    y.add(y.lineOf(bv, at), `${what}: a shared block has a size ({ block: N, shared: true }); the window is each replica's own`);
-    return undefined;
+    return fail(bv, `${what}: a shared block has a size ({ block: N, shared: true }); the window is each replica's own`);
   }
   const n = bt === undefined ? undefined : toUint(bt);
   if (n === undefined || n < 1 || n > MAX_BLOCK) {
-    y.add(y.lineOf(bv, at), `${what}: block must be a number of ports 1-${MAX_BLOCK} or "window" (the replica's band window), found ${kindOf(bv)}`);
-    return undefined;
+    return fail(bv, `${what}: block must be a number of ports 1-${MAX_BLOCK} or "window" (the replica's band window), found ${kindOf(bv)}`);
   }
   return shared ? { name, kind: 'shared', count: n, ...(keep ? { keep: true as const } : {}) } : { name, kind: 'block', count: n };
 }

@@ -11,30 +11,26 @@ import type { YamlReader } from './ports-key.js';
 /** The readiness spec, or undefined when it is refused (reported at `line`). */
 export function readReadyKey(written: string, line: number, label: string, draft: Draft, reader: YamlReader): ReadySpec | undefined {
   const text = written.trim();
+  const fail = (problem: string): undefined => {
+    reader.add(line, `${label}: ${problem}`);
+    return undefined;
+  };
   if (text === 'tcp') {
     if (draft.spec.handoff === 'fd') {
-      reader.add(
-        line,
-        `${label}: "ready: tcp" cannot work with "handoff: fd": the inherited socket already listens, so a connect succeeds before the service runs; ` +
-          'use ready: http://127.0.0.1:{port}/PATH or cmd:COMMAND',
-      );
-      return undefined;
+      const why = 'the inherited socket already listens, so a connect succeeds before the service runs';
+      return fail(`"ready: tcp" cannot work with "handoff: fd": ${why}; use ready: http://127.0.0.1:{port}/PATH or cmd:COMMAND`);
     }
     return { kind: 'tcp' };
   }
   if (text.startsWith('cmd:')) {
     const command = text.slice(4).trim();
-    if (command === '') {
-      reader.add(line, `${label}: "ready: cmd:" needs a command, e.g. cmd:curl -sf http://127.0.0.1:{port}/health`);
-      return undefined;
-    }
+    if (command === '') return fail('"ready: cmd:" needs a command, e.g. cmd:curl -sf http://127.0.0.1:{port}/health');
     draft.templates.push({ where: 'ready', line, parts: templateParts(command, 'ready', line, label, reader) });
     return { kind: 'cmd', command };
   }
   if (/^https?:\/\//i.test(text)) {
     if (/^https:/i.test(text)) {
-      reader.add(line, `${label}: https readiness probes are not supported; probe the plain-http health endpoint, or use "ready: cmd:curl -sfk ${text}"`);
-      return undefined;
+      return fail(`https readiness probes are not supported; probe the plain-http health endpoint, or use "ready: cmd:curl -sfk ${text}"`);
     }
     const { parts, errors } = parseTemplate(text);
     for (const e of errors) reader.add(line, `${label}: ready ${describeTemplateError(e)}`);
@@ -46,14 +42,10 @@ export function readReadyKey(written: string, line: number, label: string, draft
     } catch {
       url = undefined;
     }
-    if (!url || url.hostname === '') {
-      reader.add(line, `${label}: ready ${JSON.stringify(text)} is not a valid URL; expected http://HOST:{port}/PATH`);
-      return undefined;
-    }
+    if (!url || url.hostname === '') return fail(`ready ${JSON.stringify(text)} is not a valid URL; expected http://HOST:{port}/PATH`);
     return { kind: 'http', url: text };
   }
-  reader.add(line, `${label}: ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found ${JSON.stringify(text)}`);
-  return undefined;
+  return fail(`ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found ${JSON.stringify(text)}`);
 }
 
 /** The URL with stand-ins for its placeholders: its shape is checked before any port is leased. */

@@ -100,6 +100,11 @@ export interface ServiceSpec {
   dirOwnerLine?: number;
 }
 
+/** A service's texts that may hold placeholders: command words, env values, the ready probe's URL or command. */
+export function placeholderTexts(s: ServiceSpec): string[] {
+  return [...s.command, ...Object.values(s.env), ...(s.ready?.kind === 'cmd' ? [s.ready.command] : s.ready?.kind === 'http' ? [s.ready.url] : [])];
+}
+
 export interface StackSpec {
   /** The stack file as given (messages use it). */
   file: string;

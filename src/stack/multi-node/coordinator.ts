@@ -7,7 +7,7 @@ import { requireSlurmProgram } from '../../slurm/programs.js';
 import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
 import { runStack, type StackHandle, type StackResult } from '../run/orchestrate.js';
-import { endpointHostPort, endpointUrl } from '../file/placeholders.js';
+import { endpointHostPort, endpointUrl } from '../file/endpoint.js';
 import type { EndpointsDocument } from '../record/endpoints.js';
 import type { StackSpec } from '../file/spec.js';
 import { AgentsStep } from './agents-step.js';

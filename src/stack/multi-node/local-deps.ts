@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCoordinatorFile } from './node-files.js';
+import { pollRunDir, readCoordinatorFile } from './node-files.js';
 import { conditionStatus, type ReplicaStatus } from '../file/graph.js';
 import type { StackHandle } from '../run/orchestrate.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { assignedOfRecord } from '../record/endpoints.js';
 import type { DependCondition, ServiceSpec } from '../file/spec.js';
 import { reachAt } from './plan.js';
@@ -12,8 +12,6 @@ import { reachAt } from './plan.js';
  * An agent's dependencies on services of the first node (a Ray head): known once berth up's
  * endpoints.json shows them meeting the condition asked, at the first node's address.
  */
-
-const POLL_MS = 100;
 
 /** The strongest condition this node's services ask of `dep` (completed > ready > started). */
 function neededCondition(services: readonly ServiceSpec[], dep: string): DependCondition {
@@ -50,7 +48,7 @@ export async function waitForLocal(
 ): Promise<void> {
   const left = new Map(local.map((s) => [s.name, neededCondition(services, s.name)]));
   let address: string | undefined;
-  while (left.size > 0 && !ended()) {
+  await pollRunDir(() => {
     address ??= readCoordinatorFile(runDir)?.address;
     const recs = address === undefined ? [] : coordinatorRecords(runDir);
     for (const [name, cond] of [...left]) {
@@ -70,6 +68,6 @@ export async function waitForLocal(
       left.delete(name);
       h.setExternal(name, eps, statuses);
     }
-    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
-  }
+    return left.size === 0;
+  }, ended);
 }

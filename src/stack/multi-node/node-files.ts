@@ -154,6 +154,15 @@ export function readNodeFiles(runDir: string, nodes: readonly string[]): Map<str
   return files;
 }
 
+/** Reads the run directory every 100 ms until `step` has all it waits for (true), or `stopped` (false). */
+export async function pollRunDir(step: () => boolean, stopped: () => boolean): Promise<boolean> {
+  while (!stopped()) {
+    if (step()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
 /** How berth up tells an agents step which generation of the job it runs. */
 export const AGENT_GENERATION_ENV = 'BERTH_AGENT_GENERATION';
 

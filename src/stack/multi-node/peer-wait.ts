@@ -1,9 +1,9 @@
-import { readCoordinatorFile, readNodeFile, type NodeEndpoint } from './node-files.js';
+import { pollRunDir, readCoordinatorFile, readNodeFile, type NodeEndpoint } from './node-files.js';
 import { readInputFile } from '../../util/safe-file.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { placeholdersOf } from '../file/placeholders.js';
 import { assignedOfRecord, type EndpointRecord } from '../record/endpoints.js';
-import type { ServiceSpec } from '../file/spec.js';
+import { placeholderTexts, type ServiceSpec } from '../file/spec.js';
 import { templateTagNames } from '../file/templates.js';
 import { endpointOnNode, serviceNodes } from './plan.js';
 
@@ -13,14 +13,9 @@ import { endpointOnNode, serviceNodes } from './plan.js';
  * after reservation (NodeFile.peers) and waits here until every node of the service has.
  */
 
-const POLL_MS = 100;
-
 /** Whether a service names its own service in a placeholder (command, env, ready) or a template file. */
 export function namesItself(s: ServiceSpec): boolean {
-  const texts = [...s.command, ...Object.values(s.env)];
-  if (s.ready?.kind === 'http') texts.push(s.ready.url);
-  else if (s.ready?.kind === 'cmd') texts.push(s.ready.command);
-  if (texts.some((t) => placeholdersOf(t).some((p) => p.kind === 'service' && p.service === s.name))) return true;
+  if (placeholderTexts(s).some((t) => placeholdersOf(t).some((p) => p.kind === 'service' && p.service === s.name))) return true;
   return s.templates.some((t) => {
     try {
       return templateTagNames(readInputFile(t.file)).some((tag) => tag.name === s.name || tag.name === 'services');
@@ -55,7 +50,7 @@ export async function waitForPeers(
   stopped: () => boolean,
 ): Promise<void> {
   const left = new Map(services.map((s) => [s.name, serviceNodes(s.nodes!, nodes)]));
-  while (left.size > 0 && !stopped()) {
+  await pollRunDir(() => {
     const coord = readCoordinatorFile(runDir);
     if (coord) {
       const addresses = new Map(Object.entries(coord.addresses));
@@ -74,6 +69,6 @@ export async function waitForPeers(
         );
       }
     }
-    if (left.size > 0) await new Promise((r) => setTimeout(r, POLL_MS));
-  }
+    return left.size === 0;
+  }, stopped);
 }

@@ -3,7 +3,7 @@ import type { NodeFile, NodeReplica } from './node-files.js';
 import { readSlurmEnv, type SlurmEnv } from '../../slurm/env.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import type { GraphNode } from '../file/graph.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import type { ServiceSpec, StackSpec } from '../file/spec.js';
 
 /* Which node runs what in a multi-node stack, and where other nodes reach it. Pure. */

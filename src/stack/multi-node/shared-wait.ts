@@ -1,4 +1,4 @@
-import { readCoordinatorFile, readNodeFile } from './node-files.js';
+import { pollRunDir, readCoordinatorFile, readNodeFile } from './node-files.js';
 import type { ServiceSpec } from '../file/spec.js';
 import type { SharedPorts } from '../record/result.js';
 import { onNode, reachAt } from './plan.js';
@@ -7,8 +7,6 @@ import { onNode, reachAt } from './plan.js';
  * Shared ports (`NAME: shared`) are leased by the agent of the service's first node, which
  * publishes them in its node file; agents on its other nodes wait for them here.
  */
-
-const POLL_MS = 100;
 
 export class SharedWait {
   /** Service → the node its rank 0 runs on, for services whose rank 0 is elsewhere. */
@@ -36,7 +34,7 @@ export class SharedWait {
   /** Every such service's shared ports, once their nodes have published them (undefined if `stopped` first). */
   async wait(stopped: () => boolean, generation = this.generation): Promise<Map<string, SharedPorts> | undefined> {
     const out = new Map<string, SharedPorts>();
-    while (!stopped()) {
+    const all = await pollRunDir(() => {
       const coord = readCoordinatorFile(this.runDir);
       for (const [service, node] of this.elsewhere) {
         if (out.has(service) || !coord) continue;
@@ -44,9 +42,8 @@ export class SharedWait {
         const got = (file?.generation ?? 0) === generation ? file?.shared?.[service] : undefined;
         if (got) out.set(service, { host: reachAt(got.host, node, new Map(Object.entries(coord.addresses))), ports: got.ports });
       }
-      if (out.size === this.elsewhere.size) return out;
-      await new Promise((r) => setTimeout(r, POLL_MS));
-    }
-    return undefined;
+      return out.size === this.elsewhere.size;
+    }, stopped);
+    return all ? out : undefined;
   }
 }

@@ -1,7 +1,7 @@
 import type { AssignedPorts } from '../../allocate/port-set.js';
 import { redactText } from '../../util/redact.js';
 import type { AuditFinding, ForeignListener } from '../../launch/launch-api.js';
-import { endpointUrl } from '../file/placeholders.js';
+import { endpointUrl } from '../file/endpoint.js';
 import type { ReplicaState } from '../file/spec.js';
 import type { SharedPorts } from './result.js';
 

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { endpointHostPort } from '../file/placeholders.js';
+import { endpointHostPort } from '../file/endpoint.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import { shownPath } from '../file/shown-path.js';
 import { cleanText } from '../../util/clean-text.js';

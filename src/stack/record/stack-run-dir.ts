@@ -100,13 +100,7 @@ export class RunDir {
 
   /** The current document; a change not yet in endpoints.json is written first. */
   endpointsDocument(updated?: string): EndpointsDocument {
-    if (this.pending !== undefined) {
-      try {
-        this.flush();
-      } catch {
-        // kept in writeFailure: the next update() reports it
-      }
-    }
+    if (this.pending !== undefined) quietly(() => this.flush());
     return this.document(updated ?? new Date().toISOString());
   }
 
@@ -172,11 +166,7 @@ export class RunDir {
     const write = () => {
       this.flushTimer = undefined;
       this.flushImmediate = undefined;
-      try {
-        this.flush();
-      } catch {
-        // kept in writeFailure: the next update() reports it
-      }
+      quietly(() => this.flush());
     };
     if (wait <= 0) this.flushImmediate = setImmediate(write);
     else this.flushTimer = setTimeout(write, wait);
@@ -201,11 +191,7 @@ export class RunDir {
     this.eventLines.push(formatEvent(ev));
     this.eventsImmediate ??= setImmediate(() => {
       this.eventsImmediate = undefined;
-      try {
-        this.flushEvents();
-      } catch {
-        // kept in writeFailure: the next update() reports it
-      }
+      quietly(() => this.flushEvents());
     });
   }
 
@@ -235,14 +221,19 @@ export class RunDir {
 
   /** Writes a pending change of endpoints.json (best effort: a failure was reported by update()) and closes events.jsonl. */
   close(): void {
-    try {
-      this.flush();
-    } catch {
-      // reported through update() or writeEndpoints()
-    }
+    quietly(() => this.flush());
     this.cancelFlush();
     if (this.eventsFd !== undefined) closeSync(this.eventsFd);
     this.eventsFd = undefined;
+  }
+}
+
+/** A batched write: its failure was reported, or is kept in writeFailure for the next update() to throw. */
+function quietly(write: () => void): void {
+  try {
+    write();
+  } catch {
+    // said as above
   }
 }
 

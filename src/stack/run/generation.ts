@@ -54,41 +54,32 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
   const old = svc.shared;
   let fresh: NamedReservation | undefined;
   let problem: { rep: Replica; exitCode: number; reason: string } | undefined;
+  const fail = (reason: string, exitCode: number = EXIT.SOFTWARE, rep = svc.replicas[0]!): void => {
+    problem = { rep, exitCode, reason };
+  };
   try {
     // Leased here (not given by another node): the next generation's, before the old go back.
     if (old?.set) fresh = await reserveNextShared(st, svc, old.set);
   } catch (e) {
     if (!st.ending) {
       const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
-      problem = {
-        rep: svc.replicas[0]!,
-        exitCode: err.exitCode,
-        reason: `generation ${g + 1}: no shared port: ${err.message}${err.exitCode === EXIT.UNAVAILABLE ? orphanLines(err, st.procRoot) : ''}`,
-      };
+      fail(`generation ${g + 1}: no shared port: ${err.message}${err.exitCode === EXIT.UNAVAILABLE ? orphanLines(err, st.procRoot) : ''}`, err.exitCode);
     }
   }
   await Promise.all(exits);
   if (!problem && !st.ending) {
     const left = await survivorsOf(svc.replicas);
-    if (left.length > 0)
-      problem = {
-        rep: left[0]!.rep,
-        exitCode: EXIT.SOFTWARE,
-        reason: `generation ${g} is not gone: ${left.map(survivorText).join('; ')}; berth cannot start generation ${g + 1} while it may still hold the ` +
-          `job's ports and files, so the stack is stopped`,
-      };
+    if (left.length > 0) {
+      const why = `berth cannot start generation ${g + 1} while it may still hold the job's ports and files, so the stack is stopped`;
+      fail(`generation ${g} is not gone: ${left.map(survivorText).join('; ')}; ${why}`, EXIT.SOFTWARE, left[0]!.rep);
+    }
   }
   if (!problem && !st.ending) {
     // Shared ports leased on another node (rank 0's) are that node's to prove free.
     const ports = [...(old?.set ? old.assigned : []), ...svc.replicas.flatMap((r) => r.set?.assigned ?? [])].flatMap((a) => a.ports);
     const held = await portsStillHeld(st.procRoot, ports);
-    if (held.length > 0)
-      problem = {
-        rep: svc.replicas[0]!,
-        exitCode: EXIT.SOFTWARE,
-        reason: `generation ${g} is not gone: ${held.map((h) => `port ${h.row.localPort} (${h.row.state}) is held by ${h.holder}`).join('; ')}, outside the ` +
-          `ranks' process trees; the stack is stopped`,
-      };
+    const holders = held.map((h) => `port ${h.row.localPort} (${h.row.state}) is held by ${h.holder}`);
+    if (held.length > 0) fail(`generation ${g} is not gone: ${holders.join('; ')}, outside the ranks' process trees; the stack is stopped`);
   }
   // Across nodes: every node's old generation must be gone before any starts the next (coordinator.ts).
   let go: { shared?: SharedPorts } | undefined = {};

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { BerthError, EXIT } from '../../errors.js';
 import { REPLICA_DIRS, replicaDirPath } from '../file/replica-dir-path.js';
 import { placeholdersOf } from '../file/placeholders.js';
-import type { ServiceSpec } from '../file/spec.js';
+import { placeholderTexts, type ServiceSpec } from '../file/spec.js';
 import { checkRunDir } from '../record/create-stack-run-dir.js';
 import { userIds, type UserIds } from '../../util/user-ids.js';
 import type { ReplicaContext } from '../file/replica-context.js';
@@ -37,14 +37,8 @@ function blockedAt(dir: string, o: UserIds): string | undefined {
 
 /** The services whose directories a service names ({svc.dir}, {svc.dirs}): made before it starts. */
 export function dirsNamed(spec: ServiceSpec): Set<string> {
-  const texts = [
-    ...spec.command,
-    ...Object.values(spec.env),
-    ...(spec.ready?.kind === 'cmd' ? [spec.ready.command] : spec.ready?.kind === 'http' ? [spec.ready.url] : []),
-  ];
-  const out = new Set<string>();
-  for (const t of texts) for (const p of placeholdersOf(t)) if (p.kind === 'service' && (p.field === 'dir' || p.field === 'dirs')) out.add(p.service);
-  return out;
+  const named = placeholderTexts(spec).flatMap((t) => placeholdersOf(t));
+  return new Set(named.flatMap((p) => (p.kind === 'service' && (p.field === 'dir' || p.field === 'dirs') ? [p.service] : [])));
 }
 
 /** The directory as found (a restart): a real directory of ours or its dir_owner's, never a planted link. Throws 74. */

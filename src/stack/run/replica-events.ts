@@ -122,22 +122,20 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
     return undefined;
   }
   const status = info.exitCode;
-  const sig = info.signal ?? undefined;
+  const exited = { state: 'exited' as const, code: status, ...(info.signal ? { signal: info.signal } : {}) };
   if (rep.generationStop) {
     // Its generation ended (generation.ts waits for every rank's exit): recorded, no cause.
-    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
+    st.update(rep, exited);
     return undefined;
   }
   if (rep.refresh !== undefined && !st.ending) {
     const reason = rep.refresh;
     rep.refresh = undefined;
-    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}), detail: reason });
+    st.update(rep, { ...exited, detail: reason });
     return { kind: 'refresh-stopped', rep, reason };
   }
   if (rep.stopAsked || st.ending) {
-    st.update(rep, { state: 'exited', code: status, ...(sig ? { signal: sig } : {}) });
-    rep.final = true;
-    endReplica(rep);
+    rankEnded(st, rep, info);
     return undefined;
   }
   if (rep.svc.spec.job) return { kind: 'rank-exited', rep, info };
@@ -149,15 +147,14 @@ export function onRunnerExited(st: StackRun, rep: Replica, attempt: number, info
     return { kind: 'progress' };
   }
   const reason = info.signal ? `was killed by ${info.signal} after it was ready` : `exited with status ${status} after it was ready`;
-  st.update(rep, { state: 'failed', code: status, ...(sig ? { signal: sig } : {}), detail: reason });
+  st.update(rep, { ...exited, state: 'failed', detail: reason });
   rep.attemptFailed = true;
   return { kind: 'attempt-failed', rep, exitCode: EXIT.SOFTWARE, reason, bundle: info.bundle, ended: true };
 }
 
 /** A rank of the job exited for good: recorded, its stream closed (`close`: now). */
 export function rankEnded(st: StackRun, rep: Replica, info: ExitInfo, close = true): void {
-  const sig = info.signal ?? undefined;
-  st.update(rep, { state: 'exited', code: info.exitCode, ...(sig ? { signal: sig } : {}) });
+  st.update(rep, { state: 'exited', code: info.exitCode, ...(info.signal ? { signal: info.signal } : {}) });
   rep.final = true;
   if (close) endReplica(rep);
 }

@@ -9,7 +9,7 @@ import type { HostSysctls } from '../../host/host-map.js';
 import { firstLine, type Replica, type Service } from './replica.js';
 import { replicaSource } from '../file/sources.js';
 import type { StackRun } from './stack-run.js';
-import { reachableHost } from '../file/placeholders.js';
+import { reachableHost } from '../file/endpoint.js';
 import { orphanLines } from './orphans.js';
 import { releasePorts, releaseShared } from './release.js';
 

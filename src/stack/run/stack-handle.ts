@@ -1,7 +1,7 @@
 import type { Topology } from '../file/ranks.js';
 import type { GraphNode, ReplicaStatus } from '../file/graph.js';
 import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import type { StackSpec } from '../file/spec.js';
 import type { StatusMode } from '../record/stack-console.js';
 import type { SharedPorts, StackResult } from '../record/result.js';

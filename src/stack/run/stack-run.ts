@@ -4,7 +4,7 @@ import { guardRunDir } from '../../launch/watchdog/index.js';
 import { gpuReplicas, type GpuReplica } from '../../slurm/replicas.js';
 import { deferred } from '../../util/deferred.js';
 import type { GraphNode, ReplicaStatus } from '../file/graph.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { generationOf, makeService, restartsAsGroup, stripName, type Replica, type Service } from './replica.js';
 import { SharedStrays } from './shared-strays.js';
 import type { EndpointsDocument, ReplicaUpdate, StackEvent } from '../record/endpoints.js';

@@ -7,10 +7,11 @@ import { rankEnv, rankOf } from '../file/ranks.js';
 import type { SharedPorts } from './stack-handle.js';
 import { resolveCommand, resolveTemplate } from '../file/fill-placeholders.js';
 import type { ReplicaContext } from '../file/replica-context.js';
-import type { Endpoint } from '../file/placeholders.js';
+import type { Endpoint } from '../file/endpoint.js';
 import { oneShotFix } from '../file/one-shot.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import { dirsNamed, makeReplicaDir, renderReplicaTemplates } from './replica-dir.js';
+import type { Happened } from './happened.js';
 import { endAbandoned, firstLine, generationOf, type Replica } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
@@ -147,14 +148,7 @@ export function startAttempt(st: StackRun, rep: Replica): void {
     st.failStack(rep, err.exitCode, err.message);
     return;
   }
-  const onEvent = (e: LaunchEvent) => {
-    try {
-      const h = onRunnerEvent(st, rep, attempt, e);
-      if (h) st.next(h);
-    } catch (err) {
-      st.internalError(err);
-    }
-  };
+  const onEvent = (e: LaunchEvent) => passOn(st, () => onRunnerEvent(st, rep, attempt, e));
   const logs = st.logsOf(rep);
   // Placeholders are the stack's own (resolved above, `{{port}` a literal `{port}`): launch
   // takes command and ready as they are. The replica's logs are launch's logs.
@@ -225,12 +219,15 @@ export function startAttempt(st: StackRun, rep: Replica): void {
 function run(st: StackRun, rep: Replica, attempt: number, lo: LaunchOptions): void {
   const runner = launch(lo);
   rep.runner = runner;
-  void runner.exited.then((info) => {
-    try {
-      const h = onRunnerExited(st, rep, attempt, info);
-      if (h) st.next(h);
-    } catch (err) {
-      st.internalError(err);
-    }
-  });
+  void runner.exited.then((info) => passOn(st, () => onRunnerExited(st, rep, attempt, info)));
+}
+
+/** What a runner's event or exit made happen, to next.ts; a throw is a bug in berth. */
+function passOn(st: StackRun, happened: () => Happened | undefined): void {
+  try {
+    const h = happened();
+    if (h) st.next(h);
+  } catch (err) {
+    st.internalError(err);
+  }
 }
