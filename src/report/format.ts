@@ -11,8 +11,6 @@ import { userText } from '../util/user-name.js';
 export type ReportSocket = PortSpaceReport['sockets'][number];
 export type ReportLease = PortSpaceReport['leases'][number];
 
-export { cleanText } from '../util/clean-text.js';
-
 /** A socket's state as the reports print it: TCP's own, "UDP UNCONN" / "UDP ESTAB" for UDP. */
 export function stateText(r: Pick<SocketRow, 'protocol' | 'state'>): string {
   if (r.protocol !== 'udp') return r.state;

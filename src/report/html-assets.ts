@@ -1,6 +1,6 @@
 // The HTML report's fixed parts: its style sheet, the SVG patterns every strip refers to, and the
 // optional script; inline because the page may load nothing from outside.
-import { STRIP_WIDTH } from './strip.js';
+import { STRIP_WIDTH } from './strip-labels.js';
 
 // Okabe-Ito palette; every meaning also has its own pattern or shape (see the legend).
 export const CSS = `

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/layout-model.js';
 import {
-  bandSizeText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
+  bandSizeText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
   orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
 } from './format.js';
 import { ephemeralOverlap, zoomDomain } from './geometry.js';
@@ -15,6 +15,7 @@ import { renderStrip, zoomTargets } from './strip.js';
 import type { PortSpaceReport } from './port-space-report.js';
 import { CSS, DEFS, SCRIPT } from './html-assets.js';
 import { instanceCount } from '../layout/windows.js';
+import { cleanText } from '../util/clean-text.js';
 
 const SEV_MARK: Record<Severity, { icon: string; word: string }> = {
   error: { icon: '✖', word: 'ERROR' },

@@ -1,18 +1,9 @@
 // The marker rows of a port-space strip (strip.ts): sockets and leases as small shapes in
 // lanes, and in zoomed strips their labels in lanes underneath, tied by leaders.
 import type { Band } from '../layout/layout-model.js';
+import { cleanText } from '../util/clean-text.js';
 import {
-  cleanText,
-  endpoint,
-  expiryText,
-  formatArgv,
-  leaseJobText,
-  placeText,
-  socketOwnerText,
-  stateText,
-  withoutPeer,
-  type ReportLease,
-  type ReportSocket,
+  endpoint, expiryText, formatArgv, leaseJobText, placeText, socketOwnerText, stateText, withoutPeer, type ReportLease, type ReportSocket,
 } from './format.js';
 import { assignLanes, groupByColumn, labelSpan, laneCount, portCenterX, pxPerPort, textWidth, type Scale, type Span } from './geometry.js';
 import { esc, h, num, title, v } from './markup.js';
