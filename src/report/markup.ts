@@ -40,11 +40,7 @@ export function title(s: string): string {
   return `<title>${s.split('\n').map(esc).join('\n')}</title>`;
 }
 
-/**
- * JSON safe inside <script type="application/json">: no "<" at all (so neither "</script"
- * nor "<!--" can appear), U+2028/2029 and bidi controls escaped; JSON.parse gives back the
- * same value.
- */
+/** JSON safe inside <script type="application/json">: no "<" (so no "</script" or "<!--"); JSON.parse gives the same value. */
 export function scriptJson(value: unknown): string {
   return JSON.stringify(value, null, 1)
     .replace(/</g, '\\u003c')

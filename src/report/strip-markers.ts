@@ -129,13 +129,8 @@ const MARKER_CLASS: Record<Marker['kind'], string> = {
   'lease-pending': 'lease lease-pending',
 };
 
-interface MarkerRow {
-  svg: string;
-  height: number;
-}
-
 /** A track of markers in lanes, and (zoomed) their labels in lanes underneath with leaders. */
-export function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: boolean): MarkerRow {
+export function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: boolean): { svg: string; height: number } {
   const lanes = assignLanes(markers.map((m) => ({ start: m.x - 6.5, end: m.x + 6.5 })), 1, MAX_MARKER_LANES);
   const trackH = Math.max(1, laneCount(lanes)) * MARKER_LANE_H + 6;
   const parts: string[] = [];
