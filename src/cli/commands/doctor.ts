@@ -69,8 +69,6 @@ function processTracking(): { cgroup: boolean; message: string } {
 }
 
 export const doctorCommand: Command = {
-  name: 'doctor',
-  summary: 'audit host port ranges and a layout; say exactly what to fix',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('doctor', argv, {

@@ -1,11 +1,12 @@
 import { constants } from 'node:os';
-import { checkLeaseName, DEFAULT_TTL_MS } from '../../allocate/allocate-ports.js';
+import { checkLeaseName } from '../../allocate/allocate-ports.js';
+import { DEFAULT_TTL_MS } from '../../allocate/reserve-set.js';
 import { BerthError } from '../../errors.js';
 import type { Reservation, Strategy } from '../../allocate/allocation-types.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
 import type { ReserveOptions } from '../../source/options.js';
 import { reserve, reserveNamedSet } from '../../source/reserve.js';
-import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
+import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
 import { TTL } from '../../util/duration.js';
 import type { HostSysctls } from '../../host/host-map.js';
@@ -119,8 +120,6 @@ function lazySysctls(root: string): HostSysctls {
 }
 
 export const portCommand: Command = {
-  name: 'port',
-  summary: 'lease free ports (race-free across processes)',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('port', argv, {
@@ -146,7 +145,7 @@ export const portCommand: Command = {
       values.ports !== undefined && '--ports',
     ].filter((f) => f !== false);
     if (shape.length > 1) throw usage('port', `${shape.join(' and ')}: give one (a count of distinct ports, one block, or a named set)`);
-    const entries = values.ports === undefined ? undefined : portsFlag(values.ports);
+    const entries = values.ports === undefined ? undefined : asUsageOf(() => parsePortsFlag(values.ports!));
     const root = procRoot();
     const source = await resolveSource('port', values, lazySysctls(root));
     const opts: ReserveOptions = {
@@ -169,11 +168,7 @@ export const portCommand: Command = {
     // Without an owner the lease still must end some time: its holder process sleeps this long.
     if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;
     if (values.name !== undefined) {
-      try {
-        checkLeaseName(values.name, '--name');
-      } catch (e) {
-        asUsage(e);
-      }
+      asUsageOf(() => checkLeaseName(values.name, '--name'));
       opts.name = values.name;
     }
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
@@ -222,9 +217,9 @@ function asUsage(e: unknown): never {
   throw e;
 }
 
-function portsFlag(text: string): PortEntry[] {
+function asUsageOf<T>(f: () => T): T {
   try {
-    return parsePortsFlag(text);
+    return f();
   } catch (e) {
     return asUsage(e);
   }

@@ -43,8 +43,6 @@ function parseJobId(text: string): string {
 }
 
 export const releaseCommand: Command = {
-  name: 'release',
-  summary: 'end port leases',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('release', argv, {
