@@ -10,7 +10,7 @@ import {
   pxPerPort, rangeRect, textWidth, type Rect, type Scale,
 } from './geometry.js';
 import { esc, h, num, title, v } from './markup.js';
-import { leaseMarkers, markerRow, MAX_LABEL_LANES, RIGHT, socketMarkers } from './strip-markers.js';
+import { leaseMarkers, markerRow, RIGHT, socketMarkers } from './strip-markers.js';
 import { placeRangeLabels, STRIP_WIDTH, type Labelled } from './strip-labels.js';
 import type { PortSpaceReport } from './port-space-report.js';
 

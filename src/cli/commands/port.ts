@@ -98,11 +98,7 @@ interrupted by signal N before the ports were printed (nothing stays leased).
 the ports cannot be written to stdout (closed, /dev/full, a disk full): the lease is
 given back, so no port stays leased that nobody was told of.`;
 
-/**
- * The sysctls, read on first use: only the default band needs them to resolve SOURCE, and
- * reserve() reads them again with the socket table anyway. Saves `berth port --range`
- * three /proc reads at startup.
- */
+/** The sysctls, read on first use: only the default band needs them (reserve() reads them again anyway). */
 function lazySysctls(root: string): HostSysctls {
   let read: HostSysctls | undefined;
   const get = () => (read ??= readSysctls(root));
