@@ -5,7 +5,8 @@
  * command's bundle have their own copy of this module.
  */
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** What `berth run` and `berth up` pass on to their services instead of dying at once. */
+export const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const KEY = Symbol.for('berth.early-signals');
 
 interface Early {

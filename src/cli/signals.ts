@@ -1,8 +1,5 @@
 import { guardStdio } from '../util/closed-output.js';
-import { takeEarlySignal } from './early-signals.js';
-
-/** What `berth run` and `berth up` pass on to their services instead of dying at once. */
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+import { SIGNALS, takeEarlySignal } from './early-signals.js';
 
 /**
  * Runs `body` with `onSignal` taking SIGINT, SIGTERM and SIGHUP (Node's default would exit berth),

@@ -1,7 +1,5 @@
-// The port-space picture as ONE self-contained HTML file: inline CSS and SVG, no external
-// anything (a Content-Security-Policy forbids it), readable without JavaScript (SVG <title>
-// carries the exact numbers), and the full report JSON embedded so the page adds nothing the
-// JSON lacks.
+// The port-space picture as ONE self-contained HTML file: inline CSS and SVG (a CSP forbids anything
+// external), readable without JavaScript (SVG <title> has the exact numbers), the report JSON embedded.
 import { createHash } from 'node:crypto';
 import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/layout-model.js';

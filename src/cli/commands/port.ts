@@ -12,6 +12,7 @@ import { TTL } from '../../util/duration.js';
 import type { HostSysctls } from '../../host/host-map.js';
 import { jsonText, parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { SIGNALS } from '../early-signals.js';
 import { withSignals } from '../signals.js';
 import { stdoutClosed, unwritable, writeAllStdout } from '../stdout.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
@@ -201,7 +202,7 @@ export const portCommand: Command = {
       });
       // Printed means leased: a signal from here to exit must not turn that into 143 (Node's
       // default action once withSignals lets go), so it is taken and ignored.
-      for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, () => {});
+      for (const s of SIGNALS) process.on(s, () => {});
     });
     return 0;
   },
