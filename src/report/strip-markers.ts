@@ -19,7 +19,6 @@ const MAX_MARKER_LANES = 3;
 interface Marker {
   kind: 'listener' | 'timewait' | 'other' | 'lease-live' | 'lease-pending';
   x: number;
-  port: number;
   /** Hover text: exact numbers and owners. */
   tip: string;
   /** Short label drawn under the marker in zoomed strips. */
@@ -58,7 +57,6 @@ export function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands:
     out.push({
       kind: 'listener',
       x: portCenterX(s, r.localPort),
-      port: r.localPort,
       tip: socketTip(rows, bands),
       label: `${r.localPort} ${o ? `${o.comm} ${o.pid}` : `uid ${r.uid}`}`,
       attrs: { 'data-port': r.localPort, 'data-pid': o?.pid ?? '', 'data-uid': r.uid, 'data-owner': o?.comm ?? '' },
@@ -76,7 +74,6 @@ export function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands:
       out.push({
         kind,
         x: col.x,
-        port: first.localPort,
         tip: socketTip(col.items, bands),
         label: `${ports.map(formatRange).join(',')} ${states}${col.items.length > 1 ? ` ×${col.items.length}` : ''}${who ? ` ${who}` : ''}`,
         attrs: { 'data-port': first.localPort, 'data-count': col.items.length, 'data-state': states },
@@ -97,7 +94,6 @@ export function leaseMarkers(s: Scale, leases: readonly ReportLease[], bands: re
       return {
         kind: l.live ? ('lease-live' as const) : ('lease-pending' as const),
         x: portCenterX(s, l.port),
-        port: l.port,
         tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'pending (a set in progress: no record ' +
           'yet)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
         label: `${l.port} ${name}${l.live ? '' : ' (pending)'}`,
