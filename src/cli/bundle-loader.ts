@@ -4,13 +4,10 @@ import { dirname, join } from 'node:path';
 import { Script } from 'node:vm';
 
 /*
- * How dist/berth.cjs loads a command's bundle, dist/cli/<name>.cjs (scripts/build.mjs): as
- * require() would, but compiled with the V8 code cache scripts/build.mjs stored beside it
- * (<name>.cjs.cache: the bytecode of the bundle's top level and of what its loading ran), so
- * `berth port` does not compile its 150 KB at every start (0.976× of the CPU of a
- * plain require(), 31 pairs: docs/scale.md §2). A cache V8 does not accept (another Node.js, other V8 flags, a
- * bundle changed since) is ignored by V8 itself, which then compiles the source as usual; no
- * cache file at all is a plain require(). Only ever used from dist/berth.cjs (a CommonJS bundle).
+ * How dist/berth.cjs loads dist/cli/<name>.cjs: as require() would, but with the V8 code cache
+ * scripts/build.mjs stored beside it (<name>.cjs.cache), so `berth port` does not compile its
+ * 150 KB at every start (0.976× the CPU, docs/scale.md §2). V8 ignores a cache it does not accept
+ * (another Node.js, a changed bundle); without one it is a plain require().
  */
 
 /** The module.exports of dist/cli/<name>.cjs. */

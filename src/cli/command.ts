@@ -2,8 +2,6 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { BerthError, EXIT } from '../errors.js';
 
 export interface Command {
-  name: string;
-  summary: string;
   /** Full --help text, examples included. */
   help: string;
   run(argv: string[]): Promise<number>;
@@ -30,10 +28,6 @@ export function jsonText(value: unknown): string {
 
 export function printJson(value: unknown): void {
   process.stdout.write(jsonText(value));
-}
-
-export function out(line = ''): void {
-  process.stdout.write(line + '\n');
 }
 
 export function err(line: string): void {

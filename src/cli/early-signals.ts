@@ -1,13 +1,12 @@
 /*
- * `berth run`, `up` and `port` take SIGINT/SIGTERM/SIGHUP from their very start. A signal that
- * comes before the command's own handler is installed (signals.ts: once its bundle is loaded,
- * its source resolved and launch() or runStack() returned; a scancel during start-up) would
- * otherwise take Node's default action and kill berth mid-start. It is held here and handed to
- * that handler, which makes it an orderly stop (128+N, the one-line reason). Kept on a global
- * symbol: main.ts and each command's bundle have a copy of this module of their own.
+ * `run`, `up` and `port` take SIGINT/SIGTERM/SIGHUP from their very start: one that comes before the
+ * command's own handler (signals.ts; a scancel during start-up) would kill berth mid-start. It is
+ * held here for that handler, an orderly stop (128+N). On a global symbol: main.ts and each
+ * command's bundle have their own copy of this module.
  */
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** What `berth run` and `berth up` pass on to their services instead of dying at once. */
+export const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const KEY = Symbol.for('berth.early-signals');
 
 interface Early {

@@ -2,14 +2,10 @@ import { fstatSync, readdirSync, readFileSync, readlinkSync, writeSync } from 'n
 import { usage } from './command.js';
 
 /*
- * `--events-fd N` (berth run, berth up): berth's machine channel, one JSON object per line
- * on a file descriptor the caller opened for it (Python's pass_fds). A service's stdout and
- * stderr pass through unchanged and never carry these lines, so a program reading fd N cannot
- * be fooled by a service that prints text looking like berth's.
- *
- * main.ts checks the descriptor and writes the closing object ({"event":"exit"} or
- * {"event":"error"}); the command writes the ones before it. Each runs in its own bundle, so
- * they share the descriptor number only, never state: both find it in the arguments.
+ * `--events-fd N` (run, up): one JSON object per line on a descriptor the caller opened, which
+ * no service output reaches, so a service cannot print text that passes for berth's.
+ * main.ts checks it and writes the closing object ("exit" or "error"), the command the ones
+ * before; they are separate bundles, so both find the number in the arguments.
  */
 
 /** The --events-fd value among a command's own arguments (those before `--`), as given. */
@@ -33,11 +29,9 @@ export function eventsFdNumber(value: string | undefined): number | undefined {
 }
 
 /**
- * The channel of `run`/`up` arguments, checked by main.ts before the command opens anything;
- * a usage error (64) for a bad value or a descriptor the caller did not give berth. Node's own
- * descriptors are open from the start too (epoll, eventfd, its signal pipes, whose both ends
- * it holds): writing JSON there would break Node, so only a writable file, device, socket
- * or a pipe of which berth holds just this end is taken.
+ * The channel of `run`/`up` arguments, or a usage error. Node's own descriptors (epoll, eventfd,
+ * its signal pipes, both ends held) are open too and JSON there would break Node: only a
+ * writable file, device, socket or a pipe of which berth holds just this end is taken.
  */
 export function checkEventsFd(command: string, argv: readonly string[], proc = '/proc'): number | undefined {
   const value = eventsFdArg(argv);
@@ -81,9 +75,8 @@ function linkOf(path: string): string | undefined {
 const gone = new Set<number>();
 
 /**
- * One object, one line, written whole before berth goes on (a reader waiting for "ready"
- * gets it before the service's next output). A reader that went away (EPIPE) or a closed
- * fd ends the channel, never berth; a non-blocking pipe that is full is waited on.
+ * One object, one line, written whole before berth goes on (a reader waiting for "ready" gets it
+ * first). A reader gone (EPIPE) or a closed fd ends the channel, never berth; a full pipe is waited on.
  */
 export function sendEvent(fd: number | undefined, obj: Record<string, unknown>): void {
   if (fd === undefined || gone.has(fd)) return;

@@ -55,11 +55,7 @@ function sameAllocation(a: ListedLease, b: ListedLease): boolean {
   return a.record === b.record;
 }
 
-/**
- * Consecutive ports leased together (a block, or a --count run that came out contiguous)
- * as one row: a 1000-port Ray worker block is one line, not a thousand. `leases` is sorted
- * by port (currentLeases).
- */
+/** Consecutive ports leased together as one row (a 1000-port block is one line); `leases` is sorted by port. */
 export function leaseRows(leases: readonly ListedLease[]): LeaseRow[] {
   const rows: LeaseRow[] = [];
   let last: ListedLease | undefined;

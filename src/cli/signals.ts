@@ -1,13 +1,9 @@
 import { guardStdio } from '../util/closed-output.js';
-import { takeEarlySignal } from './early-signals.js';
-
-/** What `berth run` and `berth up` pass on to their services instead of dying at once. */
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+import { SIGNALS, takeEarlySignal } from './early-signals.js';
 
 /**
- * Runs `body` with `onSignal` taking SIGINT, SIGTERM and SIGHUP (Node's default would exit
- * berth), and with a closed stdout or stderr ending only berth's writing there (EPIPE
- * would otherwise kill berth and orphan its services): supervision goes on.
+ * Runs `body` with `onSignal` taking SIGINT, SIGTERM and SIGHUP (Node's default would exit berth),
+ * and a closed stdout or stderr ending only berth's writing there (EPIPE would orphan the services).
  */
 export async function withSignals<T>(
   onSignal: (sig: NodeJS.Signals, cause?: 'stdin-eof') => void,
@@ -20,9 +16,8 @@ export async function withSignals<T>(
   // One that came while the command started (early-signals.ts) is this handler's now.
   const early = takeEarlySignal();
   if (early) queueMicrotask(() => onSignal(early));
-  // --stop-on-stdin-eof: a parent holding berth's stdin open (a library's pipe) is gone when
-  // it reads EOF, however the parent died (kill -9 included): stop as on SIGTERM, once, with
-  // the cause passed on so that berth's messages say the parent went away, not "SIGTERM".
+  // --stop-on-stdin-eof: EOF means the parent holding stdin open is gone, however it died: stop as
+  // on SIGTERM, once, with the cause, so messages say the parent went away, not "SIGTERM".
   let eof: (() => void) | undefined;
   if (o.stdinEof) {
     eof = () => {

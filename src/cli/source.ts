@@ -26,23 +26,13 @@ export const sourceOptions = {
   'allow-ephemeral': { type: 'boolean' },
 } as const;
 
-export interface SourceValues {
-  port?: string | boolean | (string | boolean)[];
-  range?: string | boolean | (string | boolean)[];
-  layout?: string | boolean | (string | boolean)[];
-  band?: string | boolean | (string | boolean)[];
-  instance?: string | boolean | (string | boolean)[];
-  source?: string | boolean | (string | boolean)[];
-}
+export type SourceValues = Partial<Record<'port' | 'range' | 'layout' | 'band' | 'instance' | 'source', string | boolean | (string | boolean)[]>>;
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 /**
- * One of --port P, --range LO-HI, --layout FILE --band NAME [--instance N|auto|gpu], or
- * --source resv (the ports srun reserved for this step); with none, the default band
- * (largest span above the unprivileged start outside the ephemeral range). The flags are
- * parsed here; what they mean is the library's (source/resolve.ts), so
- * reserve()/launch() resolve them the same way. `env` is where Slurm's variables are read.
+ * The SOURCE flags parsed; what they mean is the library's (source/resolve.ts), so reserve() and
+ * launch() resolve them the same way. `env` is where Slurm's variables are read.
  */
 export async function resolveSource(command: string, values: SourceValues, host: HostSysctls, env: NodeJS.ProcessEnv = process.env): Promise<PortSource> {
   const o: SourceOptions = {};

@@ -2,9 +2,8 @@ import { readFileSync, readlinkSync, writeSync } from 'node:fs';
 import { BerthError, EXIT } from '../errors.js';
 
 /*
- * stdout for output that must arrive: `berth port`'s ports are the only record its caller
- * gets of a lease, so a write that fails (stdout closed, a full disk, /dev/full, a reader
- * gone) is an error the command sees, not a stream 'error' event after it has exited 0.
+ * stdout for output that must arrive (`berth port`'s ports are its caller's only record of a lease):
+ * a failed write is an error the command sees, not a stream 'error' event after it exited 0.
  */
 
 /** O_ACCMODE bits of an fdinfo "flags:" line (octal). */
@@ -12,10 +11,8 @@ const O_ACCMODE = 0o3;
 const O_RDWR = 0o2;
 
 /**
- * stdout was closed when berth started. Node.js replaces a closed fd 0-2 with /dev/null
- * opened read-write before any JavaScript runs, so that is what it looks like: a shell's
- * `>/dev/null` opens it write-only. (Python's subprocess.DEVNULL opens it read-write too,
- * and is taken the same way: output discarded on purpose is `>/dev/null`.)
+ * stdout was closed when berth started: Node.js replaces a closed fd 0-2 with /dev/null opened
+ * read-write, while a shell's `>/dev/null` opens it write-only (Python's DEVNULL counts as closed).
  */
 export function stdoutClosed(): boolean {
   try {
@@ -32,11 +29,7 @@ export function unwritable(code: string, what: string): BerthError {
   return new BerthError(EXIT.IOERR, `cannot write to stdout (${code}): ${what}`);
 }
 
-/**
- * Write all of `text` to stdout, resolving once it is written and rejecting with the
- * write's error code when it cannot be. write(2) first, which costs nothing; a non-blocking
- * pipe that is full goes through process.stdout, from the first byte not yet written.
- */
+/** All of `text` to stdout, rejecting with the error code: write(2) first; a full non-blocking pipe takes the rest via process.stdout. */
 export function writeAllStdout(text: string): Promise<void> {
   const bytes = Buffer.from(text);
   let done = 0;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { LeaseRecord } from '../allocate/allocation-types.js';
-import { normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
+import { inRanges, normalizeRanges, unreservedEphemeral } from '../host/intervals.js';
 import { findSocketOwners } from '../host/owners.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange, SocketRow } from '../host/host-map.js';
@@ -27,11 +27,6 @@ export interface CollectOptions {
   listeners?: boolean;
 }
 
-function inAny(port: number, ranges: readonly PortRange[]): boolean {
-  for (const r of ranges) if (port >= r.lo && port <= r.hi) return true;
-  return false;
-}
-
 /** Gather what doctor/inspect show: one value for the text, JSON and HTML renderings alike. */
 export function collectReport(opts: CollectOptions): PortSpaceReport {
   const ranges = opts.ranges ?? [];
@@ -42,7 +37,7 @@ export function collectReport(opts: CollectOptions): PortSpaceReport {
   const listening = opts.listeners === true && interest.length === 0;
   // Listening: TCP's LISTEN and UDP's unconnected sockets (a UDP server receives on those).
   const rows: SocketRow[] = base.sockets.filter((r) =>
-    listening ? r.state === 'LISTEN' || (r.protocol === 'udp' && r.state === 'CLOSE') : inAny(r.localPort, interest),
+    listening ? r.state === 'LISTEN' || (r.protocol === 'udp' && r.state === 'CLOSE') : inRanges(r.localPort, interest),
   );
   const uid = process.getuid?.();
   const inodes = new Set(rows.map((r) => r.inode).filter((i) => i !== 0));

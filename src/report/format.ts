@@ -11,8 +11,6 @@ import { userText } from '../util/user-name.js';
 export type ReportSocket = PortSpaceReport['sockets'][number];
 export type ReportLease = PortSpaceReport['leases'][number];
 
-export { cleanText } from '../util/clean-text.js';
-
 /** A socket's state as the reports print it: TCP's own, "UDP UNCONN" / "UDP ESTAB" for UDP. */
 export function stateText(r: Pick<SocketRow, 'protocol' | 'state'>): string {
   if (r.protocol !== 'udp') return r.state;
@@ -33,10 +31,7 @@ function formatOwner(o: SocketOwner): string {
   return `pid ${o.pid} (${cleanText(o.comm) || '?'})`;
 }
 
-/**
- * "pid N (comm)", several joined; kernel-held for inode 0; else whose it is and why its
- * process is not named, with how to see it.
- */
+/** "pid N (comm)", several joined; kernel-held for inode 0; else whose it is, why its process is not named and how to see it. */
 export function socketOwnerText(row: SocketRow & { owners?: SocketOwner[]; ownerHidden?: 'other-user' | 'pid-namespace' }): string {
   if (row.owners && row.owners.length > 0) return row.owners.map(formatOwner).join(', ');
   if (row.inode === 0) return 'none (kernel-held)';
@@ -107,10 +102,7 @@ export function leaseJobText(lease: ReportLease): string {
   return lease.slurmStepId !== undefined ? `${cleanText(lease.slurmJobId)}.${cleanText(lease.slurmStepId)}` : cleanText(lease.slurmJobId);
 }
 
-/**
- * The text to copy for a fix: the sysctl command as given, or the band's new line in the
- * layout file's own syntax (window kept) so it can be pasted over the old one.
- */
+/** The text to copy for a fix: the sysctl command, or the band's new line in the layout's syntax (window kept) to paste over the old. */
 export function fixCode(fix: Fix, bands: readonly Band[]): string {
   if (fix.kind === 'sysctl') return cleanText(fix.command);
   const win = bands.find((b) => b.name === fix.band)?.window;
@@ -127,26 +119,16 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+const STATE_ORDER = [
+  'LISTEN', 'ESTABLISHED', 'TIME_WAIT', 'CLOSE_WAIT', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'LAST_ACK', 'CLOSING', 'CLOSE',
+  'UDP UNCONN', 'UDP ESTAB',
+];
+
 /** States in a fixed reading order (LISTEN first, UDP last), then any the kernel adds. */
 export function orderedCounts(counts: Record<string, number>): [string, number][] {
-  const order = [
-    'LISTEN',
-    'ESTABLISHED',
-    'TIME_WAIT',
-    'CLOSE_WAIT',
-    'SYN_SENT',
-    'SYN_RECV',
-    'FIN_WAIT1',
-    'FIN_WAIT2',
-    'LAST_ACK',
-    'CLOSING',
-    'CLOSE',
-    'UDP UNCONN',
-    'UDP ESTAB',
-  ];
   const keys = Object.keys(counts).sort((a, b) => {
-    const ia = order.indexOf(a);
-    const ib = order.indexOf(b);
+    const ia = STATE_ORDER.indexOf(a);
+    const ib = STATE_ORDER.indexOf(b);
     return (ia === -1 ? 99 : ia) - (ib === -1 ? 99 : ib) || a.localeCompare(b);
   });
   return keys.map((k) => [k, counts[k] ?? 0]);

@@ -5,8 +5,8 @@ import { intersectRanges, normalizeRanges } from '../host/intervals.js';
 import type { PortRange } from '../host/host-map.js';
 import type { Band } from '../layout/layout-model.js';
 
-export const PORT_MIN = 0;
-export const PORT_MAX = 65535;
+const PORT_MIN = 0;
+const PORT_MAX = 65535;
 
 /** A linear map of the inclusive port interval [lo, hi] onto [x0, x0 + width). */
 export interface Scale {
@@ -27,15 +27,11 @@ export function makeScale(domain: PortRange, x0: number, width: number): Scale {
   return { lo: domain.lo, hi: domain.hi, x0, width };
 }
 
-/** Pixels one port takes on the scale. */
 export function pxPerPort(s: Scale): number {
   return s.width / (s.hi - s.lo + 1);
 }
 
-/**
- * Left edge of port's cell. Each port owns a cell of equal width, so port hi ends exactly at
- * x0 + width and two adjacent ranges share an edge. Ports outside the domain clamp to its ends.
- */
+/** Left edge of port's cell: cells are equal, so adjacent ranges share an edge; ports outside the domain clamp to its ends. */
 export function portX(s: Scale, port: number): number {
   const p = Math.min(Math.max(port, s.lo), s.hi + 1);
   return s.x0 + (p - s.lo) * pxPerPort(s);
@@ -52,11 +48,7 @@ export function xToPort(s: Scale, x: number): number {
   return Math.min(Math.max(p, s.lo), s.hi);
 }
 
-/**
- * The rectangle of a range on the scale, clipped to the domain; undefined when the range lies
- * outside it. A range narrower than minWidth is widened about its centre (and kept inside the
- * strip) so a single port on a 65536-port strip still shows.
- */
+/** A range's rectangle clipped to the domain (undefined outside it); widened about its centre to minWidth so one port still shows. */
 export function rangeRect(s: Scale, r: PortRange, minWidth = 0): Rect | undefined {
   const clipped = intersectRanges(r, { lo: s.lo, hi: s.hi });
   if (!clipped) return undefined;
@@ -69,14 +61,8 @@ export function rangeRect(s: Scale, r: PortRange, minWidth = 0): Rect | undefine
   return { x: left, width: w };
 }
 
-/**
- * Domain of a zoomed strip for a band or asked range: the range plus a margin either side so
- * its neighbours show, at least minSpan ports wide (a single asked port gets context), and
- * clamped to 0-65535.
- */
-export function zoomDomain(r: PortRange, opts: { padFraction?: number; minSpan?: number } = {}): PortRange {
-  const padFraction = opts.padFraction ?? 0.06;
-  const minSpan = opts.minSpan ?? 64;
+/** A zoomed strip's domain: the range with a margin so its neighbours show, at least minSpan ports wide, within 0-65535. */
+export function zoomDomain(r: PortRange, { padFraction = 0.06, minSpan = 64 }: { padFraction?: number; minSpan?: number } = {}): PortRange {
   const size = r.hi - r.lo + 1;
   const span = Math.max(size + 2 * Math.ceil(size * padFraction), minSpan);
   let lo = r.lo - Math.floor((span - size) / 2);
@@ -94,12 +80,7 @@ export function zoomDomain(r: PortRange, opts: { padFraction?: number; minSpan?:
 
 /** The parts of a band the kernel may hand out as ephemeral source ports (its conflicts). */
 export function ephemeralOverlap(band: PortRange, unreservedEphemeral: readonly PortRange[]): PortRange[] {
-  const out: PortRange[] = [];
-  for (const e of normalizeRanges(unreservedEphemeral)) {
-    const i = intersectRanges(band, e);
-    if (i) out.push(i);
-  }
-  return out;
+  return normalizeRanges(unreservedEphemeral).flatMap((e) => intersectRanges(band, e) ?? []);
 }
 
 /** Instance windows of a band (instance i at index i); one window for a band without one. */
@@ -127,9 +108,8 @@ export interface Span {
 }
 
 /**
- * Lane for each span (same order as the input) so that spans in one lane are at least gap apart:
- * greedy by start, each span taking the lowest lane whose last span ended early enough. Spans
- * beyond maxLanes share the lane whose last span ends first (they may then overlap).
+ * Lane of each span (input order), greedy by start: the lowest lane whose last span ended gap before it;
+ * beyond maxLanes, the lane that ends first (spans may then overlap).
  */
 export function assignLanes(spans: readonly Span[], gap = 0, maxLanes = Number.POSITIVE_INFINITY): number[] {
   const order = spans.map((_, i) => i).sort((a, b) => spans[a]!.start - spans[b]!.start || a - b);
@@ -148,15 +128,11 @@ export function assignLanes(spans: readonly Span[], gap = 0, maxLanes = Number.P
   return lanes;
 }
 
-/** Number of lanes a lane assignment uses. */
 export function laneCount(lanes: readonly number[]): number {
   return lanes.length === 0 ? 0 : Math.max(...lanes) + 1;
 }
 
-/**
- * Horizontal span of a label of the given width centred on cx, shifted to stay inside
- * [min, max] (a label for port 0 does not hang off the left edge).
- */
+/** A label of this width centred on cx, shifted to stay inside [min, max] (port 0's does not hang off the edge). */
 export function labelSpan(cx: number, width: number, min: number, max: number): Span {
   let start = cx - width / 2;
   if (start + width > max) start = max - width;
@@ -164,10 +140,7 @@ export function labelSpan(cx: number, width: number, min: number, max: number): 
   return { start, end: start + width };
 }
 
-/**
- * Width estimate of text in the page's sans-serif font. Deliberately generous (no font metrics
- * without a browser): a label that is too wide only costs space, one too narrow overlaps.
- */
+/** Text width in the page's font, estimated generously (no metrics without a browser): too wide only costs space. */
 export function textWidth(text: string, fontSize: number): number {
   let units = 0;
   for (const ch of text) {
@@ -191,20 +164,16 @@ export function niceTicks(domain: PortRange, maxTicks: number): number[] {
   return out;
 }
 
-/**
- * Group points that fall on the same pixel column (after rounding x to `px` pixels) so a
- * thousand TIME_WAIT sockets become a few markers with counts instead of a smear.
- */
+/** Items on the same `px`-wide column as one group, so a thousand TIME_WAIT sockets are a few markers, not a smear. */
 export function groupByColumn<T>(items: readonly T[], x: (item: T) => number, px = 1): { x: number; items: T[] }[] {
   const cols = new Map<number, { sum: number; items: T[] }>();
   for (const it of items) {
     const xi = x(it);
     const key = Math.round(xi / px);
-    const col = cols.get(key);
-    if (col) {
-      col.sum += xi;
-      col.items.push(it);
-    } else cols.set(key, { sum: xi, items: [it] });
+    const col = cols.get(key) ?? { sum: 0, items: [] };
+    col.sum += xi;
+    col.items.push(it);
+    cols.set(key, col);
   }
   // The marker sits at the mean x of its members, so a lone socket keeps its exact place.
   return [...cols.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => ({ x: c.sum / c.items.length, items: c.items }));

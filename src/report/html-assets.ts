@@ -1,6 +1,6 @@
 // The HTML report's fixed parts: its style sheet, the SVG patterns every strip refers to, and the
 // optional script; inline because the page may load nothing from outside.
-import { STRIP_WIDTH } from './strip.js';
+import { STRIP_WIDTH } from './strip-labels.js';
 
 // Okabe-Ito palette; every meaning also has its own pattern or shape (see the legend).
 export const CSS = `
@@ -14,7 +14,6 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;padding-bot
 .meta{color:var(--muted);margin:0 0 10px}
 code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",monospace;font-size:13px}
 .chips{display:flex;gap:8px;flex-wrap:wrap;margin:8px 0}
-.chip{display:inline-flex;align-items:center;gap:6px;padding:2px 10px;border-radius:12px;border:1.5px solid var(--ink);font-weight:600;font-size:13px}
 .sev{display:inline-flex;align-items:center;gap:5px;padding:1px 8px;border-radius:4px;font-weight:700;font-size:12px;letter-spacing:.03em;white-space:nowrap}
 .sev-error{background:var(--verm);color:#fff}.sev-warning{background:var(--orange);color:#000}.sev-info{background:var(--sky);color:#000}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:3px 18px;margin:6px 0;padding:10px 14px;background:var(--panel);border-radius:6px}

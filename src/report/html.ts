@@ -1,12 +1,10 @@
-// The port-space picture as ONE self-contained HTML file: inline CSS and SVG, no external
-// anything (a Content-Security-Policy forbids it), readable without JavaScript (SVG <title>
-// carries the exact numbers), and the full report JSON embedded so the page adds nothing the
-// JSON lacks.
+// The port-space picture as ONE self-contained HTML file: inline CSS and SVG (a CSP forbids anything
+// external), readable without JavaScript (SVG <title> has the exact numbers), the report JSON embedded.
 import { createHash } from 'node:crypto';
 import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/layout-model.js';
 import {
-  bandSizeText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
+  bandSizeText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
   orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
 } from './format.js';
 import { ephemeralOverlap, zoomDomain } from './geometry.js';
@@ -15,6 +13,7 @@ import { renderStrip, zoomTargets } from './strip.js';
 import type { PortSpaceReport } from './port-space-report.js';
 import { CSS, DEFS, SCRIPT } from './html-assets.js';
 import { instanceCount } from '../layout/windows.js';
+import { cleanText } from '../util/clean-text.js';
 
 const SEV_MARK: Record<Severity, { icon: string; word: string }> = {
   error: { icon: '✖', word: 'ERROR' },
@@ -120,6 +119,12 @@ function factsSection(report: PortSpaceReport): string {
   return h('dl', { class: 'facts', id: 'host' }, ...rows.map(([k, val]) => h('dt', {}, esc(k)) + h('dd', { class: 'mono' }, esc(val))));
 }
 
+/** A table with its header row; with no rows, the `none` paragraph in its place. */
+function table(id: string, heads: string[], rows: string[], none = ''): string {
+  if (rows.length === 0) return h('p', { class: 'none', id }, none);
+  return h('table', { id }, h('thead', {}, h('tr', {}, ...heads.map((c) => h('th', {}, c)))), h('tbody', {}, ...rows));
+}
+
 function bandsTable(report: PortSpaceReport): string {
   const bands = report.layout?.bands ?? [];
   if (bands.length === 0) return '';
@@ -135,22 +140,10 @@ function bandsTable(report: PortSpaceReport): string {
       h('td', {}, clash.length > 0 ? h('span', { class: 'clash' }, esc(`CONFLICT ${formatRanges(clash)} in the unreserved ephemeral range`)) : 'clear'),
     );
   });
-  return h(
-    'table',
-    { id: 'bands' },
-    h(
-      'thead',
-      {},
-      h('tr', {}, h('th', {}, 'Band'), h('th', {}, 'Ports'), h('th', {}, 'Size'), h('th', {}, 'Window × instances'), h('th', {}, 'Ephemeral range')),
-    ),
-    h('tbody', {}, ...rows),
-  );
+  return table('bands', ['Band', 'Ports', 'Size', 'Window × instances', 'Ephemeral range'], rows);
 }
 
-/**
- * All bands at once when they sit in a small part of the port space (they usually do, low
- * down, next to where the ephemeral range starts), so their neighbours and the boundary show.
- */
+/** All bands in one strip when they sit in a small part of the port space (they usually do), so neighbours and boundaries show. */
 function layoutOverview(report: PortSpaceReport): string {
   const bands = report.layout?.bands ?? [];
   if (bands.length < 2) return '';
@@ -199,7 +192,6 @@ function zoomSection(report: PortSpaceReport): string {
 
 function socketsTable(report: PortSpaceReport): string {
   const bands = report.layout?.bands ?? [];
-  const head = h('tr', {}, ...['Port', 'Band', 'State', 'IP', 'Local', 'Remote', 'Owner', 'Command line', 'UID', 'Inode'].map((c) => h('th', {}, c)));
   const rows = [...report.sockets].sort((a, b) => a.localPort - b.localPort).map((r) =>
     h(
       'tr',
@@ -216,17 +208,13 @@ function socketsTable(report: PortSpaceReport): string {
       h('td', { class: 'num' }, String(r.inode)),
     ),
   );
-  const body =
-    rows.length > 0
-      ? h('table', { id: 'sockets' }, h('thead', {}, head), h('tbody', {}, ...rows))
-      : h('p', { class: 'none', id: 'sockets' }, 'No sockets in the bands or asked ranges.');
-  return h('h3', {}, esc(`Sockets (${report.sockets.length})`)) + body;
+  const heads = ['Port', 'Band', 'State', 'IP', 'Local', 'Remote', 'Owner', 'Command line', 'UID', 'Inode'];
+  return h('h3', {}, esc(`Sockets (${report.sockets.length})`)) + table('sockets', heads, rows, 'No sockets in the bands or asked ranges.');
 }
 
 function leasesTable(report: PortSpaceReport): string {
   const bands = report.layout?.bands ?? [];
   const reportTime = Date.parse(report.generatedAt);
-  const head = h('tr', {}, ...['Port', 'Band', 'Name', 'State', 'Owner', 'Expires', 'Slurm job', 'Created', 'Created by'].map((c) => h('th', {}, c)));
   const rows = [...report.leases].sort((a, b) => a.port - b.port).map((l) =>
     h(
       'tr',
@@ -242,9 +230,8 @@ function leasesTable(report: PortSpaceReport): string {
       h('td', {}, esc(`pid ${l.createdBy}`)),
     ),
   );
-  const body =
-    rows.length > 0 ? h('table', { id: 'leases' }, h('thead', {}, head), h('tbody', {}, ...rows)) : h('p', { class: 'none', id: 'leases' }, 'No leases.');
-  return h('h3', {}, esc(`Leases (${report.leases.length})`)) + body;
+  const heads = ['Port', 'Band', 'Name', 'State', 'Owner', 'Expires', 'Slurm job', 'Created', 'Created by'];
+  return h('h3', {}, esc(`Leases (${report.leases.length})`)) + table('leases', heads, rows, 'No leases.');
 }
 
 /** The whole page. Deterministic: the same report gives the same bytes. */
@@ -253,11 +240,9 @@ export function renderHtml(report: PortSpaceReport): string {
   const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-${hash}'; img-src data:; base-uri 'none'; form-action 'none'`;
   const s = report.summary;
   const heading = `berth ${report.kind} — ${cleanText(report.hostname)}`;
-  const chips = [
-    h('span', { class: 'sev sev-error' }, esc(`✖ ${plural(s.errors, 'error')}`)),
-    h('span', { class: 'sev sev-warning' }, esc(`▲ ${plural(s.warnings, 'warning')}`)),
-    h('span', { class: 'sev sev-info' }, esc(`● ${plural(s.infos, 'info', 'infos')}`)),
-  ];
+  const chips = (['error', 'warning', 'info'] as const).map((sev) =>
+    h('span', { class: `sev sev-${sev}` }, esc(`${SEV_MARK[sev].icon} ${plural(s[`${sev}s`], sev)}`)),
+  );
   const full = renderStrip({ id: 'strip-full', domain: { lo: 0, hi: 65535 }, report, detail: false, ids: true, label: 'All TCP ports 0-65535 on this host' });
   const body = h(
     'main',

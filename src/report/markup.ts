@@ -1,6 +1,6 @@
 // Minimal HTML/SVG string building. Every text and attribute value goes through esc(), so
 // untrusted strings (owners' command lines, lease names, band names) cannot break out.
-import { cleanText } from './format.js';
+import { cleanText } from '../util/clean-text.js';
 
 /** Escape for element text and double- or single-quoted attribute values. */
 export function esc(s: string): string {
@@ -25,7 +25,7 @@ function attrText(attrs: Attrs): string {
   return out;
 }
 
-/** An element; children are markup already (use text() for strings). */
+/** An element; children are markup already (esc() strings first). */
 export function h(name: string, attrs: Attrs = {}, ...children: string[]): string {
   return `<${name}${attrText(attrs)}>${children.join('')}</${name}>`;
 }
@@ -35,20 +35,12 @@ export function v(name: string, attrs: Attrs = {}): string {
   return name === 'meta' || name === 'br' ? `<${name}${attrText(attrs)}>` : `<${name}${attrText(attrs)}/>`;
 }
 
-export function text(s: string): string {
-  return esc(s);
-}
-
 /** SVG hover text with the exact numbers; read by browsers without any script. Keeps line breaks. */
 export function title(s: string): string {
   return `<title>${s.split('\n').map(esc).join('\n')}</title>`;
 }
 
-/**
- * JSON safe inside <script type="application/json">: no "<" at all (so neither "</script"
- * nor "<!--" can appear), U+2028/2029 and bidi controls escaped; JSON.parse gives back the
- * same value.
- */
+/** JSON safe inside <script type="application/json">: no "<" (so no "</script" or "<!--"); JSON.parse gives the same value. */
 export function scriptJson(value: unknown): string {
   return JSON.stringify(value, null, 1)
     .replace(/</g, '\\u003c')

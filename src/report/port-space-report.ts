@@ -16,11 +16,7 @@ export interface PortSpaceReport {
   ranges: PortRange[];
   findings: Finding[];
   summary: { errors: number; warnings: number; infos: number };
-  /**
-   * Sockets of interest (in bands, asked ports/ranges; `inspect` with neither: every
-   * listener), with owners where visible. `ownerHidden` says why a socket's holder is not
-   * named: another user's process (run as root), or none of this PID namespace holds it.
-   */
+  /** Sockets in bands and asked ranges (or every listener), owners where visible; `ownerHidden`: why a holder is not named. */
   sockets: (SocketRow & { owners?: SocketOwner[]; ownerHidden?: 'other-user' | 'pid-namespace' })[];
   /** 'asked': the sockets in bands and asked ranges; 'listening': nothing was asked, every LISTEN socket and unconnected UDP socket. */
   socketScope?: 'asked' | 'listening';

@@ -3,21 +3,15 @@ import type { Finding } from '../layout/layout-model.js';
 import { formatArgv } from './format.js';
 
 /*
- * Ports whose LISTEN sockets belong to more than one process, pure: a second server in a
- * SO_REUSEPORT group (the kernel splits new connections between them), or a listener on the
- * other family's address. One socket shared across fork() (a pre-forking server's master and
- * workers) is one listener, not several: sockets are compared by their holders, and a port is
- * shown when two of its listeners have no holder in common.
+ * Ports whose LISTEN sockets belong to more than one process (a second server of a SO_REUSEPORT
+ * group, a listener on the other family's address). A socket shared across fork() is one
+ * listener: a port is shown when two of its listeners have no holder in common.
  */
 
 type Row = SocketRow & { owners?: SocketOwner[] };
 
 function holders(r: Row): string[] {
   return r.owners && r.owners.length > 0 ? r.owners.map((o) => `pid ${o.pid}`) : [`uid ${r.uid} (not visible)`];
-}
-
-function where(r: Row): string {
-  return r.family === 6 ? `[${r.localAddress}]` : r.localAddress;
 }
 
 /** One warning per port with listeners of several processes, naming every pid, its command and address. */
@@ -39,7 +33,7 @@ export function sharedListenerFindings(sockets: readonly Row[]): Finding[] {
         r.owners && r.owners.length > 0
           ? r.owners.map((o) => `pid ${o.pid} (${formatArgv(o.cmdline) || o.comm || '?'})`).join(', ')
           : `uid ${r.uid} (process not visible)`;
-      return `${who} on ${where(r)}`;
+      return `${who} on ${r.family === 6 ? `[${r.localAddress}]` : r.localAddress}`;
     });
     const groups = new Set(rows.map((r) => `${r.family} ${r.localAddress}`));
     const reuse =

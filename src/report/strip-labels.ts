@@ -1,13 +1,9 @@
+// Where the names of bands and asked ranges go above a strip (strip.ts). Pure.
 import { formatRange } from '../host/intervals.js';
 import type { PortRange } from '../host/host-map.js';
 import type { Band } from '../layout/layout-model.js';
 import { assignLanes, labelSpan, laneCount, textWidth, type Span } from './geometry.js';
 import { MAX_LABEL_LANES } from './strip-markers.js';
-
-/*
- * Where the names of bands and asked ranges go above a strip (strip.ts): lanes of labels
- * that do not collide, shortened or merged when they would need too many. Pure.
- */
 
 export const STRIP_WIDTH = 1200;
 const LABEL_FONT = 12;

@@ -1,18 +1,9 @@
 // The marker rows of a port-space strip (strip.ts): sockets and leases as small shapes in
 // lanes, and in zoomed strips their labels in lanes underneath, tied by leaders.
 import type { Band } from '../layout/layout-model.js';
+import { cleanText } from '../util/clean-text.js';
 import {
-  cleanText,
-  endpoint,
-  expiryText,
-  formatArgv,
-  leaseJobText,
-  placeText,
-  socketOwnerText,
-  stateText,
-  withoutPeer,
-  type ReportLease,
-  type ReportSocket,
+  endpoint, expiryText, formatArgv, leaseJobText, placeText, socketOwnerText, stateText, withoutPeer, type ReportLease, type ReportSocket,
 } from './format.js';
 import { assignLanes, groupByColumn, labelSpan, laneCount, portCenterX, pxPerPort, textWidth, type Scale, type Span } from './geometry.js';
 import { esc, h, num, title, v } from './markup.js';
@@ -28,7 +19,6 @@ const MAX_MARKER_LANES = 3;
 interface Marker {
   kind: 'listener' | 'timewait' | 'other' | 'lease-live' | 'lease-pending';
   x: number;
-  port: number;
   /** Hover text: exact numbers and owners. */
   tip: string;
   /** Short label drawn under the marker in zoomed strips. */
@@ -67,7 +57,6 @@ export function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands:
     out.push({
       kind: 'listener',
       x: portCenterX(s, r.localPort),
-      port: r.localPort,
       tip: socketTip(rows, bands),
       label: `${r.localPort} ${o ? `${o.comm} ${o.pid}` : `uid ${r.uid}`}`,
       attrs: { 'data-port': r.localPort, 'data-pid': o?.pid ?? '', 'data-uid': r.uid, 'data-owner': o?.comm ?? '' },
@@ -85,7 +74,6 @@ export function socketMarkers(s: Scale, sockets: readonly ReportSocket[], bands:
       out.push({
         kind,
         x: col.x,
-        port: first.localPort,
         tip: socketTip(col.items, bands),
         label: `${ports.map(formatRange).join(',')} ${states}${col.items.length > 1 ? ` ×${col.items.length}` : ''}${who ? ` ${who}` : ''}`,
         attrs: { 'data-port': first.localPort, 'data-count': col.items.length, 'data-state': states },
@@ -106,7 +94,6 @@ export function leaseMarkers(s: Scale, leases: readonly ReportLease[], bands: re
       return {
         kind: l.live ? ('lease-live' as const) : ('lease-pending' as const),
         x: portCenterX(s, l.port),
-        port: l.port,
         tip: `lease ${l.port} "${name}" ${l.live ? 'live' : 'pending (a set in progress: no record ' +
           'yet)'}${where ? ` in ${where}` : ''}\n  ${owner}, expires ${expiryText(l, reportTime)}${job ? `, Slurm job ${job}` : ''}`,
         label: `${l.port} ${name}${l.live ? '' : ' (pending)'}`,
@@ -138,13 +125,8 @@ const MARKER_CLASS: Record<Marker['kind'], string> = {
   'lease-pending': 'lease lease-pending',
 };
 
-interface MarkerRow {
-  svg: string;
-  height: number;
-}
-
 /** A track of markers in lanes, and (zoomed) their labels in lanes underneath with leaders. */
-export function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: boolean): MarkerRow {
+export function markerRow(s: Scale, markers: readonly Marker[], y: number, detail: boolean): { svg: string; height: number } {
   const lanes = assignLanes(markers.map((m) => ({ start: m.x - 6.5, end: m.x + 6.5 })), 1, MAX_MARKER_LANES);
   const trackH = Math.max(1, laneCount(lanes)) * MARKER_LANE_H + 6;
   const parts: string[] = [];

@@ -7,20 +7,18 @@ import type { Band } from '../layout/layout-model.js';
 import { bandText } from './format.js';
 import {
   assignLanes, bandWindows, ephemeralOverlap, labelSpan, laneCount, makeScale, niceTicks, portX,
-  pxPerPort, rangeRect, textWidth, type Scale, type Span,
+  pxPerPort, rangeRect, textWidth, type Rect, type Scale,
 } from './geometry.js';
 import { esc, h, num, title, v } from './markup.js';
-import { leaseMarkers, markerRow, MAX_LABEL_LANES, RIGHT, socketMarkers } from './strip-markers.js';
+import { leaseMarkers, markerRow, RIGHT, socketMarkers } from './strip-markers.js';
 import { placeRangeLabels, STRIP_WIDTH, type Labelled } from './strip-labels.js';
 import type { PortSpaceReport } from './port-space-report.js';
 
-export { STRIP_WIDTH };
 const GUTTER = 104; // room for the track names on the left
 const TRACK_H = 26;
 const LABEL_LANE_H = 17;
 
 export interface StripSpec {
-  /** id of the <svg> element. */
   id: string;
   domain: PortRange;
   report: PortSpaceReport;
@@ -50,37 +48,41 @@ function boundaries(s: Scale, report: PortSpaceReport, detail: boolean): Boundar
   at(hst.ephemeral.lo, 'lo', `ephemeral range starts at ${hst.ephemeral.lo}`);
   at(hst.ephemeral.hi, 'hi', `ephemeral range ends at ${hst.ephemeral.hi}`);
   if (detail) {
-    for (const r of hst.reserved) {
-      at(r.lo, 'lo', `reserved ${formatRange(r)} starts`);
-      if (r.hi !== r.lo) at(r.hi, 'hi', `reserved ${formatRange(r)} ends`);
-    }
+    const range = (r: PortRange, what: string) => {
+      at(r.lo, 'lo', `${what} ${formatRange(r)} starts`);
+      if (r.hi !== r.lo) at(r.hi, 'hi', `${what} ${formatRange(r)} ends`);
+    };
+    for (const r of hst.reserved) range(r, 'reserved');
     for (const b of report.layout?.bands ?? []) {
       at(b.lo, 'lo', `band ${b.name} starts at ${b.lo}`);
       at(b.hi, 'hi', `band ${b.name} ends at ${b.hi}`);
     }
-    for (const r of report.ranges) {
-      at(r.lo, 'lo', `asked range ${formatRange(r)} starts`);
-      if (r.hi !== r.lo) at(r.hi, 'hi', `asked range ${formatRange(r)} ends`);
-    }
+    for (const r of report.ranges) range(r, 'asked range');
   }
   // One label per x position (a band ending where the next starts shows both numbers once).
   const byX = new Map<string, Boundary>();
   for (const b of out.sort((a, c) => a.x - c.x || Number(a.label) - Number(c.label))) {
     const key = num(b.x);
     const prev = byX.get(key);
-    if (!prev) byX.set(key, { ...b });
-    else if (!prev.label.split('|').includes(b.label)) {
-      prev.label = `${prev.label}|${b.label}`;
-      prev.tip = `${prev.tip}; ${b.tip}`;
-    } else prev.tip = `${prev.tip}; ${b.tip}`;
+    if (!prev) {
+      byX.set(key, { ...b });
+      continue;
+    }
+    if (!prev.label.split('|').includes(b.label)) prev.label = `${prev.label}|${b.label}`;
+    prev.tip = `${prev.tip}; ${b.tip}`;
   }
   return [...byX.values()];
 }
 
 /** Text placed inside a rectangle when it fits, else nothing (hover text still has it). */
-function insideLabel(r: { x: number; width: number }, y: number, label: string, cls: string): string {
+function insideLabel(r: Rect, y: number, label: string, cls: string): string {
   if (textWidth(label, 11) + 8 > r.width) return '';
   return h('text', { x: r.x + r.width / 2, y, class: cls, 'text-anchor': 'middle' }, esc(label));
+}
+
+/** A range's rectangle across a track, with its hover text. */
+function trackRect(r: Rect, y: number, cls: string, tip: string, range?: PortRange, id?: string): string {
+  return h('rect', { id, x: r.x, y, width: r.width, height: TRACK_H, class: cls, 'data-lo': range?.lo, 'data-hi': range?.hi }, title(tip));
 }
 
 export function renderStrip(spec: StripSpec): string {
@@ -138,74 +140,37 @@ export function renderStrip(spec: StripSpec): string {
   for (const t of ticks) out.push(v('path', { d: `M${num(portX(s, t))} ${num(sockY)}V${num(axisY)}`, class: 'grid' }));
 
   // Host ranges: free ports (white), privileged, the ephemeral range, reserved ports on top.
-  out.push(
-    h(
-      'rect',
-      { x: s.x0, y: hostY, width: s.width, height: TRACK_H, class: 'free tip' },
-      title(`ports ${formatRange(spec.domain)}: outside the ephemeral range and not privileged are free for bands`),
-    ),
-  );
-  const priv = hst.unprivilegedStart > 0 ? rangeRect(s, { lo: 0, hi: hst.unprivilegedStart - 1 }, minW) : undefined;
+  const free = `ports ${formatRange(spec.domain)}: outside the ephemeral range and not privileged are free for bands`;
+  out.push(trackRect({ x: s.x0, width: s.width }, hostY, 'free tip', free));
+  const privileged = hst.unprivilegedStart > 0 ? [{ lo: 0, hi: hst.unprivilegedStart - 1 }] : [];
+  const priv = privileged[0] && rangeRect(s, privileged[0], minW);
   if (priv) {
-    out.push(
-      h(
-        'rect',
-        { id: spec.ids ? 'privileged' : undefined, x: priv.x, y: hostY, width: priv.width, height: TRACK_H, class: 'privileged tip' },
-        title(`privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`),
-      ),
-      insideLabel(priv, hostY + 17, 'privileged', 'in-label'),
-    );
+    const tip = `privileged ports 0-${hst.unprivilegedStart - 1} (below net.ipv4.ip_unprivileged_port_start = ${hst.unprivilegedStart}): only root may bind`;
+    out.push(trackRect(priv, hostY, 'privileged tip', tip, undefined, spec.ids ? 'privileged' : undefined));
+    out.push(insideLabel(priv, hostY + 17, 'privileged', 'in-label'));
   }
   const eph = rangeRect(s, hst.ephemeral, minW);
   if (eph) {
     const unres = hst.unreservedEphemeral.reduce((n, r) => n + r.hi - r.lo + 1, 0);
-    out.push(
-      h(
-        'rect',
-        {
-          id: spec.ids ? 'ephemeral' : undefined,
-          x: eph.x,
-          y: hostY,
-          width: eph.width,
-          height: TRACK_H,
-          class: 'ephemeral tip',
-          'data-lo': hst.ephemeral.lo,
-          'data-hi': hst.ephemeral.hi,
-        },
-        title(
-          `ephemeral range ${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range): ` +
-            `${hst.ephemeral.hi - hst.ephemeral.lo + 1} ports, ${unres} of them unreserved; any outgoing connect() may take an unreserved one`,
-        ),
-      ),
-    );
+    const tip =
+      `ephemeral range ${formatRange(hst.ephemeral)} (net.ipv4.ip_local_port_range): ` +
+      `${hst.ephemeral.hi - hst.ephemeral.lo + 1} ports, ${unres} of them unreserved; any outgoing connect() may take an unreserved one`;
+    out.push(trackRect(eph, hostY, 'ephemeral tip', tip, hst.ephemeral, spec.ids ? 'ephemeral' : undefined));
   }
   for (const r of hst.reserved) {
     const rect = rangeRect(s, r, minW);
-    if (rect)
-      out.push(
-        h(
-          'rect',
-          { x: rect.x, y: hostY, width: rect.width, height: TRACK_H, class: 'reserved tip', 'data-lo': r.lo, 'data-hi': r.hi },
-          title(`reserved ${formatRange(r)} (net.ipv4.ip_local_reserved_ports): ${r.hi - r.lo + 1} port(s) the kernel never picks as source ports`),
-        ),
-      );
+    const tip = `reserved ${formatRange(r)} (net.ipv4.ip_local_reserved_ports): ${r.hi - r.lo + 1} port(s) the kernel never picks as source ports`;
+    if (rect) out.push(trackRect(rect, hostY, 'reserved tip', tip, r));
   }
-  const notFree = normalizeRanges([hst.ephemeral, ...(hst.unprivilegedStart > 0 ? [{ lo: 0, hi: hst.unprivilegedStart - 1 }] : [])]);
-  for (const f of subtractRanges(spec.domain, notFree)) {
-    const rect = rangeRect(s, f);
-    if (rect) out.push(insideLabel(rect, hostY + 17, 'room for bands (not ephemeral)', 'in-label free-label'));
-  }
-  // Names inside the ephemeral parts that are wide enough.
-  if (eph) {
-    for (const u of hst.unreservedEphemeral) {
-      const rect = rangeRect(s, u);
-      if (rect) out.push(insideLabel(rect, hostY + 17, `ephemeral ${formatRange(u)}`, 'in-label'));
-    }
-  }
-  for (const r of hst.reserved) {
+  // Names inside the parts wide enough: free ports, the unreserved ephemeral ones (when the range shows), reserved ones.
+  const name = (r: PortRange, label: string, cls = 'in-label') => {
     const rect = rangeRect(s, r);
-    if (rect) out.push(insideLabel(rect, hostY + 17, `reserved ${formatRange(r)}`, 'in-label'));
-  }
+    if (rect) out.push(insideLabel(rect, hostY + 17, label, cls));
+  };
+  const notFree = normalizeRanges([hst.ephemeral, ...privileged]);
+  for (const f of subtractRanges(spec.domain, notFree)) name(f, 'room for bands (not ephemeral)', 'in-label free-label');
+  if (eph) for (const u of hst.unreservedEphemeral) name(u, `ephemeral ${formatRange(u)}`);
+  for (const r of hst.reserved) name(r, `reserved ${formatRange(r)}`);
 
   // Bands, their conflicts with the unreserved ephemeral range, and instance windows.
   // Label (with its leader) of each band or asked range that has one of its own.
@@ -250,14 +215,7 @@ export function renderStrip(spec: StripSpec): string {
     parts.push(v('rect', { x: l.rect.x, y: bandsY, width: l.rect.width, height: TRACK_H, class: `band-rect${shade}` }));
     for (const c of clash) {
       const rect = rangeRect(s, c, minW);
-      if (rect)
-        parts.push(
-          h(
-            'rect',
-            { x: rect.x, y: bandsY, width: rect.width, height: TRACK_H, class: 'conflict', 'data-lo': c.lo, 'data-hi': c.hi },
-            title(`band ${b.name}: ports ${formatRange(c)} are in the unreserved ephemeral range`),
-          ),
-        );
+      if (rect) parts.push(trackRect(rect, bandsY, 'conflict', `band ${b.name}: ports ${formatRange(c)} are in the unreserved ephemeral range`, c));
     }
     const wins = bandWindows(b);
     const winPx = b.window ? b.window * pxPerPort(s) : 0;
@@ -321,10 +279,8 @@ export function renderStrip(spec: StripSpec): string {
 }
 
 /** Domains of the zoomed strips: one per band, one per asked range (merged where they touch). */
-export function zoomTargets(report: PortSpaceReport): { kind: 'band' | 'range'; range: PortRange; band?: Band }[] {
-  const out: { kind: 'band' | 'range'; range: PortRange; band?: Band }[] = [];
-  for (const b of report.layout?.bands ?? []) out.push({ kind: 'band', range: { lo: b.lo, hi: b.hi }, band: b });
-  for (const r of normalizeRanges(report.ranges)) out.push({ kind: 'range', range: r });
-  return out;
+export function zoomTargets(report: PortSpaceReport): { range: PortRange; band?: Band }[] {
+  const bands = (report.layout?.bands ?? []).map((b) => ({ range: { lo: b.lo, hi: b.hi }, band: b }));
+  return [...bands, ...normalizeRanges(report.ranges).map((range) => ({ range }))];
 }
 

@@ -3,11 +3,12 @@
 import { formatRange } from '../host/intervals.js';
 import type { Finding, Severity } from '../layout/layout-model.js';
 import {
-  bandText, cleanText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
+  bandText, endpoint, expiryText, fixCode, formatArgv, formatRanges, leaseJobText, leaseOwnerText,
   orderedCounts, placeText, plural, privilegedText, socketOwnerText, stateText, withoutPeer,
 } from './format.js';
 import { ephemeralOverlap } from './geometry.js';
 import type { PortSpaceReport } from './port-space-report.js';
+import { cleanText } from '../util/clean-text.js';
 
 export interface TextOptions {
   /** ANSI colour; the caller decides (TTY, NO_COLOR). Default false. */

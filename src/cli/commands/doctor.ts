@@ -46,11 +46,7 @@ Examples:
 Exit codes: 0 no errors (warnings may be shown); 1 errors found; 65 the layout cannot be
 read or is invalid (file:line and band named); 74 cannot write the HTML file.`;
 
-/**
- * Whether berth can give each service a cgroup of its own here, and what escapes its stop
- * when it cannot (docs/run.md, "The process tree"). Apart from the layout's findings: it is
- * about the host and the user, and no layout change fixes it.
- */
+/** Whether each service gets a cgroup of its own here (docs/run.md): not a finding, since no layout change fixes it. */
 function processTracking(): { cgroup: boolean; message: string } {
   const why = process.env.BERTH_CGROUP === 'off' ? 'BERTH_CGROUP=off' : cgroupUnavailable();
   if (why === undefined)
@@ -69,8 +65,6 @@ function processTracking(): { cgroup: boolean; message: string } {
 }
 
 export const doctorCommand: Command = {
-  name: 'doctor',
-  summary: 'audit host port ranges and a layout; say exactly what to fix',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('doctor', argv, {

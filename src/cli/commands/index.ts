@@ -2,7 +2,7 @@
  * cli/commands/: one module per command of berth (port, run, up, leases, release, doctor,
  * inspect) and this table of them. Each command's module is loaded only when it runs: the
  * bundle is split per command so `berth port` does not parse the YAML, HTML or launch code.
- * `summary` is repeated here so the top-level help needs no module at all.
+ * The names and summaries are here so the top-level help needs no module at all.
  * May import: the rest of src/cli (command, values, env, signals, source, output helpers) and
  * every folder below it (src/stack, src/launch, src/source, src/allocate, src/report,
  * src/layout, src/slurm, src/host, src/util, src/errors); only cli/main.ts and cli/sea-snapshot.ts import it.

@@ -28,8 +28,6 @@ Examples:
 Exit codes: 0 ok; 64 usage; 74 cannot read /proc or write the HTML file.`;
 
 export const inspectCommand: Command = {
-  name: 'inspect',
-  summary: 'show host port ranges and who holds the asked ports',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('inspect', argv, {
@@ -39,10 +37,7 @@ export const inspectCommand: Command = {
       json: { type: 'boolean' },
     });
     const ranges: PortRange[] = [
-      ...(values.port ?? []).map((p) => {
-        const n = parsePort('inspect', '--port', p);
-        return { lo: n, hi: n };
-      }),
+      ...(values.port ?? []).map((p) => parsePort('inspect', '--port', p)).map((n) => ({ lo: n, hi: n })),
       ...(values.range ?? []).map((r) => parseRange('inspect', '--range', r)),
     ];
     const root = procRoot();

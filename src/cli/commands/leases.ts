@@ -29,8 +29,6 @@ Examples:
 Exit codes: 0 ok; 74 /proc/net/unix cannot be read.`;
 
 export const leasesCommand: Command = {
-  name: 'leases',
-  summary: 'list port leases with owners and holders',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('leases', argv, { live: { type: 'boolean' }, json: { type: 'boolean' } });

@@ -1,16 +1,18 @@
 import { constants } from 'node:os';
-import { checkLeaseName, DEFAULT_TTL_MS } from '../../allocate/allocate-ports.js';
+import { checkLeaseName } from '../../allocate/allocate-ports.js';
+import { DEFAULT_TTL_MS } from '../../allocate/reserve-set.js';
 import { BerthError } from '../../errors.js';
 import type { Reservation, Strategy } from '../../allocate/allocation-types.js';
 import type { NamedReservation } from '../../allocate/reserve-named.js';
 import type { ReserveOptions } from '../../source/options.js';
 import { reserve, reserveNamedSet } from '../../source/reserve.js';
-import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts, type PortEntry } from '../../allocate/port-set.js';
+import { describeAssigned, MAX_BLOCK, parsePortsFlag, portSetEnv, type AssignedPorts } from '../../allocate/port-set.js';
 import { readSysctls } from '../../host/sysctl.js';
 import { TTL } from '../../util/duration.js';
 import type { HostSysctls } from '../../host/host-map.js';
 import { jsonText, parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
+import { SIGNALS } from '../early-signals.js';
 import { withSignals } from '../signals.js';
 import { stdoutClosed, unwritable, writeAllStdout } from '../stdout.js';
 import { resolveSource, SOURCE_HELP, sourceOptions } from '../source.js';
@@ -97,11 +99,7 @@ interrupted by signal N before the ports were printed (nothing stays leased).
 the ports cannot be written to stdout (closed, /dev/full, a disk full): the lease is
 given back, so no port stays leased that nobody was told of.`;
 
-/**
- * The sysctls, read on first use: only the default band needs them to resolve SOURCE, and
- * reserve() reads them again with the socket table anyway. Saves `berth port --range`
- * three /proc reads at startup.
- */
+/** The sysctls, read on first use: only the default band needs them (reserve() reads them again anyway). */
 function lazySysctls(root: string): HostSysctls {
   let read: HostSysctls | undefined;
   const get = () => (read ??= readSysctls(root));
@@ -119,8 +117,6 @@ function lazySysctls(root: string): HostSysctls {
 }
 
 export const portCommand: Command = {
-  name: 'port',
-  summary: 'lease free ports (race-free across processes)',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('port', argv, {
@@ -146,7 +142,7 @@ export const portCommand: Command = {
       values.ports !== undefined && '--ports',
     ].filter((f) => f !== false);
     if (shape.length > 1) throw usage('port', `${shape.join(' and ')}: give one (a count of distinct ports, one block, or a named set)`);
-    const entries = values.ports === undefined ? undefined : portsFlag(values.ports);
+    const entries = values.ports === undefined ? undefined : asUsageOf(() => parsePortsFlag(values.ports!));
     const root = procRoot();
     const source = await resolveSource('port', values, lazySysctls(root));
     const opts: ReserveOptions = {
@@ -169,11 +165,7 @@ export const portCommand: Command = {
     // Without an owner the lease still must end some time: its holder process sleeps this long.
     if (opts.ownerPid === undefined && opts.ttlMs === undefined) opts.ttlMs = DEFAULT_TTL_MS;
     if (values.name !== undefined) {
-      try {
-        checkLeaseName(values.name, '--name');
-      } catch (e) {
-        asUsage(e);
-      }
+      asUsageOf(() => checkLeaseName(values.name, '--name'));
       opts.name = values.name;
     }
     if (values['allow-ephemeral']) opts.allowEphemeral = true;
@@ -210,7 +202,7 @@ export const portCommand: Command = {
       });
       // Printed means leased: a signal from here to exit must not turn that into 143 (Node's
       // default action once withSignals lets go), so it is taken and ignored.
-      for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, () => {});
+      for (const s of SIGNALS) process.on(s, () => {});
     });
     return 0;
   },
@@ -222,9 +214,9 @@ function asUsage(e: unknown): never {
   throw e;
 }
 
-function portsFlag(text: string): PortEntry[] {
+function asUsageOf<T>(f: () => T): T {
   try {
-    return parsePortsFlag(text);
+    return f();
   } catch (e) {
     return asUsage(e);
   }

@@ -43,8 +43,6 @@ function parseJobId(text: string): string {
 }
 
 export const releaseCommand: Command = {
-  name: 'release',
-  summary: 'end port leases',
   help,
   async run(argv) {
     const { values } = parseCommandArgs('release', argv, {
@@ -58,13 +56,13 @@ export const releaseCommand: Command = {
     if (ports.length === 0 && values.owner === undefined && values.job === undefined && !values.all) {
       throw usage('release', 'say what to release: --port P, --owner PID, --job ID or --all');
     }
-    const filter = {
+    const result = await releaseLeases({
       ports,
       all: values.all === true,
       ...(values.owner !== undefined ? { ownerPid: parseCount('release', '--owner', values.owner, 1, MAX_PID) } : {}),
       ...(values.job !== undefined ? { jobId: parseJobId(values.job) } : {}),
-    };
-    const result = await releaseLeases({ ...filter, procRoot: procRoot() });
+      procRoot: procRoot(),
+    });
     const refused = result.notOurs.filter((n) => n.targeted);
     if (values.json) printJson({ released: result.released.map((l) => l.port), cleaned: result.cleaned, notOurs: result.notOurs, heldBy: result.heldBy });
     else {

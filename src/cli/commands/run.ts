@@ -160,11 +160,9 @@ and 75 the message names the diagnostics folder.`;
 
 /** `--port learn [--learn REGEX]`: the service chooses its port; no other source or set goes with it. */
 function learnOption(values: Record<string, unknown>): LearnEntry[] | undefined {
-  const port = values.port;
-  const learned = port === 'learn' || (Array.isArray(port) && port.includes('learn'));
+  const learned = values.port === 'learn';
   if (!learned && values.learn === undefined) return undefined;
   if (!learned) throw usage('run', `--learn ${JSON.stringify(values.learn)} is the pattern of a learned port: give --port learn with it`);
-  if (Array.isArray(port)) throw usage('run', '--port given more than once: give --port learn alone');
   const other = ['range', 'layout', 'band', 'instance', 'source', 'ports'].find((k) => values[k] !== undefined);
   if (other !== undefined) throw usage('run', `--port learn: the service chooses its port, so --${other} has nothing to give it; drop one of the two`);
   const pattern = values.learn as string | undefined;
@@ -176,8 +174,6 @@ function learnOption(values: Record<string, unknown>): LearnEntry[] | undefined 
 }
 
 export const runCommand: Command = {
-  name: 'run',
-  summary: 'start a service on a held port, wait until it is ready, supervise it',
   help,
   async run(argv) {
     const dd = argv.indexOf('--');

@@ -5,7 +5,8 @@ import { loadStack } from '../../stack/file/load.js';
 import { planNodes, runAgent, runMultiNodeStack } from '../../stack/multi-node/index.js';
 import { runStack, type RunStackOptions } from '../../stack/run/orchestrate.js';
 import { markRunGone } from '../../stack/record/run-gone.js';
-import { formatFailure, formatStackReady, shownPath } from '../../stack/record/stack-messages.js';
+import { shownPath } from '../../stack/file/shown-path.js';
+import { formatFailure, formatStackReady } from '../../stack/record/stack-messages.js';
 import { parseCommandArgs, usage, type Command } from '../command.js';
 import { procRoot } from '../env.js';
 import { eventsFdNumber, sendEvent } from '../events-fd.js';
@@ -96,8 +97,6 @@ or a multi-node stack where Slurm's srun or scontrol is not on PATH); 65 invalid
 128+N stopped by signal N.`;
 
 export const upCommand: Command = {
-  name: 'up',
-  summary: 'start a stack of services in dependency order; tear it down on failure or Ctrl-C',
   help,
   async run(argv) {
     const { values, positionals } = parseCommandArgs(
