@@ -8,8 +8,6 @@ import { MAX_BLOCK } from './port-set.js';
 import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
 import type { AllocateOptions, PortSource, Reservation } from './allocation-types.js';
 
-export { DEFAULT_TTL_MS };
-
 function usage(msg: string): BerthError {
   return new BerthError(EXIT.USAGE, msg);
 }

@@ -5,8 +5,7 @@
  * May import: src/layout (the default band's well-known ports), src/host, src/util, src/errors.
  */
 export type { AllocationReport, Lease, LeaseRecord, PortSource, Reservation, Strategy } from './allocation-types.js';
-export { DEFAULT_TTL_MS } from './allocate-ports.js';
-export { reserveSet, type SetOptions, type SetRequest } from './reserve-set.js';
+export { DEFAULT_TTL_MS, reserveSet, type SetOptions, type SetRequest } from './reserve-set.js';
 export { describeNamedSet, namedReservation, namedSetRequests, type NamedRequestBase, type NamedReservation } from './reserve-named.js';
 export { blockPorts, blockStartsWithout, freeRuns, planBlockStarts, type BlockPlan } from './plan-block.js';
 export * from './port-set.js';

@@ -12,8 +12,6 @@ import type { EndpointRecord, EndpointsDocument } from './endpoints.js';
  * (which replica, why, where to look, and the last lines it wrote, which usually say why).
  */
 
-export { shownPath };
-
 /** The last `n` non-empty lines of a file (reads at most its last `maxBytes`); [] when unreadable. */
 export function tailLines(file: string, n: number, maxBytes = 16_384): string[] {
   let fd: number | undefined;
