@@ -4,7 +4,7 @@
  * replicas of `replicas: gpus`, the reservation's ports, and the job summary `berth doctor`
  * prints; and the words of Slurm's own commands berth runs (the agents' srun argv, whether
  * srun and scontrol are on PATH, scontrol's node addresses in nodes.ts).
- * May import: src/host (types), src/errors; nothing else of src.
+ * May import: src/layout (the job summary's windows), src/host (types), src/errors; nothing else of src.
  */
 export { readSlurmEnv, type SlurmEnv } from './env.js';
 export { badVariable, parseIndexList, parsePortRanges, parseTasksPerNode } from './env-values.js';
