@@ -4,13 +4,11 @@ import type { PortRange } from '../host/host-map.js';
 import type { AuditFinding, StrayRule } from './launch-api.js';
 
 /*
- * The listener audit, pure: which LISTEN sockets (and bound, unconnected UDP sockets) of the
- * service's process tree are outside its port set, and what to say about each. A port of the
- * set covers both of its protocols: a service given 3478 may take UDP 3478 too. A port outside the set is leased by nobody, so
- * another allocator may hand it out; inside the unreserved ephemeral range it is worse: the
- * kernel gives it to any outgoing connection, so the service loses it at its next restart.
- * The I/O (tree members' fds, the socket table) is in tree-listeners.ts; the rhythm in
- * supervise.ts.
+ * The listener audit, pure: which LISTEN (and bound, unconnected UDP) sockets of the service's
+ * tree are outside its port set (a port of the set covers both protocols), and what to say. A
+ * port outside it is leased by nobody, so another allocator may hand it out; inside the
+ * unreserved ephemeral range any outgoing connection may take it before the next restart.
+ * The I/O is in tree-listeners.ts, the rhythm in supervise.ts.
  */
 
 /** A LISTEN socket (or an unconnected UDP socket) held by a member of the service's tree. */
@@ -99,7 +97,7 @@ export function isAcknowledged(f: AuditFinding, rules: readonly StrayRule[] | un
 }
 
 /** "39711, 40123 and 41235" */
-function portList(ports: readonly number[]): string {
+export function portList(ports: readonly number[]): string {
   return ports.length === 1 ? String(ports[0]) : `${ports.slice(0, -1).join(', ')} and ${ports[ports.length - 1]}`;
 }
 
@@ -130,13 +128,9 @@ export function auditWarning(
     `them${eph.length > 0 ? strays : ''}`;
 }
 
-/**
- * The deadline's "it listens on 8000 instead" part: the tree's listeners other than the
- * port it was given, or undefined when it listens nowhere else.
- */
+/** The deadline's "it listens on 8000 instead" part, or undefined when the tree listens nowhere but `port`. */
 export function listensElsewhere(listeners: readonly TreeListener[], port: number): string | undefined {
   const other = [...new Set(listeners.map((l) => l.port).filter((p) => p !== port))].sort((a, b) => a - b);
   if (other.length === 0) return undefined;
-  const list = other.length === 1 ? String(other[0]) : `${other.slice(0, -1).join(', ')} and ${other[other.length - 1]}`;
-  return `it listens on ${list} instead (is the port passed to it? {port} in its command, or $PORT)`;
+  return `it listens on ${portList(other)} instead (is the port passed to it? {port} in its command, or $PORT)`;
 }

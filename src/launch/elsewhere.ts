@@ -1,28 +1,22 @@
-import { setPorts } from './audit.js';
+import { portList, setPorts } from './audit.js';
 import { now, type LaunchState } from './state.js';
 import { soonListenSnapshot, treeListeners } from './tree-listeners.js';
 
 /*
- * A service that listens, but not on its port: berth would wait for its whole ready timeout
- * (10 minutes by default) although it can see where the service listens. Once the tree has
- * listened elsewhere for ELSEWHERE_MS it says so, once, naming those ports and the fix; the
- * wait goes on (the flag may be read late, or the port bound after the others).
+ * A service that listens, but not on its port, would be waited for its whole ready timeout. Once
+ * the tree has listened elsewhere for ELSEWHERE_MS berth says so, once, naming the ports and the
+ * fix; the wait goes on (the flag may be read late, or the port bound after the others).
  */
 
 export const ELSEWHERE_MS = 3_000;
 const LOOK_EVERY_MS = 1_000;
 
-/** "8000" or "8000, 8001 and 8002" */
-function list(ports: readonly number[]): string {
-  return ports.length === 1 ? String(ports[0]) : `${ports.slice(0, -1).join(', ')} and ${ports[ports.length - 1]}`;
-}
-
 /** The line (pure): what the tree listens on instead, for how long, and what to do. */
 export function elsewhereWarning(name: string, port: number, other: readonly number[], forMs: number, timeoutMs: number): string {
   const wait = timeoutMs >= 60_000 ? `${(timeoutMs / 60_000).toFixed(timeoutMs % 60_000 === 0 ? 0 : 1)}m` : `${(timeoutMs / 1000).toFixed(1)}s`;
-  return `${name}: has listened on ${list(other)} for ${(forMs / 1000).toFixed(0)}s, but not on its port ${port}, which berth waits for (up to its ready ` +
-    `timeout, ${wait}): pass the port to it ({port} in its command, $PORT, or the program's flag for its port), or, if it picks its own port, declare it ` +
-      `learned (port: learn)`;
+  return `${name}: has listened on ${portList(other)} for ${(forMs / 1000).toFixed(0)}s, but not on its port ${port}, which berth waits for (up to its ` +
+    `ready timeout, ${wait}): pass the port to it ({port} in its command, $PORT, or the program's flag for its port), or, if it picks its own port, ` +
+      `declare it learned (port: learn)`;
 }
 
 /** Watch the tree during the ownership wait; the returned function ends the watch. */
@@ -34,15 +28,8 @@ export function watchElsewhere(s: LaunchState, timeoutMs: number): () => void {
     soonListenSnapshot(s.procRoot, (snap) => {
       if (s.settled || said || s.phase !== 'ownership') return;
       const mine = setPorts([...s.assigned(), ...(s.o.sharedPorts ?? [])]);
-      const other = [
-        ...new Set(
-          treeListeners(
-            s.procRoot,
-            s.tree!,
-            snap.listening.filter((r) => !mine.has(r.localPort)),
-          ).map((l) => l.port),
-        ),
-      ].sort((a, b) => a - b);
+      const outside = snap.listening.filter((r) => !mine.has(r.localPort));
+      const other = [...new Set(treeListeners(s.procRoot, s.tree!, outside).map((l) => l.port))].sort((a, b) => a - b);
       if (other.length === 0) return void (since = undefined);
       since ??= now();
       const forMs = now() - since;

@@ -10,12 +10,10 @@ import type { ForeignListener } from './launch-api.js';
 
 /*
  * The foreign-listener check's I/O: which LISTEN sockets on the replica's ports are its tree's,
- * and who holds the others. A socket's inode stays the same for its life, so each inode is
- * judged once (tree or not) and remembered: in the steady state (the same sockets every audit
- * turn) no fd is read at all; a new socket on a port (a SO_REUSEPORT member joining) costs one
- * look at the tree's fds, and only one the tree does not hold a walk of every process's fds, to
- * name its holder. At readiness it decides (69); on the audit's turns it warns, or fails (70)
- * with `strict`.
+ * and who holds the others. An inode lives as long as its socket, so each is judged once: in the
+ * steady state no fd is read at all; a new socket costs a look at the tree's fds, and only one the
+ * tree does not hold a walk of every process's fds. At readiness it fails (69); on the audit's
+ * turns it warns, or fails (70) with `strict`.
  */
 
 /** The holders of inodes judged not the tree's, per launch (empty list: not visible). */
@@ -74,10 +72,7 @@ function pendingHidden(s: LaunchState): boolean {
   return m !== undefined && [...m.keys()].some((inode) => !s.notTreeInodes.has(inode) && !s.treeInodes.has(inode));
 }
 
-/**
- * One look over `listening` (LISTEN rows, any ports): the foreign listeners on the replica's
- * checked ports not reported before.
- */
+/** One look over `listening` (LISTEN rows, any ports): the foreign listeners on the checked ports not reported before. */
 export function lookForeign(s: LaunchState, listening: readonly SocketRow[]): ForeignListener[] {
   if (OFF) return [];
   const own = s.assigned();
@@ -101,10 +96,8 @@ function record(s: LaunchState, found: ForeignListener[]): void {
 }
 
 /**
- * The LISTEN rows of `ports` from the launches' shared read (port-watch.ts): one begun after
- * this call, so nothing that listened before it is missed, and shared with every launch asking
- * meanwhile. A read of its own per replica made the foreign check cost 256 whole-table reads at
- * a 256-replica start, twice the rest of berth's CPU.
+ * The LISTEN rows of `ports` from the launches' shared read, begun after this call (port-watch.ts).
+ * A read of its own per replica cost 256 whole-table reads at a 256-replica start, twice the rest of berth's CPU.
  */
 async function listenersNow(s: LaunchState, ports: readonly number[]): Promise<SocketRow[]> {
   const poller = tablePoller(s.procRoot);

@@ -4,21 +4,17 @@ import { redactArgv } from '../util/redact.js';
 import type { ForeignListener } from './launch-api.js';
 
 /*
- * Foreign listeners, pure: a LISTEN socket on a port of the replica that a process outside
- * its tree holds. Linux lets a second socket of the same uid listen on exactly the address and
- * port of one already listening when both set SO_REUSEPORT, and then splits new connections
- * between them; a listener on the other family's loopback (service on 127.0.0.1:P, stranger
- * on [::1]:P) takes every client that resolves "localhost" the other way. Both answer on the
- * replica's port without being the replica. The I/O (which inodes are the tree's, who holds
- * the others) is in foreign-check.ts.
+ * Foreign listeners, pure: a LISTEN socket on a port of the replica held outside its tree. Linux
+ * lets a second same-uid socket listen on exactly the address and port of another when both set
+ * SO_REUSEPORT, and splits new connections between them; a listener on the other family's
+ * loopback (service on 127.0.0.1:P, stranger on [::1]:P) takes every client that resolves
+ * "localhost" the other way. The I/O is in foreign-check.ts.
  */
 
 /**
- * The ports of a replica that are checked, given the ports its tree listens on: its singles
- * always (leased or held for it alone), and a port of a block or of a stack's shared ports only
- * where the tree listens (the rest of a block is the program's to use or not; a shared port is
- * listened on by replica 0 alone). Learned ports are singles of the set. The one place that
- * says which ports are the replica's to defend.
+ * The replica's ports to defend, given where its tree listens: its singles (learned ones too)
+ * always, a port of a block or of a stack's shared ports only where the tree listens (the rest
+ * of a block is the program's to use or not; a shared port is replica 0's alone).
  */
 export function checkedPorts(own: readonly AssignedPorts[], shared: readonly AssignedPorts[], treeListens: ReadonlySet<number>): Set<number> {
   const out = new Set<number>();
@@ -34,20 +30,16 @@ export function candidatePorts(own: readonly AssignedPorts[], shared: readonly A
   return out;
 }
 
-function where(r: SocketRow): string {
-  return `${r.family === 6 ? `[${r.localAddress}]` : r.localAddress}:${r.localPort}`;
-}
-
-function commandText(o: SocketOwner): string {
+/** A holder's command line as messages show it: redacted, at most 120 characters. */
+export function commandText(o: SocketOwner): string {
   const cmd = o.cmdline.length > 0 ? redactArgv(o.cmdline).join(' ') : o.comm;
   return cmd.length > 120 ? `${cmd.slice(0, 117)}...` : cmd || '?';
 }
 
 /**
- * Whether a stranger's socket is in the same SO_REUSEPORT group as one of the tree's: the
- * same family, address and port, both LISTEN. The kernel refuses that pair to any two sockets
- * unless both set SO_REUSEPORT (SO_REUSEADDR does not allow two listeners), so the pair itself
- * is the proof; no option of another process's socket has to be read.
+ * Whether a stranger's socket is in a SO_REUSEPORT group with one of the tree's: same family,
+ * address and port, both LISTEN. The kernel allows that pair only with SO_REUSEPORT on both, so
+ * the pair is the proof; no option of another process's socket has to be read.
  */
 export function sharesReuseport(stranger: SocketRow, tree: readonly SocketRow[]): boolean {
   return tree.some(

@@ -23,19 +23,16 @@ export type ReadySpec =
 export type LaunchPhase = 'reserve' | 'spawn' | 'ownership' | 'learn' | 'probe' | 'ready' | 'stopping' | 'exited';
 
 /**
- * Options of launch(): `berth run`'s flags under their own names (source options, bind,
- * handoff, ready, readyTimeout, readyFile, diagDir, name, stopGrace, allowEphemeral;
- * `--env NAME` is envName, since env is the service's environment). Without a source or
- * reservation, the default band, like `berth run`.
+ * Options of launch(): `berth run`'s flags under their own names (`--env NAME` is envName: env
+ * is the service's environment). Without a source or reservation: the default band, like `berth run`.
  */
 export interface LaunchOptions extends SourceOptions {
   /** Argv of the service, no shell. `{port}`, `{host}`, `{name}` in any element are replaced (unless `substitute: false`). */
   command: string[];
   /**
-   * false: `command` and `ready` are used exactly as given, no `{port}`/`{host}`/`{name}`
-   * replacement (a caller that filled in its own placeholders, where `{{port}` means a
-   * literal `{port}`), but for those of learned ports in `ready` (`{port}` of a learned
-   * primary, `{ports.NAME…}` of a learned entry): only launch knows them. Default true.
+   * false: `command` and `ready` are used as given (a caller that filled in its own placeholders),
+   * but for learned ports in `ready` (`{port}` of a learned primary, `{ports.NAME…}` of a learned
+   * entry): only launch knows them. Default true.
    */
   substitute?: boolean;
   /** Where the port comes from (also port, range, layout/band/instance). Ignored when `reservation` is given. Default: the default band. */
@@ -43,37 +40,33 @@ export interface LaunchOptions extends SourceOptions {
   /** A reservation made by the caller (e.g. a stack that allocates up front); its first port is used. */
   reservation?: Reservation;
   /**
-   * A named port set (`berth run --ports http,dist=block:32`), leased from the launch's
-   * source all or none (reserveNamedSet). The first entry must be a single port: the
-   * primary ({port}, PORT, ownership, readiness). Every port reaches the service as
-   * BERTH_PORT_<NAME> (a block also _FIRST/_LAST/_COUNT) and as `{ports.NAME}` /
-   * `{ports.NAME.first|last|range|count}` in command and ready; with fd handoff every single
-   * port is its own fd (3, 4, … in set order; LISTEN_FDS=N, LISTEN_FDNAMES=name1:name2),
-   * blocks never. Not with `reservation`, `portSet` or `portless`.
+   * A named port set (`berth run --ports http,dist=block:32`), leased from the source all or none.
+   * The first entry must be a single port: the primary ({port}, PORT, ownership, readiness). Each
+   * port reaches the service as BERTH_PORT_<NAME> (a block also _FIRST/_LAST/_COUNT) and as
+   * `{ports.NAME}` / `{ports.NAME.first|last|range|count}` in command and ready; with fd handoff
+   * each single port is its own fd (3, 4, … in set order; LISTEN_FDS, LISTEN_FDNAMES), blocks
+   * never. Not with `reservation`, `portSet` or `portless`.
    */
   ports?: PortEntry[];
   /** A set the caller reserved (e.g. a stack replica's), used like `ports`; its first entry must be a single port. */
   portSet?: NamedReservation;
   /**
-   * The caller keeps the leases: launch closes the holds of the single ports at the handoff
-   * as usual but never releases `reservation`/`portSet` when it ends (a stack re-holds them
-   * for a restart and releases them at teardown).
+   * The caller keeps the leases: the holds close at the handoff as usual, but `reservation`/`portSet`
+   * is never released when the launch ends (a stack re-holds them for a restart).
    */
   keepReservation?: boolean;
   /**
-   * A service without a port (a client, a worker): nothing is reserved and there is no
-   * ownership phase; it is ready once spawned, or once `ready` succeeds (`cmd:`, or `http`
-   * to a URL that names its own port; `tcp` and `{port}` are refused with 64). Supervision,
-   * logs, diagnostics and exit codes are those of any launch; events carry port 0, ReadyInfo
-   * has port 0 and host ''. Not with `source`, `reservation` or `handoff: 'fd'`.
+   * A service without a port (a client, a worker): nothing is reserved, no ownership phase; ready
+   * once spawned, or once `ready` succeeds (`cmd:`, or `http` to a URL that names its own port;
+   * `tcp` and `{port}` are refused with 64). Events and ReadyInfo carry port 0 (ReadyInfo host '').
+   * Not with `source`, `reservation` or `handoff: 'fd'`.
    */
   portless?: boolean;
   /**
-   * Learned ports (learn.ts): ports the service chooses itself (port 0), learned from its
-   * tree's listeners (and, with a pattern, its output lines), then leased until the launch
-   * ends. Without `ports`/`portSet`/`reservation` the first is the primary ({port} of the
-   * ready probe, ReadyInfo.port) and nothing is reserved before the spawn; the command
-   * cannot name a learned port (it is not known before the service runs).
+   * Ports the service chooses itself (port 0), learned from its tree's listeners (and, with a
+   * pattern, its output lines), then leased until the launch ends. Without `ports`/`portSet`/
+   * `reservation` the first is the primary ({port} of the ready probe, ReadyInfo.port) and nothing
+   * is reserved before the spawn. The command cannot name a learned port: it is not known yet.
    */
   learn?: LearnEntry[];
   /** The primary port is learn[0] although a set is given (a stack's `ports: { api: learn, … }`). */
@@ -95,10 +88,7 @@ export interface LaunchOptions extends SourceOptions {
   readyTimeoutMs?: number;
   /** `--ready-timeout DUR`: '90s', '10m' or ms (same as readyTimeoutMs). */
   readyTimeout?: Duration;
-  /**
-   * How options are named in messages, by CLI flag: a stack says its keys
-   * (`{ '--ready-timeout': 'ready_timeout', '--bind': 'host' }`). Default: the CLI's flags.
-   */
+  /** How messages name options, by CLI flag: a stack says its keys (`{ '--ready-timeout': 'ready_timeout' }`). Default: the CLI's flags. */
   optionNames?: Readonly<Record<string, string>>;
   /** One probe attempt may take this long (default 5s, never past the deadline). */
   probeTimeoutMs?: number;
@@ -110,20 +100,17 @@ export interface LaunchOptions extends SourceOptions {
    */
   diagDir?: string;
   /**
-   * The child's stdout/stderr are written (appended; created 0600) to these files instead of
-   * stdout.log/stderr.log in the run folder: the caller's files are THE logs, written once.
-   * A failure bundle still gets complete stdout.log/stderr.log: a copy of this launch's part
-   * of the file (from where it started appending), taken when the bundle is written and
-   * refreshed when the launch has ended.
+   * The child's stdout/stderr are appended (created 0600) to these files instead of the run
+   * folder's logs. A failure bundle still gets complete stdout.log/stderr.log: a copy of this
+   * launch's part of the file, taken when the bundle is written and refreshed when the launch ends.
    */
   stdoutLog?: string;
   stderrLog?: string;
   allowEphemeral?: boolean;
   /**
-   * The service uses its (primary) port's UDP side too (`berth run --udp`): a port whose UDP
-   * side is taken is not handed out (no port with a UDP socket ever is), and berth holds the
-   * UDP side as well as the TCP side until the handoff. With fd handoff only the TCP socket is
-   * handed over; the UDP hold is closed right before the service starts.
+   * The service uses its (primary) port's UDP side too (`berth run --udp`): berth holds the UDP
+   * side as well until the handoff (a port with a UDP socket is never handed out). With fd handoff
+   * only the TCP socket is handed over; the UDP hold closes right before the service starts.
    */
   udp?: boolean;
   /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
@@ -143,27 +130,19 @@ export interface LaunchOptions extends SourceOptions {
   procRoot?: string;
   /** Files made for this start (a stack's rendered config templates): listed in diagnostics.json. */
   files?: { name: string; source: string; path: string }[];
-  /**
-   * Ports leased for the service outside its own set, which it may listen on (a stack's
-   * shared ports, bound by replica 0): the listener audit does not report them.
-   */
+  /** Ports leased outside its own set that the service may listen on (a stack's shared ports): not reported by the audit. */
   sharedPorts?: readonly AssignedPorts[];
-  /**
-   * Listeners outside the set the service cannot control (a stack's `strays:`): the audit
-   * still records them (audit event, diagnostics) but warns only about the others.
-   */
+  /** Listeners outside the set the service cannot control (a stack's `strays:`): recorded (audit event, diagnostics), not warned about. */
   strays?: readonly StrayRule[];
   /**
-   * Said instead of the 'warning' event for the audit's findings of one pass (the 'audit' event
-   * still comes first): a caller with several launches (a stack) groups its replicas' findings,
-   * e.g. one line for replicas that all listen on one port. `message` is what would be warned.
+   * Said instead of the 'warning' event for one audit pass's findings (the 'audit' event still comes
+   * first): a stack groups its replicas' findings. `message` is what would be warned.
    */
   onAuditWarning?: (found: AuditFinding[], message: string) => void;
   /**
-   * A foreign listener found after ready (a process outside the tree listening on one of its
-   * ports: a SO_REUSEPORT member, the other family's loopback) fails the launch with 70
-   * instead of a warning (`berth run --strict`, a stack's `strict: true`). Before ready it
-   * always fails it, with 69.
+   * A foreign listener after ready (a process outside the tree on one of its ports: a SO_REUSEPORT
+   * member, the other family's loopback) fails the launch with 70 instead of a warning (`--strict`).
+   * Before ready it always fails it, with 69.
    */
   strict?: boolean;
   /** A one-shot step (a stack's initdb, a migration): its exit 0 is its end, even before it was ready. */
@@ -172,10 +151,7 @@ export interface LaunchOptions extends SourceOptions {
   exitZeroHint?: string;
   /** The service's own directory (a stack's {dir}): named in diagnostics.json. */
   dir?: string;
-  /**
-   * Reservations outside the launch's own whose leases its service depends on (a stack's
-   * shared ports): the watchdog holds them too while it stops the service after berth died.
-   */
+  /** Reservations outside its own whose leases the service depends on (a stack's shared ports): held by its watchdog too if berth dies. */
   leasesHeld?: readonly Reservation[];
 }
 

@@ -24,13 +24,9 @@ import type { LaunchHandle, LaunchOptions } from './launch-api.js';
  *   supervise.ts        the child's exit, a daemon it left
  *   stop.ts             stop, failure and the one cleanup every ending shares
  *   bundle.ts           the diagnostics bundle of a failure
- * state.ts holds what they share, lifecycle.ts which state the launch is in: preparing →
- * held → spawned (waiting for ownership, learned ports, a probe's answer) → answered (only
- * the foreign check left) → ready, and stopping, failing, ending, ended from any of them.
- * The phases report what happened (s.happen) instead of setting flags, so which ending wins
- * (the first stop, the first failure, nothing once finishing began) is one pure function's
- * rule, not an order of tests repeated in each phase. This file only sequences the phases,
- * and ends the sequence after a step that left the start-up stopped or failed.
+ * state.ts holds what they share, lifecycle.ts which state the launch is in and which ending
+ * wins. This file only sequences the phases, and ends the sequence after a step that left
+ * the start-up stopped or failed.
  */
 
 export { LaunchError } from './state.js';

@@ -1,12 +1,8 @@
 /*
- * Learned ports: ports the service chooses itself (bind to port 0, a program that
- * picks a random port) and berth learns once the service has them. Pure: which listener is
- * which learned entry, from the tree's listeners and the port numbers its output lines gave.
- *
- * A port is learned only when both hold: the replica's own tree listens on it (ownership from
- * the socket table and /proc, as for any port), and its pattern, when it has one, matched
- * it. A log line alone is never trusted; neither is a listener no pattern claims when there
- * are several learned entries (each then must have a pattern: learnEntriesProblem).
+ * Learned ports (the service binds port 0, or picks its own), pure: which listener is which
+ * learned entry. A port is learned only when the replica's own tree listens on it and its
+ * pattern, when it has one, matched it: a log line alone is never trusted, nor a listener no
+ * pattern claims when there are several entries (each then needs one: learnEntriesProblem).
  */
 
 /** A learned entry: its name in the set, and a regular expression with one group over output lines. */
@@ -111,7 +107,7 @@ export function learnFrom(
 }
 
 /** Splits a stream into lines for the patterns; a line longer than this is cut (its start is where a port is printed). */
-export const MAX_LINE = 4096;
+const MAX_LINE = 4096;
 
 export class LineSplitter {
   private rest = '';
@@ -122,11 +118,5 @@ export class LineSplitter {
     const lines = text.split('\n');
     this.rest = lines.pop()!.slice(0, MAX_LINE);
     for (const l of lines) this.onLine(l.replace(/\r$/, '').slice(0, MAX_LINE));
-  }
-
-  /** A last line without its newline (the stream ended). */
-  flush(): void {
-    if (this.rest !== '') this.onLine(this.rest);
-    this.rest = '';
   }
 }

@@ -1,10 +1,9 @@
 import type { LaunchPhase } from './launch-api.js';
 
 /*
- * Which state a launch is in, and the one function that moves it on. The phases (launch.ts,
- * spawn.ts, ready.ts, supervise.ts, stop.ts) report what happened (LaunchState.happen) and
- * read the state back for their decisions: the rules of which ending wins over which live
- * here, not in a flag each phase tests in its own order. Pure: no I/O, nothing but types.
+ * Which state a launch is in, and the one pure function that moves it on. The phases report
+ * what happened (LaunchState.happen) and read the state back: which ending wins over which is
+ * decided here, not by flags each phase tests in its own order.
  *
  *   preparing ─reserved→ held ─spawned→ spawned ─answered→ answered ─ready→ ready
  *        │                 │               │                  │               │

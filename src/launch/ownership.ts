@@ -3,16 +3,13 @@ import { forgetTurn } from '../host/proc-turn.js';
 import { readSockets, readSocketsAsync } from '../host/socket-reader.js';
 import type { SocketOwner, SocketRow } from '../host/host-map.js';
 import type { ProcessTree } from './process-tree.js';
-import { redactArgv } from '../util/redact.js';
+import { commandText } from './foreign.js';
 
 /*
- * "Who owns the listener on P?" asked many times a second while a service starts, so the
- * common answers are cheap: only the port's listeners are read (ownership is decided by them
- * alone; filtered by the kernel on a big table), and /proc/<pid>/fd is read only for tree
- * members and only once some LISTEN socket exists on the port. A listener no known member
- * holds makes the tree list /proc again and look at its new members; only a listener still
- * unheld after that (a stranger: the rare, stolen case) costs a walk of every process's fds,
- * to name it.
+ * "Who owns the listener on P?", asked many times a second while a service starts, so the common
+ * answers are cheap: only the port's listeners are read, and only tree members' fds, once a
+ * listener exists. Only one still unheld after a fresh listing of /proc (a stranger: the rare,
+ * stolen case) costs a walk of every process's fds, to name it.
  */
 
 /** Every socket, v4 and v6, any state, whose local port is `port` (filtered by the kernel on a big table). */
@@ -20,11 +17,7 @@ export function readPortRows(procRoot: string, port: number): SocketRow[] {
   return readSockets({ procRoot, localPorts: [{ lo: port, hi: port }] }).rows;
 }
 
-/**
- * The LISTEN sockets on `port`: all that ownership is decided by. On a big table the kernel then
- * walks only its listening hash (see port-watch.ts), and `ss` runs as a child the event loop
- * does not wait on.
- */
+/** The LISTEN sockets on `port`, all that ownership is decided by (a big table's `ss` runs as a child the event loop does not wait on). */
 export async function readPortListenersAsync(procRoot: string, port: number): Promise<SocketRow[]> {
   return (await readSocketsAsync({ procRoot, localPorts: [{ lo: port, hi: port }], listenOnly: true })).rows;
 }
@@ -48,11 +41,10 @@ export type Ownership =
   | { state: 'foreign'; rows: SocketRow[]; listening: SocketRow[]; strangers: Stranger[] };
 
 /**
- * One look at the port. `rows`: the port's rows (LISTEN ones at least) from a read of the
- * tables just made (the shared poller's, port-watch.ts); its listeners are read here when not given. A listener whose holder cannot
- * be seen is reported as foreign with no owners; when its uid is ours the caller should look
- * again before calling it stolen (a process caught between fork and exit, or closing the
- * socket, can hide for a moment).
+ * One look at the port. `rows`: its LISTEN rows from a fresh read (the shared poller's), else read
+ * here. A listener whose holder cannot be seen is foreign with no owners; when its uid is ours
+ * the caller should look again before calling it stolen (a process between fork and exit, or
+ * closing the socket, can hide for a moment).
  */
 export function checkOwnership(procRoot: string, port: number, tree: ProcessTree, rows: SocketRow[] = readPortListeners(procRoot, port)): Ownership {
   const listening = rows.filter((r) => r.state === 'LISTEN' && r.inode !== 0);
@@ -96,12 +88,6 @@ export function checkOwnership(procRoot: string, port: number, tree: ProcessTree
 export function describeStranger(s: Stranger): string {
   const where = `${s.row.family === 6 ? `[${s.row.localAddress}]` : s.row.localAddress}:${s.row.localPort}`;
   if (s.owners.length === 0) return `a process of uid ${s.row.uid} (not visible to berth) listening on ${where}`;
-  const who = s.owners
-    .map((o) => {
-      const cmd = o.cmdline.length > 0 ? redactArgv(o.cmdline).join(' ') : o.comm;
-      const short = cmd.length > 120 ? `${cmd.slice(0, 117)}...` : cmd;
-      return `pid ${o.pid} (${short || '?'})${o.uid !== undefined ? ` uid ${o.uid}` : ''}`;
-    })
-    .join(', ');
+  const who = s.owners.map((o) => `pid ${o.pid} (${commandText(o)})${o.uid !== undefined ? ` uid ${o.uid}` : ''}`).join(', ');
   return `${who} listening on ${where}`;
 }

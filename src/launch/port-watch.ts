@@ -2,20 +2,15 @@ import { readSocketsAsync } from '../host/socket-reader.js';
 import type { PortRange, SocketRow } from '../host/host-map.js';
 
 /*
- * Every launch waiting for its service to listen looks at the socket tables again and again.
- * A look costs about the same with 3 sockets or 300 (a read has a fixed cost), so 16 launches of one stack looking on their own read the tables
- * 16 times as often as one would. Instead, one poller per /proc root serves every launch of
- * this process: each asks for the rows of its port no later than its own next poll time; when
- * the earliest such time comes the poller reads the asked ports' listeners once (readSockets:
- * filtered by the kernel through sock_diag on a big table, else /proc) and answers every waiting
- * request from that read (the others get their answer early). Only LISTEN sockets are asked
- * for: ownership is decided by listeners alone, and sock_diag then walks only the kernel's
- * listening hash, never its connection hash, which holds every connection of every namespace
- * on the host (docs/scale.md §2: ~25 ms per read at 50,000 sockets, whatever the filter). The `ss` of a big table runs as a
- * child the event loop does not wait on, so the other launches' timers and output go on
- * meanwhile; requests made during a read wait for the next one. The read rate is that of the
- * most eager waiter, not the sum of all of them. An answer always comes from a read begun
- * after the request, so it is never staler than a look of the launch's own.
+ * Every launch waiting for its service to listen reads the socket tables again and again, and a
+ * read costs about the same for 3 sockets or 300: 16 launches of a stack reading on their own
+ * read 16 times as often as one. So one poller per /proc root serves every launch of this
+ * process: each asks for its port's rows by its own next poll time; at the earliest such time the
+ * poller reads the asked ports' listeners once and answers every waiting request from that read.
+ * Only LISTEN sockets are asked for: sock_diag then walks only the kernel's listening hash, never
+ * the connection hash of every namespace on the host (docs/scale.md §2: ~25 ms per read at 50,000
+ * sockets). A big table's `ss` runs as a child the event loop does not wait on; requests made
+ * during a read wait for the next, so an answer is never staler than a look of the launch's own.
  */
 
 interface Request {
@@ -32,10 +27,7 @@ export interface PortLook {
 }
 
 const now = () => performance.now();
-/**
- * Reads of a big table cost tens of ms (the kernel walks all of it): the next read waits at
- * least as long as the last one took (a longer gap made a loaded host slower to ready).
- */
+/** The next read waits at least this × the last one's cost (tens of ms on a big table; a longer gap made a loaded host slower to ready). */
 const GAP_FACTOR = 1;
 
 export class TablePoller {

@@ -8,11 +8,9 @@ import { optionName } from './launch-options.js';
 import type { LaunchOptions } from './launch-api.js';
 
 /*
- * What spawn() would only find out by failing, checked before anything is leased: the
- * working directory, the program itself, the size of argv and environment, the bind address
- * and the timer lengths. spawn's own errors (ENOTDIR, E2BIG, ENOENT for a missing cwd) name
- * neither the file nor the fix, and blame the command for its directory. All exit 64: the
- * launch was asked for something that cannot run.
+ * What spawn() would only find out by failing, checked before anything is leased (exit 64):
+ * spawn's own errors (ENOTDIR, E2BIG, ENOENT for a missing cwd) name neither the file nor the
+ * fix, and blame the command for its directory.
  */
 
 const no = (what: string) => new BerthError(EXIT.USAGE, what);
@@ -50,11 +48,7 @@ export function execBytes(argv: readonly string[], env: NodeJS.ProcessEnv): { to
 
 const kib = (n: number) => `${Math.ceil(n / 1024)} KiB`;
 
-/**
- * The command at its largest once berth fills in its placeholders: {name} and {host} are
- * known, a port is at most 5 digits, and `{ports.…}` at most a range "65535-65535". A long
- * --name repeated in {name} can grow an argument tenfold, past what exec takes.
- */
+/** The command at its largest once berth fills it in: a port is at most 5 digits, `{ports.…}` at most "65535-65535". */
 export function filledAtMost(text: string, known: { name: string; host: string }): string {
   return text
     .split('{port}').join('65535')
@@ -65,8 +59,7 @@ export function filledAtMost(text: string, known: { name: string; host: string }
 
 /**
  * Why exec would refuse `command` (E2BIG) with this environment, undefined when it fits.
- * `original`: the command as written, when `command` has its placeholders filled in (the
- * message then says the growth is berth's doing). `limitsText`: /proc/self/limits.
+ * `original`: the command as written, when `command` is filled in (the message then blames berth).
  */
 export function execSizeProblem(
   command: readonly string[],

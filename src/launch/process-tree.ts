@@ -5,18 +5,15 @@ import { forgetTurn, pidsThisTurn, statThisTurn } from '../host/proc-turn.js';
 
 /*
  * The service is the child and every process descending from it, including daemons that
- * double-forked or called setsid(): their parent exits and they are re-parented to init (or
- * a subreaper), so the ppid chain alone loses them. Node cannot make berth a subreaper, so a
- * process belongs to the tree when any of these holds:
+ * double-forked or called setsid(): re-parented to init, the ppid chain alone loses them, and
+ * Node cannot make berth a subreaper. So a process belongs to the tree when any of these holds:
  *   - its parent is a member (checked when first seen, while the chain is still intact),
  *   - it is in the child's process group or session (the child is a session leader),
  *   - its initial environment carries this run's marker (BERTH_RUN_ID=<uuid>), which
  *     survives fork, setsid and exec unless the program scrubs its environment,
- *   - it is in the launch's own cgroup (host/cgroup.ts), where berth could make one: the
- *     one mark nothing can shed, so a daemon that did all of the above in a microsecond
- *     (setsid + env -i + double fork, its parent gone before any scan) is still found.
- * Every member ever seen is remembered (pid + start time, so a reused pid is not mistaken
- * for one), so a daemon whose parent is long gone is still known.
+ *   - it is in the launch's own cgroup (host/cgroup.ts), where berth could make one: the one
+ *     mark nothing can shed (setsid + env -i + double fork before any scan included).
+ * Every member ever seen is remembered (pid + start time: a reused pid is not one).
  */
 
 export interface StatIds {
@@ -33,11 +30,8 @@ export function parseStatIds(stat: string): StatIds | undefined {
   const close = stat.lastIndexOf(')');
   if (close < 0) return undefined;
   const f = stat.slice(close + 2).split(' ');
-  const ppid = Number(f[1]);
-  const pgrp = Number(f[2]);
-  const session = Number(f[3]);
-  const start = Number(f[19]);
-  if (!Number.isInteger(ppid) || !Number.isInteger(pgrp) || !Number.isInteger(session) || !Number.isInteger(start)) return undefined;
+  const [ppid, pgrp, session, start] = [f[1], f[2], f[3], f[19]].map(Number) as [number, number, number, number];
+  if (![ppid, pgrp, session, start].every(Number.isInteger)) return undefined;
   return { state: f[0] ?? '?', ppid, pgrp, session, start };
 }
 
@@ -54,11 +48,7 @@ export interface TreeMember {
 }
 
 export interface TreeOptions {
-  /**
-   * The root's start time when known (the watchdog learns it from berth): the root counts
-   * only while that very process runs, and a reused pid is never taken for it. Default: read
-   * now.
-   */
+  /** The root's start time when known (the watchdog learns it from berth): a reused pid is never the root. Default: read now. */
   rootStart?: number;
   /** Called for every member found after the root (berth tells its watchdog about escapees). */
   onJoin?: (m: TreeMember) => void;
@@ -67,10 +57,9 @@ export interface TreeOptions {
 }
 
 /**
- * Roots of this process's trees (pid → start time). A process in another tree's group or
- * session (a stack's replicas are each a session of its own) is not this tree's unless its
- * ancestry says so: judged without reading its environment (at a stack's start every tree
- * saw every later sibling: N²/2 environ reads).
+ * Roots of this process's trees (pid → start time). A process in another tree's group or session
+ * is this tree's only if its parent is a member: its environment is not read (at a stack's start
+ * every tree read every later sibling's: N²/2 environ reads).
  */
 const roots = new Map<number, number>();
 
@@ -84,10 +73,7 @@ export class ProcessTree {
   private readonly onJoin: ((m: TreeMember) => void) | undefined;
   readonly cgroup: string | undefined;
 
-  /**
-   * `existing`: pids listed just before the spawn; they predate the child, so they are never
-   * members and their stat need not be read (the first scan on a busy host stays cheap).
-   */
+  /** `existing`: pids listed just before the spawn: never members, their stat is not read (a busy host's first scan stays cheap). */
   constructor(
     private readonly procRoot: string,
     readonly rootPid: number,
@@ -221,10 +207,7 @@ export class ProcessTree {
     return this.members.has(pid);
   }
 
-  /**
-   * Whether `pid` (e.g. the owner of a listening socket) belongs: a member, or a process
-   * this tree has not scanned yet whose marker or ancestry says so.
-   */
+  /** Whether `pid` (a listening socket's holder) belongs: a member, or one not scanned yet whose marker or ancestry says so. */
   claims(pid: number): boolean {
     if (this.members.has(pid)) return true;
     this.outsiders.delete(pid);

@@ -19,14 +19,9 @@ import type { RunGuard } from './watchdog/index.js';
 import type { AuditFinding, ExitInfo, ForeignListener, Handoff, LaunchEvent, LaunchOptions, LaunchPhase, ReadyInfo, ReadySpec } from './launch-api.js';
 
 /*
- * Everything one launch knows, shared by its phases (prepare, reserve, spawn, ownership,
- * ready, supervise, stop, bundle: one file each). The phases are functions of this state;
- * launch.ts only sequences them. Which state the launch is in is one field, `life`, moved
- * only by happen() through lifecycle.ts's transition: the rules of which ending wins stay
- * in one pure function, and the phases decide by reading it. The other fields are data
- * (ports, tree, the failure's LaunchError, ReadyInfo, the child's exit status). Besides
- * them, only what every phase needs: events, timings, warnings, and the one wake-up every
- * wait of the launch listens to.
+ * Everything one launch knows, shared by its phases (launch.ts lists them). Which state it is
+ * in is `life` (lifecycle.ts); the rest is data, and what every phase needs: events, timings,
+ * warnings, and the one wake-up every wait of the launch listens to.
  */
 
 /** A launch that did not come up: exitCode 69/70/75 (or 64/74), with its bundle's folder. */
@@ -187,12 +182,10 @@ export class LaunchState {
     return true;
   }
 
-  /** LaunchHandle.phase. */
   get phase(): LaunchPhase {
     return phaseOf(this.life);
   }
 
-  /** Ready, failed, stopping or ending: the start-up waits are over. */
   get settled(): boolean {
     return settled(this.life);
   }
@@ -205,11 +198,7 @@ export class LaunchState {
     return this.child?.pid !== undefined && this.childExit === undefined;
   }
 
-  /**
-   * The service printed something: often "listening on …", so look again now rather than at
-   * the next backed-off poll. At most one look per KICK_GAP_MS, so a chatty start-up does
-   * not turn into a busy loop over /proc/net/tcp.
-   */
+  /** Output often means "listening on …": look now, not at the next backed-off poll (a chatty start-up: once per KICK_GAP_MS). */
   kick(): void {
     if (this.kickTimer || this.settled) return;
     const wait = this.lastPoll + KICK_GAP_MS - now();
@@ -232,10 +221,7 @@ export class LaunchState {
     });
   }
 
-  /**
-   * The port's rows from the shared poller's next read, due within `withinMs` (sooner when
-   * another launch's look comes first). wake() (output, exit, stop, deadline) asks for it now.
-   */
+  /** The port's rows from the shared poller's next read, due within `withinMs`; wake() asks for it now. */
   async look(poller: TablePoller, port: number, withinMs: number): Promise<SocketRow[]> {
     const look = poller.look(port, withinMs);
     this.wake = () => look.hurry();

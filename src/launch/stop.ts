@@ -10,9 +10,7 @@ import type { ExitInfo, LaunchPhase } from './launch-api.js';
 
 /*
  * Every way a launch ends: a stop asked by the caller, a failure (bundle first, then
- * cleanup), or the service ending on its own. finish() is the one cleanup all of them share.
- * Which of them counts (the first stop, the first failure, none once finishing began) is
- * lifecycle.ts's transition: here, s.happen() says whether it was taken.
+ * cleanup), or the service ending on its own; finish() is the cleanup all of them share.
  */
 
 /** After the child exits, how long its pipes may stay open (held by descendants) before we move on. */

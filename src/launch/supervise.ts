@@ -85,16 +85,9 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
   const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : '--ports …,NAME, then {ports.NAME} in its command';
   const hints = { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) };
-  report(s, own, auditListeners({ name: s.name, set: own, listeners, ephemeral: snap.ephemeral, reported: s.audited, portHint }), s.audited, snap, hints);
-  if (udpListeners.length > 0)
-    report(
-      s,
-      own,
-      auditListeners({ name: s.name, set: own, listeners: udpListeners, ephemeral: snap.ephemeral, reported: s.auditedUdp, portHint }),
-      s.auditedUdp,
-      snap,
-      hints,
-    );
+  // One protocol per call: a finding is one port of one protocol.
+  for (const [found, reported] of [[listeners, s.audited], [udpListeners, s.auditedUdp]] as const)
+    report(s, own, auditListeners({ name: s.name, set: own, listeners: found, ephemeral: snap.ephemeral, reported, portHint }), reported, snap, hints);
 }
 
 /** Record one protocol's findings of an audit pass, and warn about them in one message. */
