@@ -45,6 +45,7 @@ class StackParser extends YamlSource {
       deref: (n, l, w) => this.deref(n, l, w),
       lineOf: (n, f) => this.lineOf(n, f),
       add: (l, t) => this.add(l, t),
+      fail: (l, t) => this.fail(l, t),
       keyName: (p) => this.keyName(p),
       linePos: (offset) => this.lc.linePos(offset).line,
       reachesOutside: (n, first, last) => this.reachesOutside(n, first, last),

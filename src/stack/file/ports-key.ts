@@ -24,6 +24,8 @@ export interface YamlReader {
   deref(node: Node | null | undefined, line: number, what: string): Node | null | undefined;
   lineOf(node: Node | null | undefined, fallback: number): number;
   add(line: number, text: string): void;
+  /** add(), then undefined: `return y.fail(…)` where a reader gives up. */
+  fail(line: number, text: string): undefined;
   keyName(pair: Pair<unknown, unknown>): string | undefined;
 }
 
@@ -81,10 +83,7 @@ export function readPortsKey(v: Node | null | undefined, line: number, label: st
 
 function entry(name: string, v: Node | null | undefined, at: number, label: string, y: YamlReader): PortEntry | undefined {
   const what = `${label}: port "${name}"`;
-  const fail = (node: Node | null | undefined, text: string): undefined => {
-    y.add(y.lineOf(node, at), text);
-    return undefined;
-  };
+  const fail = (node: Node | null | undefined, text: string) => y.fail(y.lineOf(node, at), text);
   const sub = (key: string) => (v && isMap(v) ? v.items.find((p) => y.keyName(p) === key) : undefined);
   const valueOf = (p: Pair<unknown, unknown>) => y.deref(p.value as Node | null, at, label);
   const oneOf = `${what} must be 1 (one port), shared (one port for every replica), learn (one the service chooses), { block: N } or { block: window }, found `;

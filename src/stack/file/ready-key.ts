@@ -11,10 +11,7 @@ import type { YamlReader } from './ports-key.js';
 /** The readiness spec, or undefined when it is refused (reported at `line`). */
 export function readReadyKey(written: string, line: number, label: string, draft: Draft, reader: YamlReader): ReadySpec | undefined {
   const text = written.trim();
-  const fail = (problem: string): undefined => {
-    reader.add(line, `${label}: ${problem}`);
-    return undefined;
-  };
+  const fail = (problem: string) => reader.fail(line, `${label}: ${problem}`);
   if (text === 'tcp') {
     if (draft.spec.handoff === 'fd') {
       const why = 'the inherited socket already listens, so a connect succeeds before the service runs';

@@ -63,23 +63,19 @@ export function readService(
 ): Draft | undefined {
   const keyNode = pair.key as Node | null;
   const line = reader.lineOf(keyNode, parentLine);
-  const fail = (at: number, text: string): undefined => {
-    reader.add(at, text);
-    return undefined;
-  };
   const name = reader.keyName(pair);
-  if (name === undefined) return fail(line, `service names must be plain text, found ${kindOf(keyNode)}`);
+  if (name === undefined) return reader.fail(line, `service names must be plain text, found ${kindOf(keyNode)}`);
   const label = `service ${JSON.stringify(name)}`;
   const broken = nameProblem(name) !== undefined;
   if (broken) reader.add(line, `${label}: ${nameProblem(name)!}`);
   const first = seen.get(name);
-  if (first !== undefined) return fail(line, `${label}: defined twice (first at line ${first}); service names must be unique`);
+  if (first !== undefined) return reader.fail(line, `${label}: defined twice (first at line ${first}); service names must be unique`);
   seen.set(name, line);
 
   const value = reader.deref(pair.value as Node | null, line, label);
-  if (isNullish(value)) return fail(line, `${label}: has no settings; it needs at least "command: ${COMMAND_EXAMPLE}"`);
+  if (isNullish(value)) return reader.fail(line, `${label}: has no settings; it needs at least "command: ${COMMAND_EXAMPLE}"`);
   if (!isMap(value)) {
-    return fail(reader.lineOf(value, line), `${label}: expected a mapping of settings (command, replicas, ready, …), found ${kindOf(value)}`);
+    return reader.fail(reader.lineOf(value, line), `${label}: expected a mapping of settings (command, replicas, ready, …), found ${kindOf(value)}`);
   }
 
   const draft: Draft = { spec: defaults(name, line, reader.baseDir), templates: [], replicasLine: line, jobLine: line, readyLine: line, broken };

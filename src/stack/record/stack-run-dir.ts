@@ -233,7 +233,7 @@ function quietly(write: () => void): void {
   try {
     write();
   } catch {
-    // said as above
+    // already reported, or kept in writeFailure
   }
 }
 
