@@ -18,12 +18,10 @@ export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 /*
- * Each launch writes its logs as it runs into one private folder, so a failure bundle has
- * the complete output however large it is. Default: <state dir>/runs/<name>-<UTC>-<pid>,
- * node-local and private (0700, checked on every use). A --diag-dir follows the
- * rules of a stack's --run-dir: created 0700 or, when it exists, ours and not writable by
- * others; and it must not hold an earlier run's files. One folder is one run: reusing one
- * would pair an old diagnostics.json with new logs, and berth never deletes evidence.
+ * Each launch writes its logs as it runs into one private folder (0700, checked on every use), so a
+ * bundle has the whole output: <state dir>/runs/<name>-<UTC>-<pid>, or a --diag-dir, which follows a
+ * stack's --run-dir rules and holds no earlier run (an old diagnostics.json beside new logs misleads,
+ * and berth never deletes evidence).
  */
 
 export interface RunDir {

@@ -3,15 +3,11 @@ import net from 'node:net';
 import { formatDuration } from '../util/duration.js';
 
 /*
- * One attempt of each probe kind. Probes end their connections with a reset once the
- * answer is in: a normal close leaves a TIME_WAIT socket whose local port is either the
- * probe's source port or, when the service closes first, the service's own port P — and a
- * TIME_WAIT on P blocks the next bind(P) by a service that does not set SO_REUSEADDR
- * (docs/run.md). The HTTP probe reads the whole response before resetting, so the service
- * never sees a reset mid-write (and never logs a broken-pipe traceback). It does not ask for
- * `Connection: close`: a server told so closes first, and if berth dies (SIGKILL) between the
- * answer and its reset, the kernel's FIN from berth's side completes that close and leaves
- * the TIME_WAIT on P (seen in the fault-injection campaign). Kept alive, the close is berth's.
+ * One attempt of each probe kind. Connections end with a reset once the answer is in: a normal close
+ * leaves a TIME_WAIT socket, on the service's port P when the service closes first, and that blocks
+ * the next bind(P) of a service without SO_REUSEADDR (docs/run.md). HTTP reads the whole response
+ * first (no broken-pipe traceback in the service) and never asks for `Connection: close`: a server
+ * told so closes first, and a berth SIGKILLed before its reset would leave the TIME_WAIT on P.
  */
 
 export interface ProbeResult {

@@ -154,7 +154,22 @@ export class ProcessTree {
     // Parents start before their children: in start order, a parent found in this scan
     // already counts when its child is judged.
     fresh.sort((a, b) => a.ids.start - b.ids.start || a.pid - b.pid);
-    const added: TreeMember[] = this.scanCgroup();
+    const added: TreeMember[] = [];
+    const join = (pid: number, ids: StatIds, joinedBy: JoinedBy) => {
+      const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy };
+      this.members.set(pid, m);
+      added.push(m);
+      this.onJoin?.(m);
+    };
+    // The launch's cgroup first: whatever is in it belongs, whatever its ancestry, session or environment say.
+    for (const pid of this.cgroup === undefined ? [] : cgroupPids(this.cgroup)) {
+      // berth itself is in it for the instant of the spawn (or longer, if it could not get out)
+      if (pid === process.pid || this.members.has(pid)) continue;
+      const ids = this.readStat(pid);
+      if (!ids) continue;
+      this.outsiders.delete(pid);
+      join(pid, ids, 'cgroup');
+    }
     for (const { pid, ids } of fresh) {
       if (this.members.has(pid)) continue; // found in the cgroup
       let joinedBy: JoinedBy | undefined;
@@ -167,28 +182,7 @@ export class ProcessTree {
         this.outsiders.set(pid, ids.start);
         continue;
       }
-      const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy };
-      this.members.set(pid, m);
-      added.push(m);
-      this.onJoin?.(m);
-    }
-    return added;
-  }
-
-  /** Whatever is in the launch's cgroup, whatever its ancestry, session or environment say. */
-  private scanCgroup(): TreeMember[] {
-    const added: TreeMember[] = [];
-    if (this.cgroup === undefined) return added;
-    for (const pid of cgroupPids(this.cgroup)) {
-      // berth itself is in it for the instant of the spawn (or longer, if it could not get out)
-      if (pid === process.pid || this.members.has(pid)) continue;
-      const ids = this.readStat(pid);
-      if (!ids) continue;
-      this.outsiders.delete(pid);
-      const m: TreeMember = { pid, start: ids.start, ppid: ids.ppid, pgrp: ids.pgrp, session: ids.session, joinedBy: 'cgroup' };
-      this.members.set(pid, m);
-      added.push(m);
-      this.onJoin?.(m);
+      join(pid, ids, joinedBy);
     }
     return added;
   }

@@ -84,10 +84,9 @@ export async function spawn(s: LaunchState): Promise<boolean> {
   else s.cgroupWhy = cg.why;
   // Before the spawn: a berth killed right after it still has its service found by the marker.
   s.guard = guardRun(s.runId, marker, o.stopGraceMs ?? DEFAULT_STOP_GRACE_MS, s.cgroup);
-  // The watchdog holds the leases too: they outlive a SIGKILLed berth while it stops the
-  // service. Not awaited: each handle waits for the watchdog's acknowledgement of the one
-  // before, and a first launch must not wait for the watchdog's start-up. A berth killed
-  // before they arrive loses only those not yet written; its service is stopped all the same.
+  // The watchdog holds the leases too (they outlive a SIGKILLed berth while it stops the service). Not awaited: each waits
+  // for the ack of the one before, and a first launch must not wait for the watchdog's start-up (a berth killed meanwhile
+  // loses only the leases not yet written; its service is stopped all the same).
   void s.guard.holdLeases([...(s.set?.reservations ?? (s.reservation ? [s.reservation] : [])), ...(o.leasesHeld ?? [])].flatMap(leaseHandles));
   let child: ChildProcess;
   const start = () =>

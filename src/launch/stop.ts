@@ -37,11 +37,8 @@ const KILL_EVERY_MS = 50;
 const KILL_PATIENCE_MS = 2_000;
 
 /**
- * The kill deadline, set once by the first stop: from then on, SIGKILL to every process of
- * the tree, again every KILL_EVERY_MS while any is found. Once is not enough: a member found
- * only after the first SIGKILL (forked just before it, or seen late: its parent gone and
- * nothing but its session or cgroup left to tie it to the tree) would otherwise get no more
- * than a SIGTERM it may ignore, and outlive berth.
+ * The kill deadline, set by the first stop: SIGKILL to the tree then, and again every KILL_EVERY_MS while any of
+ * it is found, since a member found only after the first one (forked just before, or seen late) would outlive berth.
  */
 function armKill(s: LaunchState, graceMs?: number): void {
   if (s.killAt !== undefined) return;
@@ -64,11 +61,7 @@ async function drain(s: LaunchState, ms: number): Promise<void> {
   clearTimeout(t);
 }
 
-/**
- * Stop whatever is left of the tree: TERM, grace, KILL (armKill). A process that joins the
- * tree meanwhile gets its own TERM, once (a second one may mean "quit now" to a server
- * shutting down), and the KILL after the same deadline as the rest.
- */
+/** What is left of the tree: TERM, grace, KILL (armKill); a newcomer gets one TERM of its own (a second may mean "quit now"). */
 async function cleanupTree(s: LaunchState): Promise<void> {
   if (s.child?.pid === undefined) return;
   const anyAlive = () => s.childRunning() || descendantsAlive(s);

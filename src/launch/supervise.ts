@@ -83,7 +83,7 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   // to become one) declares its set in its file, `berth run` with --ports.
   const stack = s.o.portSet !== undefined || s.o.keepReservation === true || s.o.oneShot === true || s.o.exitZeroHint !== undefined;
   const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
-  const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : '--ports …,NAME, then {ports.NAME} in its command';
+  const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : undefined; // else auditListeners' --ports
   const hints = { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) };
   // One protocol per call: a finding is one port of one protocol.
   for (const [found, reported] of [[listeners, s.audited], [udpListeners, s.auditedUdp]] as const)
