@@ -2,6 +2,7 @@ import type { AssignedPorts } from '../allocate/port-set.js';
 import type { SocketOwner, SocketRow } from '../host/host-map.js';
 import { redactArgv } from '../util/redact.js';
 import type { ForeignListener } from './launch-api.js';
+import { setPorts } from './audit.js';
 
 /*
  * Foreign listeners, pure: a LISTEN socket on a port of the replica held outside its tree. Linux
@@ -25,9 +26,7 @@ export function checkedPorts(own: readonly AssignedPorts[], shared: readonly Ass
 
 /** Every port that could become a checked one: all of the set's and the shared ports. */
 export function candidatePorts(own: readonly AssignedPorts[], shared: readonly AssignedPorts[]): Set<number> {
-  const out = new Set<number>();
-  for (const a of [...own, ...shared]) for (const p of a.ports) out.add(p);
-  return out;
+  return setPorts([...own, ...shared]);
 }
 
 /** A holder's command line as messages show it: redacted, at most 120 characters. */

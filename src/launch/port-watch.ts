@@ -2,15 +2,11 @@ import { readSocketsAsync } from '../host/socket-reader.js';
 import type { PortRange, SocketRow } from '../host/host-map.js';
 
 /*
- * Every launch waiting for its service to listen reads the socket tables again and again, and a
- * read costs about the same for 3 sockets or 300: 16 launches of a stack reading on their own
- * read 16 times as often as one. So one poller per /proc root serves every launch of this
- * process: each asks for its port's rows by its own next poll time; at the earliest such time the
- * poller reads the asked ports' listeners once and answers every waiting request from that read.
- * Only LISTEN sockets are asked for: sock_diag then walks only the kernel's listening hash, never
- * the connection hash of every namespace on the host (docs/scale.md §2: ~25 ms per read at 50,000
- * sockets). A big table's `ss` runs as a child the event loop does not wait on; requests made
- * during a read wait for the next, so an answer is never staler than a look of the launch's own.
+ * A read of the socket tables costs about the same for 3 sockets or 300, so one poller per /proc root
+ * serves every launch of this process waiting for its service to listen: each asks for its port's rows
+ * by its next poll time, and at the earliest such time one read of the asked ports answers them all.
+ * LISTEN sockets only: sock_diag then walks the listening hash alone, never every namespace's connection
+ * hash (docs/scale.md §2). A request made during a read waits for the next: never staler than its own look.
  */
 
 interface Request {

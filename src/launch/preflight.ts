@@ -156,9 +156,8 @@ function checkProgram(cmd: string, cwd: string): void {
  * `fill`: the command's placeholders filled in at their largest (filledAtMost), when berth fills them.
  */
 export function preflight(o: LaunchOptions, fill?: (text: string) => string): void {
-  for (const [what, path] of [['readyFile', o.readyFile], ['diagDir', o.diagDir]] as const) {
-    if (path === '') throw no(`${optionName(o, `--${what === 'readyFile' ? 'ready-file' : 'diag-dir'}`)} is empty: give a path`);
-  }
+  for (const [flag, path] of [['--ready-file', o.readyFile], ['--diag-dir', o.diagDir]] as const)
+    if (path === '') throw no(`${optionName(o, flag)} is empty: give a path`);
   if (o.bind !== undefined) {
     const problem = listenAddressProblem(o.bind);
     if (problem !== undefined) throw no(`${optionName(o, '--bind')} ${JSON.stringify(o.bind)} ${problem}`);

@@ -35,15 +35,11 @@ export async function reserve(s: LaunchState): Promise<void> {
     }
   }
   if (s.set) s.reservation = s.set.reservations[0];
-  const port = s.reservation?.ports[0];
-  // A learned primary: the set's leased ports are reserved, the primary comes later.
-  if (s.learnPrimary) {
-    s.mark('reservedMs');
-    s.emit({ type: 'reserved', port: 0, ...(s.set ? { ports: s.set.assigned } : {}), t: iso() });
-    return;
+  // A learned primary: the set's leased ports are reserved, the primary comes later (port 0 until then).
+  if (!s.learnPrimary) {
+    s.port = s.reservation?.ports[0];
+    if (s.port === undefined) throw new BerthError(EXIT.SOFTWARE, 'the reservation holds no port');
   }
-  if (port === undefined) throw new BerthError(EXIT.SOFTWARE, 'the reservation holds no port');
-  s.port = port;
   s.mark('reservedMs');
-  s.emit({ type: 'reserved', port, ...(s.set ? { ports: s.set.assigned } : {}), t: iso() });
+  s.emit({ type: 'reserved', port: s.port ?? 0, ...(s.set ? { ports: s.set.assigned } : {}), t: iso() });
 }

@@ -20,25 +20,24 @@ export function descendantsAlive(s: LaunchState): boolean {
   return others();
 }
 
+function kill(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone meanwhile
+  }
+}
+
 /** Signal the child's process group and tree members that left it (setsid daemons). */
 export function signalTree(s: LaunchState, sig: NodeJS.Signals): void {
   const pgid = s.child?.pid;
   if (pgid === undefined) return;
-  try {
-    process.kill(-pgid, sig);
-  } catch {
-    // group gone
-  }
+  kill(-pgid, sig);
   if (!s.tree) return;
   s.tree.scan();
   for (const m of s.tree.alive()) {
     if (sig === 'SIGTERM') s.termed.add(m.pid);
-    if (m.pgrp === pgid) continue;
-    try {
-      process.kill(m.pid, sig);
-    } catch {
-      // exited meanwhile
-    }
+    if (m.pgrp !== pgid) kill(m.pid, sig);
   }
 }
 
@@ -49,11 +48,7 @@ export function termNewcomers(s: LaunchState): void {
   for (const m of s.tree.alive()) {
     if (s.termed.has(m.pid)) continue;
     s.termed.add(m.pid);
-    try {
-      process.kill(m.pid, 'SIGTERM');
-    } catch {
-      // exited meanwhile
-    }
+    kill(m.pid, 'SIGTERM');
   }
 }
 
