@@ -50,10 +50,7 @@ export interface LaunchOptions extends SourceOptions {
   ports?: PortEntry[];
   /** A set the caller reserved (e.g. a stack replica's), used like `ports`; its first entry must be a single port. */
   portSet?: NamedReservation;
-  /**
-   * The caller keeps the leases: the holds close at the handoff as usual, but `reservation`/`portSet`
-   * is never released when the launch ends (a stack re-holds them for a restart).
-   */
+  /** The caller keeps the leases: `reservation`/`portSet` is not released when the launch ends (a stack re-holds them for a restart). */
   keepReservation?: boolean;
   /**
    * A service without a port (a client, a worker): nothing is reserved, no ownership phase; ready
@@ -94,23 +91,18 @@ export interface LaunchOptions extends SourceOptions {
   probeTimeoutMs?: number;
   /** Write {name, host, port, pid, readyAt, waitedMs} here atomically when ready. */
   readyFile?: string;
-  /**
-   * The run's folder: stdout.log, stderr.log and, on failure, diagnostics.json. Default: a
-   * private per-run folder under the state directory, removed after a clean run.
-   */
+  /** The run's folder (stdout.log, stderr.log; diagnostics.json on failure). Default: a private one, removed after a clean run. */
   diagDir?: string;
   /**
-   * The child's stdout/stderr are appended (created 0600) to these files instead of the run
-   * folder's logs. A failure bundle still gets complete stdout.log/stderr.log: a copy of this
-   * launch's part of the file, taken when the bundle is written and refreshed when the launch ends.
+   * The child's stdout/stderr are appended (created 0600) to these files instead of the run folder's logs. A bundle
+   * still gets complete stdout.log/stderr.log: copies of this launch's part, taken when it is written and when the launch ends.
    */
   stdoutLog?: string;
   stderrLog?: string;
   allowEphemeral?: boolean;
   /**
-   * The service uses its (primary) port's UDP side too (`berth run --udp`): berth holds the UDP
-   * side as well until the handoff (a port with a UDP socket is never handed out). With fd handoff
-   * only the TCP socket is handed over; the UDP hold closes right before the service starts.
+   * The service uses its (primary) port's UDP side too (`berth run --udp`): held as well until the handoff (a port with a UDP
+   * socket is never handed out). With fd handoff only the TCP socket is handed over; the UDP hold closes right before the start.
    */
   udp?: boolean;
   /** TERM → KILL grace for stop() and failure cleanup (default 10s). */
@@ -134,15 +126,11 @@ export interface LaunchOptions extends SourceOptions {
   sharedPorts?: readonly AssignedPorts[];
   /** Listeners outside the set the service cannot control (a stack's `strays:`): recorded (audit event, diagnostics), not warned about. */
   strays?: readonly StrayRule[];
-  /**
-   * Said instead of the 'warning' event for one audit pass's findings (the 'audit' event still comes
-   * first): a stack groups its replicas' findings. `message` is what would be warned.
-   */
+  /** Said instead of the 'warning' event for one audit pass's findings ('audit' still comes first); `message`: the warning's text. */
   onAuditWarning?: (found: AuditFinding[], message: string) => void;
   /**
-   * A foreign listener after ready (a process outside the tree on one of its ports: a SO_REUSEPORT
-   * member, the other family's loopback) fails the launch with 70 instead of a warning (`--strict`).
-   * Before ready it always fails it, with 69.
+   * A foreign listener after ready (outside the tree on one of its ports: a SO_REUSEPORT member, the other family's
+   * loopback) fails the launch with 70 instead of a warning (`--strict`). Before ready it always fails it, with 69.
    */
   strict?: boolean;
   /** A one-shot step (a stack's initdb, a migration): its exit 0 is its end, even before it was ready. */

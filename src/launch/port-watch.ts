@@ -1,5 +1,6 @@
 import { readSocketsAsync } from '../host/socket-reader.js';
 import type { PortRange, SocketRow } from '../host/host-map.js';
+import { deferred, type Deferred } from '../util/deferred.js';
 
 /*
  * A read of the socket tables costs about the same for 3 sockets or 300, so one poller per /proc root
@@ -12,8 +13,7 @@ import type { PortRange, SocketRow } from '../host/host-map.js';
 interface Request {
   port: number;
   due: number;
-  resolve: (rows: SocketRow[]) => void;
-  reject: (e: unknown) => void;
+  answer: Deferred<SocketRow[]>;
 }
 
 export interface PortLook {
@@ -43,17 +43,11 @@ export class TablePoller {
 
   /** The LISTEN rows of `port` from a read made after this call, at the latest about `withinMs` from now. */
   look(port: number, withinMs: number): PortLook {
-    let resolve!: (rows: SocketRow[]) => void;
-    let reject!: (e: unknown) => void;
-    const rows = new Promise<SocketRow[]>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    const req: Request = { port, due: now() + Math.max(0, withinMs), resolve, reject };
+    const req: Request = { port, due: now() + Math.max(0, withinMs), answer: deferred() };
     this.pending.add(req);
     this.arm(req.due);
     return {
-      rows,
+      rows: req.answer.promise,
       hurry: () => {
         if (!this.pending.has(req)) return;
         req.due = now();
@@ -94,11 +88,11 @@ export class TablePoller {
     readSocketsAsync({ procRoot: this.procRoot, localPorts: ports, listenOnly: true }).then(
       (read) => {
         this.ended(t0);
-        for (const req of served) req.resolve(read.rows.filter((r) => r.localPort === req.port));
+        for (const req of served) req.answer.resolve(read.rows.filter((r) => r.localPort === req.port));
       },
       (e: unknown) => {
         this.ended(t0);
-        for (const req of served) req.reject(e);
+        for (const req of served) req.answer.reject(e as Error);
       },
     );
   }
