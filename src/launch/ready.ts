@@ -118,7 +118,6 @@ export function becomeReady(s: LaunchState): void {
     }
   }
   clearTimeout(s.deadlineTimer);
-  s.readyInfo = info;
   s.happen({ kind: 'ready' });
   s.emit({ type: 'ready', info, t: iso() });
   s.whenReady.resolve(info);

@@ -108,7 +108,6 @@ export class LaunchState {
   listening: SocketRow[] = [];
   ownerPids: number[] = [];
   probe = { attempts: 0, last: undefined as (ProbeResult & { host: string }) | undefined };
-  readyInfo: ReadyInfo | undefined;
   /** The failure's error (the state says whether it failed: lifecycle.ts failed()). */
   failure: LaunchError | undefined;
   /** Aborted by a stop: a reservation under way stops at its next port. */
