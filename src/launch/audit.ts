@@ -70,12 +70,11 @@ export function auditListeners(i: AuditInput): AuditFinding[] {
     const l = byPort.get(port)!;
     const eph = rangeOf(port, i.ephemeral);
     const head = outside(i.name, l.protocol === 'udp' ? `UDP ${port}` : String(port), i.set);
-    const message =
+    const why =
       eph !== undefined
-        ? `${head}; ${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it: declare a port for it ` +
-          `(${hint}) and pass that to the program's flag for it`
-        : `${head}; nothing leases ${port} for it, so another allocator may hand it out: declare a port for it (${hint}) and pass that to the program's ` +
-          `flag for it`;
+        ? `${port} is inside the unreserved ephemeral range ${formatRange(eph)}, where any outgoing connection may take it`
+        : `nothing leases ${port} for it, so another allocator may hand it out`;
+    const message = `${head}; ${why}: declare a port for it (${hint}) and pass that to the program's flag for it`;
     const f: AuditFinding = { port, address: l.address, ephemeral: eph !== undefined, message, ...(l.protocol === 'udp' ? { protocol: 'udp' as const } : {}) };
     if (l.pid !== undefined) f.pid = l.pid;
     if (l.command !== undefined) f.command = l.command;

@@ -30,17 +30,16 @@ function judge(s: LaunchState, rows: readonly SocketRow[]): void {
   if (fresh.length === 0 || !s.tree) return;
   const wanted = new Set(fresh.map((r) => r.inode));
   const lookTree = () => {
+    s.tree!.scan();
     for (const m of s.tree!.alive()) for (const inode of socketsHeldBy(s.procRoot, m.pid, wanted)) {
       s.treeInodes.add(inode);
       wanted.delete(inode);
     }
   };
-  s.tree.scan();
   lookTree();
   if (wanted.size === 0) return;
   // A member forked after this turn's listing of /proc: list again before calling it foreign.
   forgetTurn(s.procRoot);
-  s.tree.scan();
   lookTree();
   if (wanted.size === 0) return;
   const found = findSocketOwners(s.procRoot, wanted);

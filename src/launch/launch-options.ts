@@ -1,4 +1,4 @@
-import { durationMs, eitherName } from '../util/option-names.js';
+import { durationMs, eitherName, type Duration } from '../util/option-names.js';
 import type { LaunchOptions } from './launch-api.js';
 
 /**
@@ -9,14 +9,10 @@ import type { LaunchOptions } from './launch-api.js';
 export function resolveLaunchOptions(o: LaunchOptions): LaunchOptions {
   if (o.readyTimeout === undefined && o.stopGrace === undefined) return o;
   const { readyTimeout, stopGrace, ...out } = o;
-  const ready = eitherName(
-    'readyTimeout',
-    readyTimeout === undefined ? undefined : durationMs('readyTimeout', readyTimeout),
-    'readyTimeoutMs',
-    o.readyTimeoutMs,
-  );
+  const ms = (name: string, d: Duration | undefined) => (d === undefined ? undefined : durationMs(name, d));
+  const ready = eitherName('readyTimeout', ms('readyTimeout', readyTimeout), 'readyTimeoutMs', o.readyTimeoutMs);
   if (ready !== undefined) out.readyTimeoutMs = ready;
-  const grace = eitherName('stopGrace', stopGrace === undefined ? undefined : durationMs('stopGrace', stopGrace), 'stopGraceMs', o.stopGraceMs);
+  const grace = eitherName('stopGrace', ms('stopGrace', stopGrace), 'stopGraceMs', o.stopGraceMs);
   if (grace !== undefined) out.stopGraceMs = grace;
   return out;
 }

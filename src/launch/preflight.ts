@@ -90,12 +90,6 @@ export function readLimits(): string | undefined {
   }
 }
 
-function checkSize(o: LaunchOptions, env: NodeJS.ProcessEnv, fill?: (text: string) => string): void {
-  const command = fill ? o.command.map(fill) : o.command;
-  const problem = execSizeProblem(command, env, readLimits(), o.command);
-  if (problem !== undefined) throw no(problem);
-}
-
 function checkCwd(cwd: string): void {
   let why: string | undefined;
   try {
@@ -173,5 +167,6 @@ export function preflight(o: LaunchOptions, fill?: (text: string) => string): vo
   const cwd = o.cwd ?? process.cwd();
   if (o.cwd !== undefined) checkCwd(o.cwd);
   if (o.command[0] !== undefined) checkProgram(o.command[0], cwd);
-  checkSize(o, o.env ?? process.env, fill);
+  const tooBig = execSizeProblem(fill ? o.command.map(fill) : o.command, o.env ?? process.env, readLimits(), o.command);
+  if (tooBig !== undefined) throw no(tooBig);
 }
