@@ -131,23 +131,8 @@ export function exitedWhileAsking(l: Life): boolean {
 
 /** LaunchHandle.phase of a state: a failure or a cleanup keeps the phase it came in. */
 export function phaseOf(l: Life): LaunchPhase {
-  switch (l.at) {
-    case 'preparing':
-      return 'reserve';
-    case 'held':
-      return 'spawn';
-    case 'spawned':
-    case 'answered':
-    case 'failing':
-    case 'ending':
-      return l.phase;
-    case 'ready':
-      return 'ready';
-    case 'stopping':
-      return 'stopping';
-    case 'ended':
-      return 'exited';
-  }
+  if ('phase' in l) return l.phase; // spawned, answered, failing, ending
+  return l.at === 'preparing' ? 'reserve' : l.at === 'held' ? 'spawn' : l.at === 'ended' ? 'exited' : l.at; // ready, stopping
 }
 
 function verdict(l: Life): Verdict {
