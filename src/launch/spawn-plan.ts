@@ -3,12 +3,10 @@ import { delimiter, join } from 'node:path';
 import type { Handoff } from './launch-api.js';
 
 /*
- * What exactly is exec'd: the user's argv (no shell), with `{port}`/`{host}` filled in, and
- * for fd handoff a tiny exec shim in front. The shim exists because Node can neither clear
- * O_NONBLOCK on the socket it hands over nor know the child's pid before exec: perl (in
- * Debian's essential perl-base) opens fds 3 … 2+LISTEN_FDS, makes each blocking as systemd
- * hands sockets over, keeps them inheritable, sets LISTEN_PID to its own pid and execs the
- * command, which keeps that pid.
+ * What exactly is exec'd: the user's argv (no shell), `{port}`/`{host}` filled in, and for fd handoff
+ * an exec shim in front, since Node can neither clear O_NONBLOCK on a handed socket nor know the
+ * child's pid before exec: perl (Debian's essential perl-base) makes fds 3 … 2+LISTEN_FDS blocking
+ * and inheritable, as systemd hands sockets over, sets LISTEN_PID to its own pid and execs the command.
  */
 
 export const PERL_SHIM = [

@@ -39,11 +39,7 @@ export function onChildExit(s: LaunchState): void {
   fail(s, EXIT.SOFTWARE, `${s.name}: the service ${how} before it was ready (phase ${s.phase})${hint}`);
 }
 
-/**
- * The listener audit, from ready until the end: what the tree listens on outside its set,
- * now and then on the shared rhythm of watchListeners (one table read per tick for every
- * launch of this process; each launch reads only its own members' fds).
- */
+/** The listener audit, from ready until the end: what the tree listens on outside its set, now and on watchListeners' rhythm. */
 export function startAudit(s: LaunchState): void {
   // A service without a port is audited too: every listener it opens is outside its set.
   if (!s.tree || finishing(s.life)) return;
@@ -85,7 +81,6 @@ function audit(s: LaunchState, snap: ListenSnapshot): void {
   const blockHint = stack ? 'ports: NAME: { block: N } in the stack file' : '--ports …=block:N';
   const portHint = stack ? 'ports: { NAME: 1 } in the stack file, then {ports.NAME} in its command' : undefined; // else auditListeners' --ports
   const hints = { block: blockHint, ...(stack ? { strays: 'strays: ephemeral in the stack file' } : {}) };
-  // One protocol per call: a finding is one port of one protocol.
   for (const [found, reported] of [[listeners, s.audited], [udpListeners, s.auditedUdp]] as const)
     report(s, own, auditListeners({ name: s.name, set: own, listeners: found, ephemeral: snap.ephemeral, reported, portHint }), reported, snap, hints);
 }
