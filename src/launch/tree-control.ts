@@ -64,15 +64,12 @@ export function treeSurvivors(s: LaunchState): TreeSurvivor[] {
   const out: TreeSurvivor[] = [];
   for (const m of s.tree.alive()) {
     const dir = join(s.procRoot, String(m.pid));
-    let state = '?';
-    let command = '';
     try {
-      state = parseStatIds(readFileSync(join(dir, 'stat'), 'latin1'))?.state ?? '?';
-      command = parseCmdline(readFileSync(join(dir, 'cmdline'), 'latin1')).join(' ');
+      const state = parseStatIds(readFileSync(join(dir, 'stat'), 'latin1'))?.state ?? '?';
+      out.push({ pid: m.pid, state, command: parseCmdline(readFileSync(join(dir, 'cmdline'), 'latin1')).join(' ') });
     } catch {
-      continue; // gone meanwhile
+      // gone meanwhile
     }
-    out.push({ pid: m.pid, state, command });
   }
   return out;
 }
