@@ -155,10 +155,8 @@ export async function finish(s: LaunchState): Promise<void> {
     // Learned ports are the launch's own, always: a restart may come back on others.
     await Promise.all(s.learnedLeases.map((r) => r.release()));
   } catch (e) {
-    s.warn(
-      `could not release the ` +
-        `lease${s.set ? 's of ports' : ' of port'} ${s.set ? s.set.assigned.map((a) => a.ports.join(',')).join(',') : s.port}: ${(e as Error).message}`,
-    );
+    const what = s.set ? `leases of ports ${s.set.assigned.map((a) => a.ports.join(',')).join(',')}` : `lease of port ${s.port}`;
+    s.warn(`could not release the ${what}: ${(e as Error).message}`);
   }
   // Before 'exited': once berth has seen its launches exit, no name of their leases is left in the namespace.
   await watchdogReleased;
