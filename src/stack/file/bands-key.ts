@@ -19,7 +19,6 @@ import { shownPath } from './shown-path.js';
 export interface BandsReader extends YamlReader {
   readonly file: string;
   readonly baseDir: string;
-  /** The stack file's text. */
   readonly text: string;
   /** The line of an offset, as the YAML line counter has it. */
   linePos(offset: number): number;

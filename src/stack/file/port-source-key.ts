@@ -95,7 +95,6 @@ function setSource(d: Draft, s: NonNullable<Draft['source']>, label: string, r: 
   return s;
 }
 
-
 /** Band lookup and window checks need the layout; everything else is checked across services. */
 export function resolvePorts(d: Draft, layout: Layout | undefined, layoutBroken: boolean, label: string, r: YamlReader): void {
   const s = d.source;

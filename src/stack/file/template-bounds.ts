@@ -65,7 +65,6 @@ function estimate(spans: readonly Span[], stack: unknown[], rules: ViewRules): {
       } else inner = v ? estimate(children, [...stack, v], rules) : { chars: 0 };
       if (inner.at) return { chars: Infinity, at: inner.at };
       chars += inner.chars;
-      if (chars > MAX_RENDERED_CHARS) return { chars, at: s };
     }
     if (chars > MAX_RENDERED_CHARS) return { chars, at: s };
   }
