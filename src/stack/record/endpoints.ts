@@ -130,13 +130,8 @@ export interface ReplicaUpdate {
 /** events.jsonl line (with its newline). Key order is fixed so lines read alike. */
 export function formatEvent(e: StackEvent): string {
   const o: Record<string, unknown> = { t: e.t, service: e.service, replica: e.replica, ...(e.node !== undefined ? { node: e.node } : {}), state: e.state };
-  if (e.generation !== undefined) o.generation = e.generation;
-  if (e.pid !== undefined) o.pid = e.pid;
-  if (e.port !== undefined) o.port = e.port;
-  if (e.code !== undefined) o.code = e.code;
-  if (e.signal !== undefined) o.signal = e.signal;
+  for (const k of ['generation', 'pid', 'port', 'code', 'signal', 'learned'] as const) if (e[k] !== undefined) o[k] = e[k];
   // Details quote failure reasons, which may quote a probe's command line or URL.
-  if (e.learned !== undefined) o.learned = e.learned;
   if (e.detail !== undefined) o.detail = redactText(e.detail);
   return JSON.stringify(o) + '\n';
 }
