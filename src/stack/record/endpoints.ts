@@ -169,10 +169,8 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   rec.state = u.state;
   const ev: StackEvent = { t, service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), state: u.state };
   if (rec.generation !== undefined) ev.generation = rec.generation;
-  const pid = u.pid ?? rec.pid;
-  const port = u.port ?? rec.port;
-  if (pid !== null) ev.pid = pid;
-  if (port !== null) ev.port = port;
+  if (rec.pid !== null) ev.pid = rec.pid;
+  if (rec.port !== null) ev.port = rec.port;
   if (u.code !== undefined) ev.code = u.code;
   if (u.signal !== undefined) ev.signal = u.signal;
   if (u.detail !== undefined) ev.detail = u.detail;
