@@ -19,7 +19,6 @@ import { shownPath } from './shown-path.js';
 export interface BandsReader extends YamlReader {
   readonly file: string;
   readonly baseDir: string;
-  /** The stack file's text. */
   readonly text: string;
   /** The line of an offset, as the YAML line counter has it. */
   linePos(offset: number): number;
@@ -71,13 +70,9 @@ export function readBandsKey(pair: Pair<unknown, unknown>, topItems: Pair<unknow
   const last = Math.max(first, r.linePos(Math.max(0, endOffset - 1)));
   const shared =
     r.reachesOutside(valueNode, first, last) || topItems.some((p) => p !== pair && r.lineOf(p.key as Node, 0) >= first && r.lineOf(p.key as Node, 0) <= last);
-  let text: string;
-  if (!shared) {
-    const lines = r.text.split('\n');
-    text = lines.map((l, i) => (i + 1 >= first && i + 1 <= last ? l : '')).join('\n');
-  } else {
-    text = `${'\n'.repeat(first - 1)}bands: ${JSON.stringify(r.plain(valueNode))}\n`;
-  }
+  const text = shared
+    ? `${'\n'.repeat(first - 1)}bands: ${JSON.stringify(r.plain(valueNode))}\n`
+    : r.text.split('\n').map((l, i) => (i + 1 >= first && i + 1 <= last ? l : '')).join('\n');
   try {
     return { ...parseLayout(text, r.file), source: r.file };
   } catch (e) {

@@ -45,16 +45,15 @@ export function readDependsOnKey(value: Node | null | undefined, line: number, l
       }
       const conditionNode = reader.deref(p.value as Node | null, at, label);
       const condition = scalarText(conditionNode);
-      if (condition === undefined || !(CONDITIONS as readonly string[]).includes(condition)) {
+      const known = condition !== undefined && (CONDITIONS as readonly string[]).includes(condition);
+      if (!known) {
         reader.add(
           reader.lineOf(conditionNode, at),
           `${label}: depends_on "${name}": the condition must be started, ready or completed, found ${kindOf(conditionNode)}`,
         );
-        // Kept (the stack is refused anyway) so its placeholders are not also reported as undeclared.
-        push(name, 'ready', at);
-        continue;
       }
-      push(name, condition as DependCondition, at);
+      // An unknown condition is kept as ready (the stack is refused anyway), so its placeholders are not also reported as undeclared.
+      push(name, known ? (condition as DependCondition) : 'ready', at);
     }
     return;
   }

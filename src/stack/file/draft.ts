@@ -20,7 +20,6 @@ export interface Draft {
     | { kind: 'none'; line: number };
   instance?: { n: number; line: number };
   portsLine?: number;
-  /** Line of `port: learn`. */
   learnLine?: number;
   /** `ports:` was broken: its names are unknown, so placeholders naming them are not checked. */
   portsBroken?: boolean;

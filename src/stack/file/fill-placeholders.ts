@@ -3,6 +3,7 @@ import { BerthError, EXIT } from '../../errors.js';
 import { endpointHostPort, endpointUrl, reachableHost, type Endpoint } from './endpoint.js';
 import { formatEntries, type ListEntry } from './list-format.js';
 import { describeTemplateError, parseTemplate, type OwnPart, type Placeholder } from './placeholders.js';
+import { rankFields } from './ranks.js';
 import type { ReplicaContext } from './replica-context.js';
 
 /* Placeholders (placeholders.ts) filled for one replica's start from its context (replica-context.ts). */
@@ -33,11 +34,8 @@ function fill(p: Placeholder, ctx: ReplicaContext, template: string): string {
       if (ctx.dir === undefined) throw notFilled(ctx, '{dir}', template, `, but replica ${ctx.replica} has no directory`);
       return ctx.dir;
     }
-    const rank = ctx.rank;
-    if (!rank) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no rank`);
-    if (p.field === 'node') return rank.node;
-    const { worldSize, localRank, nodeRank, nodeCount, generation } = rank;
-    return String({ rank: rank.rank, world_size: worldSize, local_rank: localRank, node_rank: nodeRank, node_count: nodeCount, generation }[p.field]);
+    if (!ctx.rank) throw notFilled(ctx, p.text, template, `, but replica ${ctx.replica} has no rank`);
+    return String(rankFields(ctx.rank)[p.field]);
   }
   if (p.kind === 'template') {
     const path = ctx.templates?.get(p.template);
@@ -129,9 +127,7 @@ export function resolveTemplate(template: string, ctx: ReplicaContext): string {
   if (errors.length > 0) {
     throw new BerthError(EXIT.DATAERR, `service "${ctx.name}": ${JSON.stringify(template)} ${describeTemplateError(errors[0]!)}`);
   }
-  let out = '';
-  for (const p of parts) out += typeof p === 'string' ? p : fill(p, ctx, template);
-  return out;
+  return parts.map((p) => (typeof p === 'string' ? p : fill(p, ctx, template))).join('');
 }
 
 /** A command's words with every placeholder filled; a {...LIST} word is one word per entry. */

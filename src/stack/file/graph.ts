@@ -77,16 +77,13 @@ export function conditionStatus(condition: DependCondition, replicas: readonly R
   if (replicas.some((r) => r.state === 'failed')) return 'never';
   switch (condition) {
     case 'started':
-      if (replicas.length > 0 && replicas.every((r) => STARTED.has(r.state))) return 'met';
-      return 'waiting';
+      return replicas.length > 0 && replicas.every((r) => STARTED.has(r.state)) ? 'met' : 'waiting';
     case 'ready':
       if (replicas.some((r) => r.state === 'exited' || r.state === 'stopping')) return 'never';
-      if (replicas.length > 0 && replicas.every((r) => r.state === 'ready')) return 'met';
-      return 'waiting';
+      return replicas.length > 0 && replicas.every((r) => r.state === 'ready') ? 'met' : 'waiting';
     case 'completed':
       if (replicas.some((r) => r.state === 'exited' && r.code !== 0)) return 'never';
-      if (replicas.length > 0 && replicas.every((r) => r.state === 'exited' && r.code === 0)) return 'met';
-      return 'waiting';
+      return replicas.length > 0 && replicas.every((r) => r.state === 'exited' && r.code === 0) ? 'met' : 'waiting';
   }
 }
 

@@ -12,8 +12,6 @@ import type { ServiceSpec } from './spec.js';
 
 type Nodes = NonNullable<ServiceSpec['nodes']>;
 
-const shown = (n: Nodes): string => `nodes: ${n}`;
-
 /** The value of `nodes:`; undefined when it is none of all, others, N ≥ 1. */
 export function readNodesKey(text: string | undefined): Nodes | undefined {
   const t = text?.trim();
@@ -40,7 +38,7 @@ export function checkNodes(services: readonly ServiceSpec[], add: (line: number,
       const where = target.nodes === 'others' ? 'the first node has none of it' : 'some of its nodes would have nothing to wait for';
       add(
         d.line,
-        `service "${s.name}": has ${shown(s.nodes)} but depends on "${d.service}" with ${shown(target.nodes)}: ${where}; give "${d.service}" nodes: all (or ` +
+        `service "${s.name}": has nodes: ${s.nodes} but depends on "${d.service}" with nodes: ${target.nodes}: ${where}; give "${d.service}" nodes: all (or ` +
           `at least the same nodes)`,
       );
     }

@@ -29,12 +29,13 @@ export function readSourceKey(
   fail: (msg: string, portsBroken?: boolean) => void,
   r: YamlReader,
 ): void {
+  const n = text === undefined ? undefined : toUint(text.trim());
   switch (key) {
     case 'band':
       if (text === undefined || text.trim() === '') fail(`band must be the name of a band of the layout, found ${kindOf(v)}`, true);
       else d.source = setSource(d, { kind: 'band', name: text.trim(), line: kLine }, label, r);
       break;
-    case 'port': {
+    case 'port':
       if (text?.trim() === 'learn') {
         // One port the service chooses: as `ports: { port: learn }`, its one entry named "port".
         if (d.portsLine !== undefined) fail('port: learn and ports: both name the ports; write NAME: learn inside ports: instead', true);
@@ -48,11 +49,9 @@ export function readSourceKey(
         d.source = setSource(d, { kind: 'none', line: kLine }, label, r);
         break;
       }
-      const n = text === undefined ? undefined : toUint(text.trim());
       if (n === undefined || n < 1 || n > 65535) fail(`port must be a TCP port 1-65535, "learn" (one the service chooses) or "none", found ${kindOf(v)}`, true);
       else d.source = setSource(d, { kind: 'port', port: n, line: kLine }, label, r);
       break;
-    }
     case 'ports': {
       if (d.learnLine !== undefined) {
         fail(`ports: and port: learn (line ${d.learnLine}) both name the ports; write NAME: learn inside ports: instead`, true);
@@ -76,12 +75,10 @@ export function readSourceKey(
       else d.source = setSource(d, { kind: 'range', range, line: kLine }, label, r);
       break;
     }
-    case 'instance': {
-      const n = text === undefined ? undefined : toUint(text.trim());
+    case 'instance':
       if (n === undefined) fail(`instance must be a whole number ≥ 0, found ${kindOf(v)}`, true);
       else d.instance = { n, line: kLine };
       break;
-    }
   }
 }
 
@@ -94,7 +91,6 @@ function setSource(d: Draft, s: NonNullable<Draft['source']>, label: string, r: 
   }
   return s;
 }
-
 
 /** Band lookup and window checks need the layout; everything else is checked across services. */
 export function resolvePorts(d: Draft, layout: Layout | undefined, layoutBroken: boolean, label: string, r: YamlReader): void {

@@ -63,9 +63,7 @@ export function readPortsKey(v: Node | null | undefined, line: number, label: st
   }
   // Shared entries are the service's, not the replica's: the primary port is the first of the rest.
   const first = entries.find((e) => e.kind !== 'shared');
-  const learnProblem = learnEntriesProblem(
-    entries.flatMap((e) => (e.kind === 'learn' ? [{ name: e.name, ...(e.pattern !== undefined ? { pattern: e.pattern } : {}) }] : [])),
-  );
+  const learnProblem = learnEntriesProblem(entries.filter((e) => e.kind === 'learn'));
   if (learnProblem !== undefined) {
     y.add(line, `${label}: ports: ${learnProblem}`);
     return undefined;

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { RankField } from './placeholders.js';
 import type { ServiceSpec } from './spec.js';
 
 /*
@@ -39,8 +40,7 @@ export function serviceNodes(spec: Pick<ServiceSpec, 'nodes'>, t: Topology): { f
   const total = t.nodes.length;
   const n = spec.nodes;
   if (n === undefined) return { first: t.nodeIndex, count: 1 };
-  // `nodes: others` (every node but the first) once the loader knows it.
-  if (String(n) === 'others') return { first: 1, count: Math.max(1, total - 1) };
+  if (n === 'others') return { first: 1, count: Math.max(1, total - 1) };
   return { first: 0, count: Math.max(1, n === 'all' ? total : Math.min(Number(n), total)) };
 }
 
@@ -69,4 +69,10 @@ export function rankEnv(r: Rank): Record<string, string> {
     BERTH_NODE: r.node,
     BERTH_GENERATION: String(r.generation),
   };
+}
+
+/** {rank} … {generation} and their template fields, by the names they are written with. */
+export function rankFields(r: Rank): Record<RankField, number | string> {
+  const { rank, worldSize, localRank, nodeRank, nodeCount, node, generation } = r;
+  return { rank, world_size: worldSize, local_rank: localRank, node_rank: nodeRank, node_count: nodeCount, node, generation };
 }

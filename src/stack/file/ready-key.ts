@@ -33,13 +33,9 @@ export function readReadyKey(written: string, line: number, label: string, draft
     for (const e of errors) reader.add(line, `${label}: ready ${describeTemplateError(e)}`);
     draft.templates.push({ where: 'ready', line, parts });
     if (errors.length > 0) return undefined;
-    let url: URL | undefined;
-    try {
-      url = new URL(sampleUrl(parts));
-    } catch {
-      url = undefined;
-    }
-    if (!url || url.hostname === '') return fail(`ready ${JSON.stringify(text)} is not a valid URL; expected http://HOST:{port}/PATH`);
+    const sample = sampleUrl(parts);
+    const valid = URL.canParse(sample) && new URL(sample).hostname !== '';
+    if (!valid) return fail(`ready ${JSON.stringify(text)} is not a valid URL; expected http://HOST:{port}/PATH`);
     return { kind: 'http', url: text };
   }
   return fail(`ready must be http://HOST:{port}/PATH, tcp, or cmd:COMMAND, found ${JSON.stringify(text)}`);

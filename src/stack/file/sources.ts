@@ -1,5 +1,4 @@
 import type { PortSource } from '../../allocate/allocation-types.js';
-import { BerthError, EXIT } from '../../errors.js';
 import type { HostSysctls } from '../../host/host-map.js';
 import { builtInLayout } from '../../layout/default-band.js';
 import { DEFAULT_BAND } from '../../layout/default-layout.js';
@@ -7,12 +6,10 @@ import { bandSource } from '../../source/resolve.js';
 import type { ServiceSpec, StackSpec } from './spec.js';
 
 /**
- * Where replica `replica` of a service takes its port from, or undefined when the service
- * has none. Replica r of a windowed band takes window (instance + r) — or, under
- * `replicas: gpus`, window (instance + g) for its GPU g, so jobs sharing a node, which Slurm
- * gives disjoint GPUs, never share a window. Other sources are
- * shared by all replicas (leases keep their ports distinct). The built-in default band
- * depends on the host, hence `host`.
+ * Where replica `replica` of a service takes its port from (undefined: none). Replica r of a
+ * windowed band takes window instance + r, or under `replicas: gpus` instance + g for its GPU g,
+ * so jobs sharing a node (Slurm gives them disjoint GPUs) never share a window. Other sources are
+ * shared by all replicas (leases keep their ports distinct); the built-in default band depends on `host`.
  */
 export function replicaSource(stack: StackSpec, service: ServiceSpec, replica: number, host: HostSysctls, gpu?: number): PortSource | undefined {
   const p = service.source;

@@ -116,9 +116,7 @@ function checkPortSet(draft: Draft, add: (line: number, text: string) => void): 
   }
   const band = src.kind === 'band' ? src.band : undefined;
   if (windows.length > 0 && band?.window === undefined) {
-    let where = 'the built-in default band has no window';
-    if (band) where = `band "${band.name}" has no window`;
-    else if (src.kind === 'range') where = "a range is no one's window";
+    const where = band ? `band "${band.name}" has no window` : src.kind === 'range' ? "a range is no one's window" : 'the built-in default band has no window';
     return say(`"${windows[0]!.name}" is { block: window }, the replica's band window, but ${where}; use a band with "window:" or { block: N }`);
   }
   if (band?.window !== undefined) {

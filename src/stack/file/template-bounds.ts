@@ -1,12 +1,10 @@
 /*
- * Bounds on what a config template may render to. Nested list sections
- * multiply: 40 nested {{#e.replicas}} over 2 replicas render 2^40 copies, which would pin a
- * core with every signal waiting behind the synchronous render, and 5,000 levels overflow
- * the stack. Both are found from the parsed template and the context before anything is
- * rendered, in time linear in the template: nesting deeper than MAX_SECTION_DEPTH, or an
- * output estimated over MAX_RENDERED_CHARS (a list section counts its body once per entry).
- * The stack's load-time check runs the same test on a stand-in context with the real
- * replica counts, so such a template is refused (65, naming its line) before anything starts.
+ * Bounds on what a config template may render to. Nested list sections multiply: 40 nested
+ * {{#e.replicas}} over 2 replicas render 2^40 copies (a core pinned, every signal waiting behind
+ * the synchronous render), and 5,000 levels overflow the stack. Both are found before rendering,
+ * in time linear in the template: nesting deeper than MAX_SECTION_DEPTH, or an output estimated
+ * over MAX_RENDERED_CHARS (a list section counts its body once per entry). The stack's load-time
+ * check runs the same test on a stand-in context with the real replica counts (65, naming its line).
  */
 
 import { lineIndex } from '../../util/line-index.js';
@@ -65,7 +63,6 @@ function estimate(spans: readonly Span[], stack: unknown[], rules: ViewRules): {
       } else inner = v ? estimate(children, [...stack, v], rules) : { chars: 0 };
       if (inner.at) return { chars: Infinity, at: inner.at };
       chars += inner.chars;
-      if (chars > MAX_RENDERED_CHARS) return { chars, at: s };
     }
     if (chars > MAX_RENDERED_CHARS) return { chars, at: s };
   }

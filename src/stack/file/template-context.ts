@@ -1,5 +1,6 @@
 import { portValue, type AssignedPorts } from '../../allocate/port-set.js';
 import { endpointHostPort, reachableHost, type Endpoint } from './endpoint.js';
+import { rankFields } from './ranks.js';
 import type { ReplicaContext, SharedPorts } from './replica-context.js';
 import { schemeUrl } from './server-keys.js';
 
@@ -182,17 +183,7 @@ export function templateContext(rc: ReplicaContext): TemplateContext {
     ports: templatePorts(rc.ports, rc.host, rc.sharedHosts),
     services,
   };
-  const r = rc.rank;
-  if (r)
-    Object.assign(ctx, {
-      rank: r.rank,
-      world_size: r.worldSize,
-      local_rank: r.localRank,
-      node_rank: r.nodeRank,
-      node_count: r.nodeCount,
-      node: r.node,
-      generation: r.generation,
-    });
+  if (rc.rank) Object.assign(ctx, rankFields(rc.rank));
   if (rc.port !== undefined) {
     ctx.port = rc.port;
     ctx.hostport = endpointHostPort({ host: rc.host, port: rc.port });

@@ -130,13 +130,8 @@ export interface ReplicaUpdate {
 /** events.jsonl line (with its newline). Key order is fixed so lines read alike. */
 export function formatEvent(e: StackEvent): string {
   const o: Record<string, unknown> = { t: e.t, service: e.service, replica: e.replica, ...(e.node !== undefined ? { node: e.node } : {}), state: e.state };
-  if (e.generation !== undefined) o.generation = e.generation;
-  if (e.pid !== undefined) o.pid = e.pid;
-  if (e.port !== undefined) o.port = e.port;
-  if (e.code !== undefined) o.code = e.code;
-  if (e.signal !== undefined) o.signal = e.signal;
+  for (const k of ['generation', 'pid', 'port', 'code', 'signal', 'learned'] as const) if (e[k] !== undefined) o[k] = e[k];
   // Details quote failure reasons, which may quote a probe's command line or URL.
-  if (e.learned !== undefined) o.learned = e.learned;
   if (e.detail !== undefined) o.detail = redactText(e.detail);
   return JSON.stringify(o) + '\n';
 }
@@ -174,10 +169,8 @@ export function applyUpdate(table: EndpointRecord[], u: ReplicaUpdate, now: Date
   rec.state = u.state;
   const ev: StackEvent = { t, service: u.service, replica: u.replica, ...(u.node !== undefined ? { node: u.node } : {}), state: u.state };
   if (rec.generation !== undefined) ev.generation = rec.generation;
-  const pid = u.pid ?? rec.pid;
-  const port = u.port ?? rec.port;
-  if (pid !== null) ev.pid = pid;
-  if (port !== null) ev.port = port;
+  if (rec.pid !== null) ev.pid = rec.pid;
+  if (rec.port !== null) ev.port = rec.port;
   if (u.code !== undefined) ev.code = u.code;
   if (u.signal !== undefined) ev.signal = u.signal;
   if (u.detail !== undefined) ev.detail = u.detail;

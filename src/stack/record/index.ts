@@ -2,10 +2,9 @@
  * record/: what a run leaves and shows. The run directory (stack-run-dir.ts: endpoints.json,
  * events.jsonl, logs/, diagnostics/; made by create-stack-run-dir.ts) and its records
  * (endpoints.ts), how a run ended (result.ts), the writes that failed while it ran
- * (write-failures.ts: a full disk), the
- * console on stderr (stack-console.ts with status-view.ts and the replicas' prefixed output,
- * replica-output.ts), what `berth up` says (stack-messages.ts),
- * and the watchdog's mark on a run whose berth died (run-gone.ts).
+ * (write-failures.ts: a full disk), the console on stderr (stack-console.ts with status-view.ts
+ * and the replicas' prefixed output, replica-output.ts), what `berth up` says
+ * (stack-messages.ts), and the watchdog's mark on a run whose berth died (run-gone.ts).
  * Writes and shows; decides nothing about the run.
  * May import: ../file/ and src/launch, src/allocate (types), src/util, src/errors; never
  * ../run/ or ../multi-node/.

@@ -179,9 +179,7 @@ export class StatusView {
     }
     if (row.state !== e.state) row.since = Date.parse(e.t);
     row.state = e.state;
-    if (e.port !== undefined) row.port = e.port;
-    if (e.pid !== undefined) row.pid = e.pid;
-    if (e.generation !== undefined) row.generation = e.generation;
+    for (const k of ['port', 'pid', 'generation'] as const) if (e[k] !== undefined) row[k] = e[k];
     if (this.live) this.redrawSoon();
     else {
       this.lines.push(formatEventLine(e) + '\n');
