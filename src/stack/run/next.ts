@@ -9,10 +9,7 @@ import type { StackRun } from './stack-run.js';
 import { startAttempt } from './start-attempt.js';
 import { beginTeardown } from './teardown.js';
 
-/*
- * What comes next in a running stack, decided in one place: the phases record what happened
- * to a replica and report it here (StackRun.next); only this starts, restarts or ends.
- */
+/* The one place that starts, restarts or ends (index.ts): the phases report here through StackRun.next. */
 export function next(st: StackRun, h: Happened): void {
   switch (h.kind) {
     case 'progress': {
