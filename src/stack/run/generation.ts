@@ -4,6 +4,7 @@ import type { NamedReservation } from '../../allocate/reserve-named.js';
 import { portsStillHeld, survivorsOf, survivorText } from './generation-gone.js';
 import { endAbandoned, firstLine, type Replica, type Service } from './replica.js';
 import { orphanLines } from './orphans.js';
+import { releaseOrWarn } from './release.js';
 import { reserveNextShared } from './reserve-ports.js';
 import { reholdSingles } from './restart.js';
 import type { StackRun } from './stack-run.js';
@@ -132,12 +133,5 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
 
 /** Gives back the reservations of `set` that `keep` does not claim, with a warning when that fails. */
 async function giveBack(st: StackRun, set: NamedReservation | undefined, keep: (r: NamedReservation['reservations'][number]) => boolean): Promise<void> {
-  for (const r of set?.reservations ?? []) {
-    if (keep(r)) continue;
-    try {
-      await r.release();
-    } catch (e) {
-      st.warn(`could not release port ${r.ports[0]}: ${(e as Error).message}`);
-    }
-  }
+  for (const r of set?.reservations ?? []) if (!keep(r)) await releaseOrWarn(st, () => r.release(), `port ${r.ports[0]}`);
 }
