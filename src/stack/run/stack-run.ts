@@ -147,10 +147,15 @@ export class StackRun {
 
   private emit(ev: StackEvent, shown: boolean): void {
     if (shown) this.console.event(ev);
+    this.callerHook(() => this.o.onEvent?.(ev));
+  }
+
+  /** Calls the caller's onEvent, onReady or onReserved. */
+  callerHook(call: () => void): void {
     try {
-      this.o.onEvent?.(ev);
+      call();
     } catch {
-      // a caller's listener must not break the stack
+      // the caller's problem: it must not break the stack
     }
   }
 
