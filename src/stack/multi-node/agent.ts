@@ -37,6 +37,7 @@ export interface AgentOptions extends Pick<RunStackOptions, 'env' | 'procRoot' |
 
 /** Resolves with the exit status: 0 when stopped on request or done, its stack's status when it failed. */
 export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number> {
+  const { runDir: _d, follow: _f, control: _c, stderr: _s, env: _e, ...passed } = o;
   const env = o.env ?? process.env;
   const slurm = readSlurmEnv(env);
   if (!slurm || slurm.nodeList.length === 0 || slurm.nodeName === undefined) {
@@ -188,9 +189,7 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
           } else publishSoon();
         },
         ...(local.length > 0 ? { externalServices: graphNodes(local) } : {}),
-        ...(o.procRoot !== undefined ? { procRoot: o.procRoot } : {}),
-        ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}),
-        ...(o.probeTimeoutMs !== undefined ? { probeTimeoutMs: o.probeTimeoutMs } : {}),
+        ...passed,
       },
     );
   } catch (e) {
@@ -220,36 +219,32 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
   // A job whose every rank here exited 0: this node is done (berth up ends the stack once every node is).
   const done = result.reason === 'job' && result.exitCode === 0;
   const jobFailed = result.reason === 'job' && result.exitCode !== 0;
+  const job = jobFailed ? result.job : undefined;
+  const log = job ? join(h.runDir, 'logs', `${job.service}-${job.replica}`) : '';
+  const failure: NodeFile['failure'] =
+    failed && f
+      ? {
+          service: f.service,
+          replica: f.replica,
+          exitCode: f.exitCode,
+          reason: redactText(f.reason),
+          logs: f.logs,
+          ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}),
+        }
+      : job
+        ? {
+            service: job.service,
+            replica: job.replica,
+            exitCode: result.exitCode,
+            reason: job.signal ? `was killed by ${job.signal}` : `exited with status ${job.status}`,
+            logs: { out: `${log}.out`, err: `${log}.err` },
+          }
+        : undefined;
   publish({
     state: failed || jobFailed ? 'failed' : done ? 'done' : 'stopped',
     exitCode: result.exitCode,
     replicas: reps,
-    ...(failed && f
-      ? {
-          failure: {
-            service: f.service,
-            replica: f.replica,
-            exitCode: f.exitCode,
-            reason: redactText(f.reason),
-            logs: f.logs,
-            ...(f.diagnostics ? { diagnostics: f.diagnostics } : {}),
-          },
-        }
-      : {}),
-    ...(jobFailed && result.job
-      ? {
-          failure: {
-            service: result.job.service,
-            replica: result.job.replica,
-            exitCode: result.exitCode,
-            reason: result.job.signal ? `was killed by ${result.job.signal}` : `exited with status ${result.job.status}`,
-            logs: {
-              out: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.out`),
-              err: join(h.runDir, 'logs', `${result.job.service}-${result.job.replica}.err`),
-            },
-          },
-        }
-      : {}),
+    ...(failure ? { failure } : {}),
   });
   // Stopped on request, or done, is a normal end for an agent.
   return failed || jobFailed ? result.exitCode : 0;

@@ -1,9 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import type { RunStackOptions } from '../run/orchestrate.js';
-import { makeRunDir, PREVIOUS_RUN } from '../record/create-stack-run-dir.js';
-import { nodesDir } from './node-files.js';
 
-/* What berth up of a multi-node stack is given (coordinator.ts), and the run directory it makes first. */
+/* What berth up of a multi-node stack is given (coordinator.ts). */
 
 export interface MultiNodeOptions extends RunStackOptions {
   /** The stack file as the agents open it (absolute: they may start elsewhere). */
@@ -19,11 +16,3 @@ export interface MultiNodeOptions extends RunStackOptions {
    */
   pollMs?: number;
 }
-
-/** The run directory, made before any agent starts: a used one would have them run for nothing. */
-export function makeCoordinatorRunDir(o: MultiNodeOptions): string {
-  const path = makeRunDir({ ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) }, [...PREVIOUS_RUN, 'nodes']);
-  mkdirSync(nodesDir(path), { mode: 0o700 });
-  return path;
-}
-

@@ -1,6 +1,7 @@
+import { mkdirSync } from 'node:fs';
 import { BerthError, EXIT } from '../../errors.js';
 import { signalNumber } from '../../launch/launch.js';
-import { AGENT_GENERATION_ENV, readNodeFiles, writeCoordinatorFile, type NodeFile } from './node-files.js';
+import { AGENT_GENERATION_ENV, nodesDir, readNodeFiles, writeCoordinatorFile, type NodeFile } from './node-files.js';
 import { compressHostlist } from '../../slurm/hostlist.js';
 import { nodeAddresses } from '../../slurm/nodes.js';
 import { requireSlurmProgram } from '../../slurm/programs.js';
@@ -8,13 +9,14 @@ import { deferred } from '../../util/deferred.js';
 import { selfArgv } from '../../util/self.js';
 import { runStack, type StackHandle, type StackResult } from '../run/orchestrate.js';
 import { endpointHostPort, endpointUrl } from '../file/endpoint.js';
+import { makeRunDir, PREVIOUS_RUN } from '../record/create-stack-run-dir.js';
 import type { EndpointsDocument } from '../record/endpoints.js';
 import type { StackSpec } from '../file/spec.js';
 import { AgentsStep } from './agents-step.js';
 import { FirstNodeRecord } from './first-node-record.js';
 import { failedNode, failedResult, firstFailure, nodeFailureResult, type NodeFailure } from './node-failure.js';
 import { JobGenerations } from './job-generations.js';
-import { makeCoordinatorRunDir, type MultiNodeOptions } from './coordinator-options.js';
+import type { MultiNodeOptions } from './coordinator-options.js';
 import { NodeMirror } from './node-mirror.js';
 import { endpointOnNode, externalEndpoints, graphNodes, onNode, type NodePlan } from './plan.js';
 
@@ -67,7 +69,10 @@ class MultiNodeStack {
     private readonly plan: NodePlan,
     private readonly o: MultiNodeOptions,
   ) {
-    this.runDir = makeCoordinatorRunDir(o);
+    // Made before any agent starts: a used one would have them run for nothing.
+    const where = { ...(o.runDir !== undefined ? { dir: o.runDir } : {}), ...(o.cwd !== undefined ? { cwd: o.cwd } : {}) };
+    this.runDir = makeRunDir(where, [...PREVIOUS_RUN, 'nodes']);
+    mkdirSync(nodesDir(this.runDir), { mode: 0o700 });
     this.out = new FirstNodeRecord(spec.file, this.runDir, o);
     const jobs = plan.nodeServices.filter((s) => s.job);
     this.jobNodes = plan.nodes.filter((_, i) => jobs.some((s) => onNode(s.nodes!, i, plan.nodes.length)));
@@ -85,7 +90,7 @@ class MultiNodeStack {
           this.startAgents();
         },
         stopping: () => this.stopping !== undefined,
-        nodeFiles: () => this.readNodesQuiet(),
+        nodeFiles: () => readNodeFiles(this.runDir, this.plan.agentNodes),
       },
       this.jobNodes,
     );
@@ -145,7 +150,7 @@ class MultiNodeStack {
 
   /** Node files now; records the first failed node (or agents that ended unasked) in nodeFailure. */
   private readNodes(): Map<string, NodeFile> {
-    const files = this.readNodesQuiet();
+    const files = readNodeFiles(this.runDir, this.plan.agentNodes);
     if (this.nodeFailure) return files;
     const w = { generation: this.gens.generation, step: this.step, agentNodes: this.plan.agentNodes, stopAsked: this.agentsStopAsked };
     this.nodeFailure = failedNode(files, { ...w, allDone: this.allDone(files) });
@@ -271,7 +276,8 @@ class MultiNodeStack {
       return { exitCode: 0, reason: 'job', job: { service: job.name, replica: 0, status: 0, code: 0, signal: null }, runDir: this.runDir };
     }
     if (localResult) return localResult;
-    return this.stoppedResult();
+    const sig = this.stopping?.signal;
+    return { exitCode: sig ? 128 + signalNumber(sig) : 0, reason: sig ? 'signal' : 'stopped', ...(sig ? { signal: sig } : {}), runDir: this.runDir };
   }
 
   /** One agents step: this generation of the job (BERTH_AGENT_GENERATION), the log read from where it stands. */
@@ -283,15 +289,6 @@ class MultiNodeStack {
     this.agentsStartedAt = performance.now();
     this.agentsStopAsked = false;
     this.step.start();
-  }
-
-  private readNodesQuiet(): Map<string, NodeFile> {
-    return readNodeFiles(this.runDir, this.plan.agentNodes);
-  }
-
-  private stoppedResult(): StackResult {
-    const sig = this.stopping?.signal;
-    return { exitCode: sig ? 128 + signalNumber(sig) : 0, reason: sig ? 'signal' : 'stopped', ...(sig ? { signal: sig } : {}), runDir: this.runDir };
   }
 
   /** `--follow`: the agents' output (their services' lines, their messages), each line prefixed with its node. */

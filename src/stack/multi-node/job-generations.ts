@@ -95,7 +95,6 @@ export class JobGenerations {
     this.waiting = undefined;
     // The old generation's agents are gone, and their leases with them: its shared ports are held here.
     this.held = await holdOldPorts(fresh, `${this.host.label}:${job.name}/generation ${generation - 1}`);
-    // Kept as nodes/<node>.g<N>.json: nothing reads their ports as the next generation's.
     for (const n of this.host.plan.agentNodes) archiveNodeFile(this.host.runDir, n, generation - 1);
     this.generation = generation;
     this.host.startAgents(generation);

@@ -58,7 +58,7 @@ export function nodeFailureResult(plan: NodePlan, runDir: string, nf: NodeFailur
       ...(same && f.diagnostics ? { diagnostics: f.diagnostics } : {}),
     });
   }
-  const failure: StackFailure = {
+  return failedResult(runDir, {
     service: f?.service ?? '(agent)',
     replica: f?.replica ?? 0,
     // A failed node is never a success: an agent that stopped on srun's end says 0.
@@ -66,8 +66,7 @@ export function nodeFailureResult(plan: NodePlan, runDir: string, nf: NodeFailur
     reason: `on node ${nf.node}: ${nf.why}`,
     logs: f?.logs ?? { out: join(runDir, 'agents.log'), err: join(runDir, 'agents.log') },
     ...(f?.diagnostics ? { diagnostics: f.diagnostics } : {}),
-  };
-  return failedResult(runDir, failure);
+  });
 }
 
 export interface NodeWatch {

@@ -52,10 +52,7 @@ export interface NodeFile {
   services: Record<string, NodeEndpoint[]>;
   /** Every replica of the node with its state, kept current while the agent runs. */
   replicas?: NodeReplica[];
-  /**
-   * Every replica's leased endpoints of this node's services (host as it binds), once leased
-   * and before any starts: agents of a service that names itself wait for every node's (peer-wait.ts).
-   */
+  /** Its replicas' leased endpoints (host as bound), before any starts: a service that names itself waits for every node's (peer-wait.ts). */
   peers?: Record<string, NodeEndpoint[]>;
   /** Shared ports (`NAME: shared`) this node leased for services whose rank 0 runs here, once leased. */
   shared?: Record<string, SharedPorts>;
@@ -66,9 +63,8 @@ export interface NodeFile {
    */
   rankFailure?: { service: string; replica: number; rank: number; status: number; t: string; generation?: number };
   /**
-   * A job restarted as a group: the last generation proven gone on this node (no process of
-   * any rank's tree, nothing on its ports). The node then waits for berth up's word to start
-   * the next one, whose shared ports (leased here when rank 0 is) are already in `shared`.
+   * A job restarted as a group: the last generation proven gone here (no process of any rank's tree, nothing on its ports).
+   * The node then waits for berth up's `start`; the next one's shared ports (leased here when rank 0 is) are in `shared`.
    */
   gone?: number;
   /** When it ended: the agent's exit status. */
@@ -103,13 +99,18 @@ export function writeCoordinatorFile(runDir: string, f: CoordinatorFile): void {
   writeFileAtomic(coordinatorFilePath(runDir), JSON.stringify(f, null, 2) + '\n', 0o600);
 }
 
-export function readCoordinatorFile(runDir: string): CoordinatorFile | undefined {
+/** A JSON file of the run directory, or undefined while it does not exist (yet), cannot be parsed or is not what `ok` wants. */
+function readJson<T>(path: string, ok: (v: T) => boolean): T | undefined {
   try {
-    const v = JSON.parse(readFileSync(coordinatorFilePath(runDir), 'utf8')) as CoordinatorFile;
-    return v && typeof v.address === 'string' ? v : undefined;
+    const v = JSON.parse(readFileSync(path, 'utf8')) as T;
+    return v && ok(v) ? v : undefined;
   } catch {
     return undefined;
   }
+}
+
+export function readCoordinatorFile(runDir: string): CoordinatorFile | undefined {
+  return readJson<CoordinatorFile>(coordinatorFilePath(runDir), (v) => typeof v.address === 'string');
 }
 
 export function writeNodeFile(runDir: string, f: NodeFile): void {
@@ -121,10 +122,7 @@ export function keepNodeFile(runDir: string, f: NodeFile, generation: number): v
   writeFileAtomic(nodeFilePath(runDir, f.node).replace(/\.json$/, `.g${generation}.json`), JSON.stringify(f, null, 2) + '\n', 0o600);
 }
 
-/**
- * A job's generation is over on every node (its agents are gone): its node file becomes
- * nodes/<node>.g<N>.json, kept as evidence, and nothing reads its ports as the next generation's.
- */
+/** A generation over on every node (its agents gone): its node file kept as keepNodeFile's, so nothing reads its ports as the next's. */
 export function archiveNodeFile(runDir: string, node: string, generation: number): void {
   const path = nodeFilePath(runDir, node);
   try {
@@ -134,14 +132,8 @@ export function archiveNodeFile(runDir: string, node: string, generation: number
   }
 }
 
-/** The node file, or undefined while it does not exist (yet) or cannot be parsed. */
 export function readNodeFile(runDir: string, node: string): NodeFile | undefined {
-  try {
-    const v = JSON.parse(readFileSync(nodeFilePath(runDir, node), 'utf8')) as NodeFile;
-    return v && typeof v === 'object' && typeof v.state === 'string' ? v : undefined;
-  } catch {
-    return undefined;
-  }
+  return readJson<NodeFile>(nodeFilePath(runDir, node), (v) => typeof v === 'object' && typeof v.state === 'string');
 }
 
 /** The node files there are now, deciding nothing. */

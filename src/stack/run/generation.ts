@@ -4,7 +4,9 @@ import type { NamedReservation } from '../../allocate/reserve-named.js';
 import { portsStillHeld, survivorsOf, survivorText } from './generation-gone.js';
 import { endAbandoned, firstLine, type Replica, type Service } from './replica.js';
 import { orphanLines } from './orphans.js';
+import { releaseOrWarn } from './release.js';
 import { reserveNextShared } from './reserve-ports.js';
+import { reholdSingles } from './restart.js';
 import type { StackRun } from './stack-run.js';
 
 /*
@@ -105,7 +107,10 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
     st.run.shared[svc.spec.name] = go.shared;
   }
   // A rank's own singles were handed over: held again for its next start, as a restart's are.
-  for (const rep of svc.replicas) for (const r of rep.set?.reservations ?? []) if (!r.block) await rehold(st, rep, r);
+  for (const rep of svc.replicas) {
+    const taken = await reholdSingles(rep);
+    if (taken) st.failStack(rep, taken.exitCode, `generation ${svc.generation + 1}: cannot come back on its ports: ${firstLine(taken.message)}`);
+  }
   if (st.ending) {
     for (const rep of svc.replicas) endAbandoned(rep);
     return;
@@ -128,21 +133,5 @@ async function nextGeneration(st: StackRun, svc: Service, exits: Promise<unknown
 
 /** Gives back the reservations of `set` that `keep` does not claim, with a warning when that fails. */
 async function giveBack(st: StackRun, set: NamedReservation | undefined, keep: (r: NamedReservation['reservations'][number]) => boolean): Promise<void> {
-  for (const r of set?.reservations ?? []) {
-    if (keep(r)) continue;
-    try {
-      await r.release();
-    } catch (e) {
-      st.warn(`could not release port ${r.ports[0]}: ${(e as Error).message}`);
-    }
-  }
-}
-
-async function rehold(st: StackRun, rep: Replica, r: NamedReservation['reservations'][number]): Promise<void> {
-  try {
-    await r.rehold();
-  } catch (e) {
-    const err = e instanceof BerthError ? e : new BerthError(EXIT.SOFTWARE, String(e));
-    st.failStack(rep, err.exitCode, `generation ${rep.svc.generation + 1}: cannot come back on its ports: ${firstLine(err.message)}`);
-  }
+  for (const r of set?.reservations ?? []) if (!keep(r)) await releaseOrWarn(st, () => r.release(), `port ${r.ports[0]}`);
 }

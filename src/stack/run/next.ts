@@ -9,10 +9,7 @@ import type { StackRun } from './stack-run.js';
 import { startAttempt } from './start-attempt.js';
 import { beginTeardown } from './teardown.js';
 
-/*
- * What comes next in a running stack, decided in one place: the phases record what happened
- * to a replica and report it here (StackRun.next); only this starts, restarts or ends.
- */
+/* The one place that starts, restarts or ends (index.ts): the phases report here through StackRun.next. */
 export function next(st: StackRun, h: Happened): void {
   switch (h.kind) {
     case 'progress': {
@@ -56,12 +53,10 @@ export function next(st: StackRun, h: Happened): void {
         st.update(rep, { state: 'failed', code: status, ...(info.signal ? { signal: info.signal } : {}), detail: `${how}; its generation ends` });
         return endGeneration(st, rep.svc, rep, how);
       }
-      // A rank of a job that restarts as a group stays open until the job ends: a later
-      // generation may start it again.
+      // A rank of a job that restarts as a group stays open until the job ends: a later generation may start it.
       const group = restartsAsGroup(rep.svc);
       rankEnded(st, rep, info, !group);
-      // The first failed rank ends the stack, so none is left waiting in a collective for
-      // the dead one; rank 0 ending first is no success.
+      // The first failed rank ends the stack (none left waiting in a collective for it); rank 0 ending first is no success.
       if (status !== 0 || rep.svc.replicas.every((r) => r.final)) {
         if (group) for (const r of rep.svc.replicas) if (r.final) endReplica(r);
         recordJobEnd(st, rep, info);

@@ -7,11 +7,7 @@ import { StackRun } from './stack-run.js';
 import type { RunStackOptions, StackHandle } from './stack-handle.js';
 import { stop } from './teardown.js';
 
-/*
- * `berth up`: every replica of every service is one launch() on ports reserved up front
- * (or a portless launch), so a stack either gets all its ports or starts nothing. The phases
- * (index.ts names them) report what happened; next.ts decides what follows.
- */
+/* `berth up`: every replica of every service is one launch(), on ports reserved up front (reserve-ports.ts). */
 
 export type { RunStackOptions, StackFailure, StackHandle, StackResult } from './stack-handle.js';
 

@@ -65,9 +65,8 @@ export function onRunnerEvent(st: StackRun, rep: Replica, attempt: number, e: La
       st.writeFailures.report(e.path, e.error, `the rest of ${rep.label}'s output is not in it`);
       break;
     case 'audit': {
-      // The console heard them once, as a 'warning' (or not at all: acknowledged by `strays:`):
-      // here they become the replica's record, events.jsonl's detail and endpoints.json, and
-      // are not printed again. Each port once per replica, though every attempt reports its own.
+      // Said once already, as a 'warning' (or not at all: acknowledged by `strays:`): recorded here, not printed again;
+      // each port once per replica, though every attempt reports its own.
       for (const l of e.listeners) if (!rep.unexpected.some((u) => u.port === l.port)) rep.unexpected.push(l);
       const ack = e.listeners.filter((l) => l.acknowledged).map((l) => l.port);
       const note = ack.length > 0 ? ` (acknowledged by strays: ${ack.join(', ')})` : '';

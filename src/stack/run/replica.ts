@@ -19,10 +19,7 @@ export interface Replica {
   source: PortSource | undefined;
   /** The primary port (the set's first entry). */
   port: number | undefined;
-  /**
-   * Its port set, leased from the start of the stack to its teardown: launch() hands the
-   * singles over and keeps the leases (keepReservation); a restart re-holds them.
-   */
+  /** Its port set, leased until the teardown: launch() hands the singles over (keepReservation), a restart re-holds them. */
   set: NamedReservation | undefined;
   /** Ports it chose itself, as its current attempt's launch learned them (`learn` entries); empty until then. */
   learned: AssignedPorts[];
@@ -69,10 +66,7 @@ export interface Service {
   generation: number;
   /** Its generation is ending (generation.ts): every rank is being stopped, the next one comes. */
   generationEnding: boolean;
-  /**
-   * Its shared ports (`NAME: shared`), once leased: `set` when leased here (held until
-   * replica 0 starts, leased until the teardown), without it when replica 0's node leased them.
-   */
+  /** Its shared ports once leased: `set` when leased here (held until replica 0 starts), none when replica 0's node leased them. */
   shared?: { host: string; assigned: AssignedPorts[]; set?: NamedReservation };
 }
 
@@ -123,11 +117,7 @@ export function makeService(spec: ServiceSpec, console: StackConsole, follow: bo
   return svc;
 }
 
-/**
- * A job of many ranks (replicas on this host, or ranks on several nodes) with restart:
- * on-failure: its ranks restart together, as the next generation (generation.ts; across
- * nodes the coordinator's), never one alone.
- */
+/** A job of many ranks (here, or on several nodes) with restart: on-failure: they restart together, as the next generation. */
 export function restartsAsGroup(svc: Service): boolean {
   const s = svc.spec;
   return s.job && s.restart.policy === 'on-failure' && (svc.replicas.length > 1 || s.nodes !== undefined);

@@ -96,11 +96,7 @@ export async function reserveStackPorts(st: StackRun): Promise<boolean> {
     if (rep.set && rep.svc.spec.ports[0]?.kind !== 'learn') rep.port = rep.set.assigned[0]!.ports[0];
     st.update(rep, { state: 'pending', ...(rep.port !== undefined ? { port: rep.port } : {}), ...(rep.set ? { ports: rep.set.assigned } : {}) });
   }
-  try {
-    st.o.onReserved?.(st.run.endpointsDocument());
-  } catch {
-    // the caller's problem, not the stack's
-  }
+  st.callerHook(() => st.o.onReserved?.(st.run.endpointsDocument()));
   return true;
 }
 

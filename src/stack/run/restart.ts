@@ -45,10 +45,10 @@ export function restart(st: StackRun, rep: Replica, reason: string): void {
     if (st.ending) return endAbandoned(rep);
     // Its single ports held again at once, so nothing takes them during the pause; one that
     // someone holds now gets the pause to be let go (a client's brief bind), then it counts.
-    let taken = await rehold(rep);
+    let taken = await reholdSingles(rep);
     await st.sleep(delay);
     if (st.ending) return endAbandoned(rep);
-    if (taken) taken = await rehold(rep);
+    if (taken) taken = await reholdSingles(rep);
     if (taken) {
       const why = `restart: cannot come back on its ports: ${firstLine(taken.message)}`;
       st.update(rep, { state: 'failed', code: taken.exitCode, detail: why });
@@ -63,7 +63,7 @@ export function restart(st: StackRun, rep: Replica, reason: string): void {
  * A restart keeps its ports: dependents were given its address. The error (69, naming whoever
  * took a port meanwhile) when one cannot be held again: the replica fails rather than moving silently.
  */
-async function rehold(rep: Replica): Promise<BerthError | undefined> {
+export async function reholdSingles(rep: Replica): Promise<BerthError | undefined> {
   try {
     for (const r of rep.set?.reservations ?? []) if (!r.block) await r.rehold();
     return undefined;

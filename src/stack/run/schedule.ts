@@ -57,10 +57,6 @@ export function noticeReady(st: StackRun): void {
   if (!up) return;
   st.stackReadyMs = performance.now() - st.t0;
   const doc = st.run.endpointsDocument();
-  try {
-    st.o.onReady?.(doc);
-  } catch {
-    // the caller's problem, not the stack's
-  }
+  st.callerHook(() => st.o.onReady?.(doc));
   st.whenReady.resolve(doc);
 }

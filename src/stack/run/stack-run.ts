@@ -19,10 +19,7 @@ import { WriteFailures } from '../record/write-failures.js';
 import type { RunStackOptions, StackFailure, StackResult } from './stack-handle.js';
 import type { Happened } from './happened.js';
 
-/*
- * The state of one running stack, shared by its phases, and what every phase does: record a
- * state change, warn, fail the stack, wait, and tell next.ts what happened (`next`).
- */
+/* The state of one running stack, shared by its phases, and what they all do (record, warn, fail, wait, next). */
 export class StackRun {
   readonly run: RunDir;
   /** Tells the watchdog to mark endpoints.json if berth dies before finish() writes it. */
@@ -150,10 +147,15 @@ export class StackRun {
 
   private emit(ev: StackEvent, shown: boolean): void {
     if (shown) this.console.event(ev);
+    this.callerHook(() => this.o.onEvent?.(ev));
+  }
+
+  /** Calls the caller's onEvent, onReady or onReserved. */
+  callerHook(call: () => void): void {
     try {
-      this.o.onEvent?.(ev);
+      call();
     } catch {
-      // a caller's listener must not break the stack
+      // the caller's problem: it must not break the stack
     }
   }
 

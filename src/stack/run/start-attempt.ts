@@ -12,7 +12,7 @@ import { oneShotFix } from '../file/one-shot.js';
 import { replicaDirPath } from '../file/replica-dir-path.js';
 import { dirsNamed, makeReplicaDir, renderReplicaTemplates } from './replica-dir.js';
 import type { Happened } from './happened.js';
-import { endAbandoned, firstLine, generationOf, type Replica } from './replica.js';
+import { endAbandoned, firstLine, generationOf, type Replica, type Service } from './replica.js';
 import { onRunnerEvent, onRunnerExited } from './replica-events.js';
 import type { StackRun } from './stack-run.js';
 
@@ -31,11 +31,15 @@ const STACK_KEYS: Readonly<Record<string, string>> = {
   '--ports': 'ports',
 };
 
-const endpointOf = (st: StackRun, r: Replica): Endpoint => {
-  const { node, nodeRank } = rankOf(r.svc.spec, r.index, r.svc.replicas.length, st.topology);
-  const ports = [...(r.set?.assigned ?? []), ...r.learned];
-  return { host: r.host, port: r.port!, ...(ports.length > 0 ? { ports } : {}), scheme: r.svc.spec.scheme, node, nodeRank };
-};
+/** A service's replicas that have a port, as they are now. */
+const endpointsOf = (st: StackRun, svc: Service): Endpoint[] =>
+  svc.replicas
+    .filter((r) => r.port !== undefined)
+    .map((r) => {
+      const { node, nodeRank } = rankOf(svc.spec, r.index, svc.replicas.length, st.topology);
+      const ports = [...(r.set?.assigned ?? []), ...r.learned];
+      return { host: r.host, port: r.port!, ...(ports.length > 0 ? { ports } : {}), scheme: svc.spec.scheme, node, nodeRank };
+    });
 
 /** The endpoints of the services this one depends on (and its own replicas), as they are now. */
 export function resolveContext(st: StackRun, rep: Replica): ReplicaContext {
@@ -49,16 +53,11 @@ export function resolveContext(st: StackRun, rep: Replica): ReplicaContext {
       if (ext) endpoints.set(d.service, ext.endpoints.map((e) => (scheme === undefined ? e : { ...e, scheme })));
       continue;
     }
-    endpoints.set(
-      d.service,
-      dep.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r)),
-    );
+    endpoints.set(d.service, endpointsOf(st, dep));
   }
   // Its own replicas (peers: an etcd member's --initial-cluster): every port is leased before any starts.
   // A `nodes:` service's agent gives every node's (st.peers, node order): this host's are among them.
-  const peers =
-    st.peers.get(rep.svc.spec.name)?.map((e) => ({ ...e, scheme: rep.svc.spec.scheme })) ??
-    rep.svc.replicas.filter((r) => r.port !== undefined).map((r) => endpointOf(st, r));
+  const peers = st.peers.get(rep.svc.spec.name)?.map((e) => ({ ...e, scheme: rep.svc.spec.scheme })) ?? endpointsOf(st, rep.svc);
   if (peers.length > 0) endpoints.set(rep.svc.spec.name, [...peers]);
   // Every service's shared ports are in the run's record: leased here or given (reserve-ports.ts),
   // or a `nodes:` service's, mirrored by the coordinator from its first node.

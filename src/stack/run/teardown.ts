@@ -79,15 +79,12 @@ async function tearDown(st: StackRun): Promise<void> {
 async function stopReplica(st: StackRun, rep: Replica, why: string): Promise<void> {
   const runner = rep.runner;
   if (!runner) return; // never launched
-  if (!rep.final && !rep.attemptFailed && STARTED_STATES.has(rep.state)) {
+  if (!rep.final && !rep.attemptFailed) {
     rep.stopAsked = true;
-    st.update(rep, { state: 'stopping', detail: why });
-    const signal = st.forced ? 'SIGKILL' : 'SIGTERM';
-    void runner.stop({ signal, graceMs: st.forced ? 0 : rep.svc.spec.stopGraceMs });
-  } else if (!rep.final && !rep.attemptFailed) {
-    // Launched but not spawned yet (still pending): launch() ends it before the spawn.
-    rep.stopAsked = true;
-    void runner.stop({ signal: 'SIGTERM', graceMs: rep.svc.spec.stopGraceMs });
+    // Launched but not spawned yet (still pending): launch() ends it before the spawn, with no 'stopping'.
+    const started = STARTED_STATES.has(rep.state);
+    if (started) st.update(rep, { state: 'stopping', detail: why });
+    void runner.stop(started && st.forced ? { signal: 'SIGKILL', graceMs: 0 } : { signal: 'SIGTERM', graceMs: rep.svc.spec.stopGraceMs });
   }
   await runner.exited;
   // A rank of a job that restarts as a group that had completed stays open until the end.
