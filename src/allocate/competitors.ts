@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { tryRead } from '../host/pids.js';
 import { readPidns } from '../host/proc-facts.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange } from '../host/host-map.js';
@@ -80,12 +81,8 @@ export interface Failure {
 }
 
 function commandOf(procRoot: string, pid: number): string | undefined {
-  try {
-    const argv = parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'utf8'));
-    return argv.length > 0 ? argv.join(' ') : undefined;
-  } catch {
-    return undefined;
-  }
+  const argv = parseCmdline(tryRead(join(procRoot, String(pid), 'cmdline')) ?? '');
+  return argv.length > 0 ? argv.join(' ') : undefined;
 }
 
 /**
