@@ -128,10 +128,8 @@ export function nameCompetitors(f: Failure, procRoot: string): void {
     for (const u of rows) if (unowned.includes(u.port) && !still.has(busy.get(u.port)?.inode ?? 0)) u.closedSince = true;
   }
   for (const l of x.leased.slice(0, OWNERS_SHOWN)) {
-    if (l.pid !== undefined) {
-      const c = commandOf(procRoot, l.pid);
-      if (c !== undefined) l.command = c;
-    }
+    const c = l.pid === undefined ? undefined : commandOf(procRoot, l.pid);
+    if (c !== undefined) l.command = c;
   }
   markGoneOwners(f, procRoot);
 }
@@ -151,8 +149,7 @@ function markGoneOwners(f: Failure, procRoot: string): void {
   const ours = readPidns(procRoot, 'self');
   for (const l of gone) {
     const list = holders.get(f.attempt.leases.get(l.port)!.inode!) ?? [];
-    if (list.some((h) => readPidns(procRoot, h.pid) !== ours)) continue;
-    l.ownerGone = true;
+    if (!list.some((h) => readPidns(procRoot, h.pid) !== ours)) l.ownerGone = true;
   }
 }
 

@@ -76,10 +76,7 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
     child.once('error', (e) => reject(failure(e, cmd)));
     child.once('spawn', () => {
       child.unref();
-      waiting(child, h).then(
-        () => resolve(child),
-        (e: unknown) => reject(e),
-      );
+      waiting(child, h).then(() => resolve(child), reject);
     });
   });
 }
