@@ -5,7 +5,7 @@ import { timerProblem, TTL } from '../util/duration.js';
 import { durationMs, eitherName } from '../util/option-names.js';
 import { USER_NAME_CHARS } from './lease-protocol.js';
 import { MAX_BLOCK } from './port-set.js';
-import { DEFAULT_TTL_MS, reserveSet, type SetOptions } from './reserve-set.js';
+import { reserveSet, type SetOptions } from './reserve-set.js';
 import type { AllocateOptions, PortSource, Reservation } from './allocation-types.js';
 
 function usage(msg: string): BerthError {

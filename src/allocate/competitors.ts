@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
+import { tryRead } from '../host/pids.js';
 import { readPidns } from '../host/proc-facts.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange } from '../host/host-map.js';
@@ -80,12 +81,8 @@ export interface Failure {
 }
 
 function commandOf(procRoot: string, pid: number): string | undefined {
-  try {
-    const argv = parseCmdline(readFileSync(join(procRoot, String(pid), 'cmdline'), 'utf8'));
-    return argv.length > 0 ? argv.join(' ') : undefined;
-  } catch {
-    return undefined;
-  }
+  const argv = parseCmdline(tryRead(join(procRoot, String(pid), 'cmdline')) ?? '');
+  return argv.length > 0 ? argv.join(' ') : undefined;
 }
 
 /**
@@ -131,10 +128,8 @@ export function nameCompetitors(f: Failure, procRoot: string): void {
     for (const u of rows) if (unowned.includes(u.port) && !still.has(busy.get(u.port)?.inode ?? 0)) u.closedSince = true;
   }
   for (const l of x.leased.slice(0, OWNERS_SHOWN)) {
-    if (l.pid !== undefined) {
-      const c = commandOf(procRoot, l.pid);
-      if (c !== undefined) l.command = c;
-    }
+    const c = l.pid === undefined ? undefined : commandOf(procRoot, l.pid);
+    if (c !== undefined) l.command = c;
   }
   markGoneOwners(f, procRoot);
 }
@@ -154,8 +149,7 @@ function markGoneOwners(f: Failure, procRoot: string): void {
   const ours = readPidns(procRoot, 'self');
   for (const l of gone) {
     const list = holders.get(f.attempt.leases.get(l.port)!.inode!) ?? [];
-    if (list.some((h) => readPidns(procRoot, h.pid) !== ours)) continue;
-    l.ownerGone = true;
+    if (!list.some((h) => readPidns(procRoot, h.pid) !== ours)) l.ownerGone = true;
   }
 }
 

@@ -1,7 +1,7 @@
 import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
+import { tryRead } from '../host/pids.js';
 
 /*
  * A hold is a listening socket on the wildcard address: it conflicts with every other bind of the
@@ -74,12 +74,7 @@ let somaxconn: number | undefined;
 /** net.core.somaxconn: a socket handed over keeps its backlog (nginx given it never calls listen() again). */
 export function listenBacklog(): number {
   if (somaxconn === undefined) {
-    let n = NaN;
-    try {
-      n = Number(readFileSync('/proc/sys/net/core/somaxconn', 'latin1').trim());
-    } catch {
-      // no /proc: the default below
-    }
+    const n = Number(tryRead('/proc/sys/net/core/somaxconn', 'latin1')?.trim()); // NaN without /proc: the default below
     somaxconn = Number.isInteger(n) && n > 0 ? n : 4096;
   }
   return somaxconn;

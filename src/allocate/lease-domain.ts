@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
+import { tryRead } from '../host/pids.js';
 import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 
 export { closeServer as closeName } from './hold-socket.js';
@@ -24,14 +25,9 @@ export function rememberFdLimit(): void {
 }
 
 function readFdLimit(): string {
-  try {
-    const line = readFileSync('/proc/self/limits', 'latin1').split('\n').find((l) => l.startsWith('Max open files'));
-    const m = line === undefined ? null : /^Max open files\s+(\S+)\s+(\S+)/.exec(line);
-    if (m) return `soft ${m[1]}, hard ${m[2]}`;
-  } catch {
-    // no /proc: say nothing of the value
-  }
-  return 'unknown';
+  const line = tryRead('/proc/self/limits', 'latin1')?.split('\n').find((l) => l.startsWith('Max open files'));
+  const m = line === undefined ? null : /^Max open files\s+(\S+)\s+(\S+)/.exec(line);
+  return m ? `soft ${m[1]}, hard ${m[2]}` : 'unknown';
 }
 
 export function descriptorError(code: string, what: string): BerthError {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
+import { tryRead } from '../host/pids.js';
 import { descriptorError } from './lease-domain.js';
 
 /*
@@ -75,10 +76,7 @@ export function spawnHolder(fds: readonly number[], h: HolderSpec): Promise<Chil
     child.once('error', (e) => reject(failure(e, cmd)));
     child.once('spawn', () => {
       child.unref();
-      waiting(child, h).then(
-        () => resolve(child),
-        (e: unknown) => reject(e),
-      );
+      waiting(child, h).then(() => resolve(child), reject);
     });
   });
 }
@@ -88,22 +86,14 @@ const CONFIRM_MS = 2000;
 
 /** State letter of /proc/PID/stat (after the command name, which may hold ')'), or undefined when gone. */
 function stateOf(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return stat[stat.lastIndexOf(')') + 2];
-  } catch {
-    return undefined;
-  }
+  const stat = tryRead(`/proc/${pid}/stat`, 'latin1');
+  return stat?.[stat.lastIndexOf(')') + 2];
 }
 
 /** The only child of timeout (its tail), when /proc lists it. */
 function childOf(pid: number): number | undefined {
-  try {
-    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, 'latin1').trim().split(' ')[0];
-    return first ? Number(first) : undefined;
-  } catch {
-    return undefined;
-  }
+  const first = tryRead(`/proc/${pid}/task/${pid}/children`, 'latin1')?.trim().split(' ')[0];
+  return first ? Number(first) : undefined;
 }
 
 /** Resolves once the holder (and timeout's tail) sleeps in the kernel (state S); rejects when it has exited instead. */

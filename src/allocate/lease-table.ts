@@ -99,16 +99,9 @@ export function leaseTable(names: readonly ListedName[]): LeaseTable {
     rec.inodes.push(l.inode);
   }
   for (const [id, rec] of parts) {
-    if (rec.bad) continue;
-    let payload = '';
-    let whole = true;
-    for (let i = 0; i < rec.n && whole; i++) {
-      const c = rec.chunks[i];
-      if (c === undefined) whole = false;
-      else payload += c;
-    }
-    if (!whole) continue;
-    const info = parsePayload(payload);
+    // Whole: every part 0…n-1 there (includes() sees a hole of the sparse array as undefined).
+    if (rec.bad || rec.chunks.length !== rec.n || rec.chunks.includes(undefined)) continue;
+    const info = parsePayload(rec.chunks.join(''));
     if (info) table.records.push({ ...info, id, inodes: rec.inodes });
   }
   return table;

@@ -50,9 +50,7 @@ export function emptyReport(source: PortSource): AllocationReport {
 
 // LISTEN explains a busy port best; TIME_WAIT (kernel-held, no owner) least.
 function rank(r: SocketRow): number {
-  if (r.state === 'LISTEN') return 0;
-  if (r.inode !== 0) return 1;
-  return 2;
+  return r.state === 'LISTEN' ? 0 : r.inode !== 0 ? 1 : 2;
 }
 
 /** The most telling socket row per local port, for ports inside `ranges` only. */
@@ -95,13 +93,7 @@ export function planCandidates(input: PlanInput): Plan {
   const ranges = sourceRanges(source);
   const report = emptyReport(source);
   const ephemeral = input.allowEphemeral ? [] : unreservedEphemeral(host.ephemeral, host.reserved);
-  const ephemeralInSource: PortRange[] = [];
-  for (const e of ephemeral) {
-    for (const r of ranges) {
-      const x = intersectRanges(e, r);
-      if (x) ephemeralInSource.push(x);
-    }
-  }
+  const ephemeralInSource = ephemeral.flatMap((e) => ranges.map((r) => intersectRanges(e, r)).filter((x) => x !== undefined));
   const privilegedOk = input.allowPrivileged === true && input.isRoot === true;
   const busy = busyPorts(host.sockets, ranges);
   const candidates: number[] = [];
@@ -129,14 +121,14 @@ export function planCandidates(input: PlanInput): Plan {
       }
       const lease = input.leased?.get(p);
       if (lease !== undefined) {
-        const entry: AllocationReport['excluded']['leased'][number] = { port: p };
-        if (lease.pending !== undefined) {
-          entry.kind = 'pending';
-          if (lease.pending.pid !== undefined) entry.pid = lease.pending.pid;
-        } else if (lease.pid !== undefined) entry.pid = lease.pid;
-        if (lease.name !== undefined) entry.name = lease.name;
-        if (lease.uid !== undefined) entry.uid = lease.uid;
-        report.excluded.leased.push(entry);
+        const pid = lease.pending !== undefined ? lease.pending.pid : lease.pid;
+        report.excluded.leased.push({
+          port: p,
+          ...(lease.pending !== undefined ? { kind: 'pending' as const } : {}),
+          ...(pid !== undefined ? { pid } : {}),
+          ...(lease.name !== undefined ? { name: lease.name } : {}),
+          ...(lease.uid !== undefined ? { uid: lease.uid } : {}),
+        });
         continue;
       }
       candidates.push(p);

@@ -18,22 +18,19 @@ import type { AllocationReport } from './allocation-types.js';
 /** Bind a record's names; a clash of the random id with a live record is retried with another. */
 export async function bindRecord(info: RecordInfo): Promise<NameHold[]> {
   for (let tries = 0; tries < 5; tries++) {
+    const names = recordNames(info, randomId(10));
     const bound: NameHold[] = [];
-    let clash = false;
     try {
-      for (const name of recordNames(info, randomId(10))) {
+      for (const name of names) {
         const h = await bindName(name);
-        if (h === undefined) {
-          clash = true;
-          break;
-        }
+        if (h === undefined) break;
         bound.push(h);
       }
     } catch (e) {
       await Promise.all(bound.map(closeName));
       throw e;
     }
-    if (!clash) return bound;
+    if (bound.length === names.length) return bound;
     await Promise.all(bound.map(closeName));
   }
   throw new BerthError(EXIT.SOFTWARE, 'cannot bind a lease record: its names were taken five times over (someone binds berth/v1/r/ names on purpose)');

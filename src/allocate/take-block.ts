@@ -20,11 +20,9 @@ export async function takeBlock(
   for (; cursor.next < plan.starts.length; cursor.next++) {
     const start = plan.starts[cursor.next]!;
     if (lost.some((p) => p >= start && p < start + count)) continue;
-    let overlaps = false;
-    for (let p = start; p < start + count && !overlaps; p++) overlaps = mine.has(p);
-    if (overlaps) continue;
-    await abortPoint(signal);
     const ports = blockPorts(start, count);
+    if (ports.some((p) => mine.has(p))) continue;
+    await abortPoint(signal);
     const run: Taken[] = [];
     let error: unknown;
     let failed = false;

@@ -58,12 +58,8 @@ let probed: string | undefined | null = null;
 export function cgroupUnavailable(): string | undefined {
   if (probed !== null) return probed;
   const dir = makeRunCgroup(`probe-${process.pid}`);
-  if (typeof dir === 'string') {
-    removeCgroup(dir);
-    probed = undefined;
-  } else {
-    probed = dir.why;
-  }
+  if (typeof dir === 'string') removeCgroup(dir);
+  probed = typeof dir === 'string' ? undefined : dir.why;
   return probed;
 }
 

@@ -1,6 +1,6 @@
-import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { readdirSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { listPids } from './pids.js';
+import { allDigits, listPids, tryRead } from './pids.js';
 import type { SocketOwner } from './host-map.js';
 
 /*
@@ -14,20 +14,7 @@ const SOCKET_PREFIX = 'socket:[';
 export function socketInode(target: string): number | undefined {
   if (!target.startsWith(SOCKET_PREFIX) || target.charCodeAt(target.length - 1) !== 93 /* ] */) return undefined;
   const digits = target.slice(SOCKET_PREFIX.length, -1);
-  if (digits.length === 0 || digits.length > 15) return undefined;
-  for (let k = 0; k < digits.length; k++) {
-    const c = digits.charCodeAt(k);
-    if (c < 48 || c > 57) return undefined;
-  }
-  return Number(digits);
-}
-
-function tryRead(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
+  return digits.length <= 15 && allDigits(digits) ? Number(digits) : undefined;
 }
 
 /** Real uid from the "Uid:\treal\teffective\tsaved\tfs" line of /proc/<pid>/status. */

@@ -1,7 +1,8 @@
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCmdline, parseStatusUid } from './owners.js';
-import { parseStatPpid, parseStatStartTime } from './proc-stat.js';
+import { tryRead } from './pids.js';
+import { parseStatPpid, parseStatStartTime, statDead } from './proc-stat.js';
 
 /*
  * What the kernel shows of a process, for decisions that must not rest on claims (berth release).
@@ -22,14 +23,6 @@ export interface ProcFacts {
   tgid?: number;
   /** A zombie or dead process (state Z or X). */
   dead?: boolean;
-}
-
-function tryRead(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'latin1');
-  } catch {
-    return undefined;
-  }
 }
 
 /** Inode of a namespace link target such as "pid:[4026531836]". */
@@ -55,21 +48,20 @@ function statusField(status: string, key: string): number | undefined {
 /** The facts of `pid` under procRoot; undefined when it does not exist (or cannot be read at all). */
 export function readProcFacts(procRoot: string, pid: number): ProcFacts | undefined {
   const dir = join(procRoot, String(pid));
-  const status = tryRead(join(dir, 'status'));
+  const status = tryRead(join(dir, 'status'), 'latin1');
   if (status === undefined) return undefined;
-  const f: ProcFacts = { pid, argv: parseCmdline(tryRead(join(dir, 'cmdline')) ?? '') };
+  const f: ProcFacts = { pid, argv: parseCmdline(tryRead(join(dir, 'cmdline'), 'latin1') ?? '') };
   const uid = parseStatusUid(status);
   if (uid !== undefined) f.uid = uid;
   const tgid = statusField(status, 'Tgid');
   if (tgid !== undefined) f.tgid = tgid;
-  const stat = tryRead(join(dir, 'stat'));
+  const stat = tryRead(join(dir, 'stat'), 'latin1');
   if (stat !== undefined) {
     const ppid = parseStatPpid(stat);
     if (ppid !== undefined) f.ppid = ppid;
     const start = parseStatStartTime(stat);
     if (start !== undefined) f.startTime = start;
-    const state = stat[stat.lastIndexOf(')') + 2];
-    if (state === 'Z' || state === 'X') f.dead = true;
+    if (statDead(stat)) f.dead = true;
   }
   const ns = readPidns(procRoot, pid);
   if (ns !== undefined) f.pidns = ns;
@@ -78,7 +70,7 @@ export function readProcFacts(procRoot: string, pid: number): ProcFacts | undefi
 
 /** The value of `key` in the process's environment as it started (root, or one's own), undefined otherwise. */
 export function readEnvValue(procRoot: string, pid: number, key: string): string | undefined {
-  const raw = tryRead(join(procRoot, String(pid), 'environ'));
+  const raw = tryRead(join(procRoot, String(pid), 'environ'), 'latin1');
   if (raw === undefined) return undefined;
   const want = `${key}=`;
   for (const entry of raw.split('\0')) if (entry.startsWith(want)) return entry.slice(want.length);

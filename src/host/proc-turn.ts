@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { listPids } from './pids.js';
+import { listPids, tryRead } from './pids.js';
 
 /*
  * /proc listed, and each stat read, at most once per turn of the event loop: a stack's launches
@@ -40,13 +39,9 @@ export function statThisTurn(pid: number, procRoot = '/proc'): string | undefine
   const t = turn(procRoot);
   const hit = t.stats.get(pid);
   if (hit !== undefined) return hit;
-  try {
-    const text = readFileSync(join(procRoot, String(pid), 'stat'), 'latin1');
-    t.stats.set(pid, text);
-    return text;
-  } catch {
-    return undefined;
-  }
+  const text = tryRead(join(procRoot, String(pid), 'stat'), 'latin1');
+  if (text !== undefined) t.stats.set(pid, text);
+  return text;
 }
 
 /** Drop this turn's listing and stats of procRoot, for a caller that just learnt of a process (a socket holder not seen before). */

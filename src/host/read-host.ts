@@ -1,6 +1,7 @@
-import { readFileSync, readlinkSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners } from './owners.js';
+import { tryRead } from './pids.js';
 import { readSockets, type ReaderChoice } from './socket-reader.js';
 import { readSysctls } from './sysctl.js';
 import type { HostMap, PortRange, SocketRow } from './host-map.js';
@@ -29,12 +30,7 @@ export function readNetns(procRoot = '/proc'): string {
   try {
     return readlinkSync(path);
   } catch {
-    try {
-      const text = readFileSync(path, 'latin1').trim();
-      return text === '' ? 'unknown' : text;
-    } catch {
-      return 'unknown';
-    }
+    return tryRead(path, 'latin1')?.trim() || 'unknown';
   }
 }
 

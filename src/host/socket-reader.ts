@@ -1,11 +1,12 @@
 import type * as ChildProcess from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { normalizeRanges } from './intervals.js';
+import { tryRead } from './pids.js';
 import { readProcTables } from './read-tables.js';
 import { parseSsOutput, ssArgs } from './ss-output.js';
-import { SsShell } from './ss-shell.js';
+import { killGroup, SsShell } from './ss-shell.js';
 import type { PortRange, SocketRow } from './host-map.js';
 
 /*
@@ -75,18 +76,9 @@ function counter(text: string, line: string, key: string): number {
 
 /** Rows a full /proc read would format, from /proc/net/sockstat{,6} (TCP in use and TIME_WAIT; UDP with `udp`); undefined when unreadable. */
 export function tableSize(procRoot = '/proc', udp = false): number | undefined {
-  let v4: string;
-  try {
-    v4 = readFileSync(join(procRoot, 'net', 'sockstat'), 'latin1');
-  } catch {
-    return undefined;
-  }
-  let v6 = '';
-  try {
-    v6 = readFileSync(join(procRoot, 'net', 'sockstat6'), 'latin1');
-  } catch {
-    // no IPv6
-  }
+  const v4 = tryRead(join(procRoot, 'net', 'sockstat'), 'latin1');
+  if (v4 === undefined) return undefined;
+  const v6 = tryRead(join(procRoot, 'net', 'sockstat6'), 'latin1') ?? ''; // '': no IPv6
   const tcp = counter(v4, 'TCP', 'inuse') + counter(v4, 'TCP', 'tw') + counter(v6, 'TCP6', 'inuse');
   return udp ? tcp + counter(v4, 'UDP', 'inuse') + counter(v6, 'UDP6', 'inuse') : tcp;
 }
@@ -119,15 +111,6 @@ export const SS_DEADLINE_MS = 2_000;
 // detached: `ss` (or what runs as it) leads a process group of its own, which is killed
 // whole at the deadline: a wrapper's children would otherwise hold its pipes and live on.
 const SS_OPTIONS = { encoding: 'latin1', maxBuffer: 1 << 30, detached: true } as const;
-
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined || pid <= 0) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // gone
-  }
-}
 
 interface SsExit {
   error?: Error | undefined;

@@ -173,7 +173,5 @@ export function parseTcpBuffer(bytes: Uint8Array, family: 4 | 6, opts: ParseTcpO
 /** Every local port with a socket in any state: all of them block a plain bind() (docs/leases.md). */
 export function portsInUse(rows: readonly SocketRow[] | SocketTable): Set<number> {
   const list = Array.isArray(rows) ? rows : (rows as SocketTable).rows;
-  const out = new Set<number>();
-  for (const r of list) out.add(r.localPort);
-  return out;
+  return new Set(list.map((r) => r.localPort));
 }

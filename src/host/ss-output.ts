@@ -185,14 +185,11 @@ function parseLine(line: string, addrs: Addresses, opts: ParseSsOptions): Socket
       sawSk = true;
       break;
     }
-    if (t.startsWith('uid:')) {
+    if (t.startsWith('uid:') || t.startsWith('ino:')) {
       const v = t.slice(4);
       if (!DIGITS.test(v)) return undefined;
-      uid = Number(v);
-    } else if (t.startsWith('ino:')) {
-      const v = t.slice(4);
-      if (!DIGITS.test(v)) return undefined;
-      inode = Number(v);
+      if (t.startsWith('uid:')) uid = Number(v);
+      else inode = Number(v);
     }
   }
   // -e always prints "ino:… sk:…": a line without both (cut short, maybe inside the inode) cannot be trusted.

@@ -25,6 +25,16 @@ interface Waiting {
   reject: (e: Error) => void;
 }
 
+/** SIGKILL the process group `pid` leads. */
+export function killGroup(pid: number | undefined): void {
+  if (pid === undefined || pid <= 0) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
+
 function quote(arg: string): string {
   if (arg.includes("'") || arg.includes('\n') || arg.includes('\0')) throw new Error(`ss-shell: refusing argument ${JSON.stringify(arg)}`);
   return `'${arg}'`;
@@ -74,14 +84,7 @@ export class SsShell {
 
   /** End the shell and whatever it runs now (its process group: the shell leads it). */
   kill(): void {
-    const pid = this.child.pid;
-    if (pid !== undefined) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
+    killGroup(this.child.pid);
     this.die(new Error('killed: a read ran past its deadline'));
   }
 

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange, normalizeRanges } from './intervals.js';
+import { allDigits } from './pids.js';
 import type { HostSysctls, PortRange } from './host-map.js';
 
 const RANGE_FILE = 'ip_local_port_range';
@@ -20,11 +21,7 @@ function bad(file: string, text: string, why: string): BerthError {
 
 /** Strict decimal port 0..65535; undefined otherwise. Number() alone would accept "0x10", " 1", "1e3". */
 function toPort(s: string): number | undefined {
-  if (s.length === 0 || s.length > 5) return undefined;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 48 || c > 57) return undefined;
-  }
+  if (s.length > 5 || !allDigits(s)) return undefined;
   const n = Number(s);
   return n <= 65535 ? n : undefined;
 }

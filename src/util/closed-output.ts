@@ -16,9 +16,8 @@ export function ignoreWriteErrors(w: NodeJS.WritableStream | null | undefined): 
 let stdioGuarded = false;
 
 /**
- * ignoreWriteErrors for process.stdout and process.stderr, attached when each is first used:
- * Node creates a stdio stream on first access, which costs `berth port` (it writes with
- * write(2) and never needs them) about 3 ms of its start-up (docs/scale.md §2). Idempotent.
+ * ignoreWriteErrors for process.stdout and stderr, attached on first use: creating a stdio stream costs `berth port`
+ * (which writes with write(2)) about 3 ms of its start-up (docs/scale.md §2). Idempotent.
  */
 export function guardStdio(): void {
   if (stdioGuarded) return;

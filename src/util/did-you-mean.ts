@@ -14,10 +14,8 @@ function distance(a: string, b: string): number {
 }
 
 /**
- * ` (did you mean "x"?)` for the allowed word nearest to `word`, at most 2 edits away, or ''.
- * Short words are near everything ("zz" is 2 edits from "p2"), so the edits must also be
- * fewer than half the word; `anyLength` drops that rule for lists of long fixed keys, where
- * "wind" should still suggest "window".
+ * ` (did you mean "x"?)` for the allowed word nearest to `word`, at most 2 edits away, or ''. The edits must also be
+ * fewer than half the word ("zz" is 2 edits from "p2"), unless `anyLength` (long fixed keys: "wind" suggests "window").
  */
 export function didYouMean(word: string, allowed: Iterable<string>, opts: { anyLength?: boolean } = {}): string {
   let best: string | undefined;

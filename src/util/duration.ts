@@ -15,10 +15,7 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(ms / 60_000)}m${Math.round((ms % 60_000) / 1000)}s`;
 }
 
-/**
- * The longest wait berth can time: Node's timers take a signed 32-bit count of ms, and a
- * longer one fires at once (a 600h deadline would pass immediately). ~596.5h, 24.8 days.
- */
+/** The longest wait berth can time (~596.5h): Node's timers take a signed 32-bit ms count, and a longer one fires at once. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The limit as the user would write it (whole hours below it). */
@@ -31,10 +28,7 @@ export interface TimerRule {
   max?: { ms: number; text: string; why: string };
 }
 
-/**
- * Why `ms` cannot be a timer duration, or undefined when it can. One rule for the CLI, the
- * stack file and the library: at most MAX_TIMER_MS, and more than 0 unless `zero`.
- */
+/** Why `ms` cannot be a timer duration (one rule for the CLI, the stack file and the library), or undefined when it can. */
 export function timerProblem(ms: number, rule: TimerRule): string | undefined {
   if (rule.max !== undefined) {
     if (!Number.isFinite(ms) || ms > rule.max.ms) return `is too long: at most ${rule.max.text} (${rule.max.why})`;
@@ -48,11 +42,7 @@ export const DEADLINE: TimerRule = { zero: false };
 /** Graces: a stop grace may be 0 (SIGKILL right after SIGTERM) … MAX_TIMER_MS. */
 export const GRACE: TimerRule = { zero: true };
 
-/**
- * The longest lease ttl: 366 days. Its holder (`sleep`) could wait longer, but a lease that
- * outlives a year is a forgotten one, and the bound keeps every expiry a record can state
- * (now + ttl, in ms) well inside what readers accept (allocate/lease-record.ts MAX_STAMP_MS).
- */
+/** The longest lease ttl, 366 days: a lease outliving a year is a forgotten one, and now + ttl stays well inside a record's MAX_STAMP_MS. */
 export const MAX_TTL_MS = 8784 * UNITS.h!;
 
 /** Lease ttls: 1ms … MAX_TTL_MS. */

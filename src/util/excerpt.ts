@@ -4,9 +4,8 @@ import { redactText } from './redact.js';
 export const EXCERPT_CHARS = 60;
 
 /**
- * A value from a user's file as an error message quotes it: redacted like diagnostics (a
- * file may hold credentials; `layout: /proc/self/environ` holds the whole environment),
- * shortened to EXCERPT_CHARS with its full length said, JSON-quoted (controls escaped).
+ * A value from a user's file as an error message quotes it: redacted (`layout: /proc/self/environ` holds the whole
+ * environment), cut to EXCERPT_CHARS with its full length said, JSON-quoted (controls escaped).
  */
 export function quoteExcerpt(value: string): string {
   const r = redactText(value);

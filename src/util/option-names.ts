@@ -12,10 +12,7 @@ export function durationMs(name: string, value: Duration): number {
   return ms;
 }
 
-/**
- * One value from an option that has the CLI's name and the library's older one (owner and
- * ownerPid): either may be given, both only when they agree.
- */
+/** One value of an option with the CLI's name and the library's older one (owner, ownerPid): either, or both when they agree. */
 export function eitherName<T>(cliName: string, cliValue: T | undefined, libName: string, libValue: T | undefined): T | undefined {
   if (cliValue !== undefined && libValue !== undefined && cliValue !== libValue) {
     throw new BerthError(EXIT.USAGE, `${cliName} and ${libName} are the same option and disagree (${String(cliValue)} vs ${String(libValue)}); give one`);

@@ -148,9 +148,7 @@ function judgeWord(word: string, prev: string | undefined, commandLine: boolean)
 
 function redactWord(word: string, prev: string | undefined, commandLine: boolean): string {
   const j = judgeWord(word, prev, commandLine);
-  if (j === undefined) return redactShapes(word);
-  if ('hide' in j) return REDACTED;
-  return j.keep + REDACTED;
+  return j === undefined ? redactShapes(word) : 'hide' in j ? REDACTED : j.keep + REDACTED;
 }
 
 /** argv with secret flag values, NAME=value words and secret shapes hidden. */

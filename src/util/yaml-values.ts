@@ -4,12 +4,7 @@ import { EXCERPT_CHARS, quoteExcerpt } from './excerpt.js';
 
 /** Strict decimal: Number() alone would accept "0x10", " 1", "1e3"; "7_000" slips through YAML as a string. */
 export function toUint(s: string): number | undefined {
-  if (s.length === 0 || s.length > 9) return undefined;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 48 || c > 57) return undefined;
-  }
-  return Number(s);
+  return /^[0-9]{1,9}$/.test(s) ? Number(s) : undefined;
 }
 
 /** The text the user wrote for a scalar (numbers keep their spelling, so 0x1F40 is not 8000). */
