@@ -29,7 +29,3 @@ export function jsonText(value: unknown): string {
 export function printJson(value: unknown): void {
   process.stdout.write(jsonText(value));
 }
-
-export function err(line: string): void {
-  process.stderr.write(line + '\n');
-}

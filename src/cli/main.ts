@@ -51,11 +51,8 @@ async function main(argv: string[]): Promise<number> {
   return cmd.run(rest);
 }
 
-/**
- * A BerthError (or subclass) by shape: an Error with a whole-number exitCode. Each command
- * is bundled on its own (scripts/build.mjs) with its own copy of the class, so `instanceof`
- * would not see a command's errors from here, and subclasses rename themselves.
- */
+// A BerthError by shape (an Error with an integer exitCode): each command's bundle has its own copy of the
+// class, so `instanceof` misses them, and subclasses rename themselves.
 function isBerthError(e: unknown): e is BerthError {
   return e instanceof Error && Number.isInteger((e as { exitCode?: unknown }).exitCode);
 }

@@ -36,12 +36,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
  */
 export async function resolveSource(command: string, values: SourceValues, host: HostSysctls, env: NodeJS.ProcessEnv = process.env): Promise<PortSource> {
   const o: SourceOptions = {};
-  const port = str(values.port);
-  const range = str(values.range);
-  const layout = str(values.layout);
-  const band = str(values.band);
-  const instance = str(values.instance);
-  const source = str(values.source);
+  const [port, range, layout, band, instance, source] = (['port', 'range', 'layout', 'band', 'instance', 'source'] as const).map((k) => str(values[k]));
   if (port !== undefined) o.port = parsePort(command, '--port', port);
   if (range !== undefined) o.range = parseRange(command, '--range', range);
   if (layout !== undefined) o.layout = layout;

@@ -1,9 +1,8 @@
 import { formatRange, intersectRanges, normalizeRanges, rangeSize, subtractRanges, unreservedEphemeral } from '../host/intervals.js';
 import type { HostSysctls, PortRange } from '../host/host-map.js';
 import { DEFAULT_SOURCE, usableFloor } from './default-layout.js';
-import { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
-import { suggestBandRange } from './suggest.js';
-import type { RangeSuggestion } from './suggest.js';
+import { LINUX_EPHEMERAL_START, portRangeCommand, suggestedEphemeral } from './ephemeral-fix.js';
+import { suggestBandRange, type RangeSuggestion } from './suggest.js';
 import type { Band, Finding, Fix, Layout } from './layout-model.js';
 import { instanceCount, instanceWindow } from './windows.js';
 import { instancesText, list, plural, quoteNames, reservedPortsCommand, sum } from './check-text.js';
@@ -16,7 +15,6 @@ import { instancesText, list, plural, quoteNames, reservedPortsCommand, sum } fr
 
 /** Below this many ports left for connect(), a busy host runs out of source ports. */
 export const SMALL_EPHEMERAL_PORTS = 10000;
-export { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand, reservedPortsCommand };
 export const SYSCTL_CONF = '/etc/sysctl.d/90-berth.conf';
 /** torch.distributed's default MASTER_PORT: the classic victim of a low ephemeral range. */
 const TORCH_MASTER_PORT = 29500;

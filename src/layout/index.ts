@@ -8,15 +8,7 @@ export type { Band, Layout, Finding, Fix, Severity } from './layout-model.js';
 export { parseLayout, loadLayout } from './parse.js';
 export { instanceWindow, instanceCount } from './windows.js';
 export { defaultLayout, usableRanges, usableFloor, DEFAULT_SOURCE, DEFAULT_BAND } from './default-layout.js';
-export { suggestBandRange } from './suggest.js';
-export type { RangeSuggestion } from './suggest.js';
-export {
-  checkLayout,
-  reservedPortsCommand,
-  portRangeCommand,
-  SMALL_EPHEMERAL_PORTS,
-  LINUX_EPHEMERAL_START,
-  LINUX_EPHEMERAL_END,
-  SYSCTL_CONF,
-} from './check.js';
-export { summarizeFindings } from './check-text.js';
+export { suggestBandRange, type RangeSuggestion } from './suggest.js';
+export { checkLayout, SMALL_EPHEMERAL_PORTS, SYSCTL_CONF } from './check.js';
+export { reservedPortsCommand, summarizeFindings } from './check-text.js';
+export { LINUX_EPHEMERAL_END, LINUX_EPHEMERAL_START, portRangeCommand } from './ephemeral-fix.js';

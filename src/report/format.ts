@@ -1,12 +1,15 @@
 // Wording shared by the text and HTML renderings, so both say the same thing the same way.
 import { formatRange } from '../host/intervals.js';
-import type { PortRange, SocketOwner, SocketRow } from '../host/host-map.js';
+import type { SocketOwner, SocketRow } from '../host/host-map.js';
 import type { Band, Fix } from '../layout/layout-model.js';
 import { locatePort } from './geometry.js';
 import type { PortSpaceReport } from './port-space-report.js';
 import { instanceCount } from '../layout/windows.js';
+import { plural } from '../layout/check-text.js';
 import { cleanText } from '../util/clean-text.js';
 import { userText } from '../util/user-name.js';
+
+export { list as formatRanges, plural } from '../layout/check-text.js';
 
 export type ReportSocket = PortSpaceReport['sockets'][number];
 export type ReportLease = PortSpaceReport['leases'][number];
@@ -39,10 +42,6 @@ export function socketOwnerText(row: SocketRow & { owners?: SocketOwner[]; owner
   if (row.ownerHidden === 'pid-namespace') return `${who}, held by no process of this PID namespace (run berth outside it, on the host, to see which)`;
   if (row.ownerHidden === 'other-user') return `${who}, another user's process (run as root to see which)`;
   return who;
-}
-
-export function formatRanges(ranges: readonly PortRange[]): string {
-  return ranges.length === 0 ? 'none' : ranges.map(formatRange).join(',');
 }
 
 /** "vllm#3" (band and instance window) or "vllm", "" outside every band. */
@@ -113,10 +112,6 @@ export function fixCode(fix: Fix, bands: readonly Band[]): string {
 /** "0-1023", or "none" when ip_unprivileged_port_start is 0 (anyone may bind any port). */
 export function privilegedText(unprivilegedStart: number): string {
   return unprivilegedStart > 0 ? formatRange({ lo: 0, hi: unprivilegedStart - 1 }) : 'none';
-}
-
-export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
 }
 
 const STATE_ORDER = [

@@ -62,10 +62,8 @@ export function readSlurmEnv(env: NodeJS.ProcessEnv = process.env): SlurmEnv | u
   const step = first(env, 'SLURM_STEP_ID', 'SLURM_STEPID');
   if (step) out.stepId = parseIdText(step[0], step[1]);
   if (env.SLURM_ARRAY_JOB_ID !== undefined) out.arrayJobId = parseIdText('SLURM_ARRAY_JOB_ID', env.SLURM_ARRAY_JOB_ID);
-  if (env.SLURM_ARRAY_TASK_ID !== undefined) out.arrayTaskId = parseUint('SLURM_ARRAY_TASK_ID', env.SLURM_ARRAY_TASK_ID);
-  if (env.SLURM_NODEID !== undefined) out.nodeId = parseUint('SLURM_NODEID', env.SLURM_NODEID);
-  if (env.SLURM_LOCALID !== undefined) out.localId = parseUint('SLURM_LOCALID', env.SLURM_LOCALID);
-  if (env.SLURM_PROCID !== undefined) out.procId = parseUint('SLURM_PROCID', env.SLURM_PROCID);
+  const uints = [['arrayTaskId', 'SLURM_ARRAY_TASK_ID'], ['nodeId', 'SLURM_NODEID'], ['localId', 'SLURM_LOCALID'], ['procId', 'SLURM_PROCID']] as const;
+  for (const [k, name] of uints) if (env[name] !== undefined) out[k] = parseUint(name, env[name]);
   if (env.SLURMD_NODENAME !== undefined) {
     if (env.SLURMD_NODENAME.trim() === '') throw badVariable('SLURMD_NODENAME', env.SLURMD_NODENAME, 'is empty');
     out.nodeName = env.SLURMD_NODENAME.trim();

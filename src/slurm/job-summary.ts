@@ -102,10 +102,7 @@ export function slurmJobReport(layout: Layout | undefined, env: NodeJS.ProcessEn
     gpus: slurm.gpus?.gpus ?? [],
     windows: [],
   };
-  if (slurm.stepId !== undefined) summary.stepId = slurm.stepId;
-  if (slurm.nodeName !== undefined) summary.nodeName = slurm.nodeName;
-  if (slurm.localId !== undefined) summary.localId = slurm.localId;
-  if (slurm.procId !== undefined) summary.procId = slurm.procId;
+  for (const k of ['stepId', 'nodeName', 'localId', 'procId'] as const) if (slurm[k] !== undefined) Object.assign(summary, { [k]: slurm[k] });
   if (slurm.gpus) summary.gpuSource = slurm.gpus.source;
   if (slurm.resvPorts) summary.resvPorts = slurm.resvPorts;
   try {

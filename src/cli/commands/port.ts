@@ -102,18 +102,10 @@ given back, so no port stays leased that nobody was told of.`;
 /** The sysctls, read on first use: only the default band needs them (reserve() reads them again anyway). */
 function lazySysctls(root: string): HostSysctls {
   let read: HostSysctls | undefined;
-  const get = () => (read ??= readSysctls(root));
-  return {
-    get ephemeral() {
-      return get().ephemeral;
-    },
-    get reserved() {
-      return get().reserved;
-    },
-    get unprivilegedStart() {
-      return get().unprivilegedStart;
-    },
-  };
+  const lazy = {} as HostSysctls;
+  for (const k of ['ephemeral', 'reserved', 'unprivilegedStart'] as const)
+    Object.defineProperty(lazy, k, { enumerable: true, get: () => (read ??= readSysctls(root))[k] });
+  return lazy;
 }
 
 export const portCommand: Command = {

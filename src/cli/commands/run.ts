@@ -254,8 +254,7 @@ export const runCommand: Command = {
       else if (e.type === 'write-failed')
         say(`${e.message}; berth will exit 74 unless the service fails otherwise`, { event: 'write-failed', path: e.path, error: e.error, message: e.message });
       // The audit's findings came as warning lines already; JSON readers also get them whole.
-      else if (e.type === 'audit') say('', { event: 'audit', listeners: e.listeners });
-      else if (e.type === 'foreign') say('', { event: 'foreign', listeners: e.listeners });
+      else if (e.type === 'audit' || e.type === 'foreign') say('', { event: e.type, listeners: e.listeners });
     };
 
     const handle = launch(opts);
