@@ -16,7 +16,7 @@ import { readPortRows } from '../src/launch/ownership.js';
 import { parseTcpTable } from '../src/host/socket-table.js';
 import { chooseProbeHost, hostPort } from '../src/launch/probe-host.js';
 import { probeCmd, probeHttp, probeTcp, responseComplete } from '../src/launch/probes.js';
-import { listPids } from '../src/host/pids.js';
+import { listPids } from '../src/host/proc-read.js';
 import { parseStatIds, ProcessTree } from '../src/launch/process-tree.js';
 import { checkReadyWithHandoff, parseReadySpec } from '../src/launch/ready-spec.js';
 import { redactArgv, redactEnv } from '../src/util/redact.js';

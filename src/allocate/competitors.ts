@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners, parseCmdline, socketsHeldBy } from '../host/owners.js';
-import { tryRead } from '../host/pids.js';
+import { tryRead } from '../host/proc-read.js';
 import { readPidns } from '../host/proc-facts.js';
 import { readHostMap } from '../host/read-host.js';
 import type { HostMap, PortRange } from '../host/host-map.js';

@@ -1,7 +1,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { BerthError, EXIT } from '../errors.js';
-import { tryRead } from '../host/pids.js';
+import { tryRead } from '../host/proc-read.js';
 
 /*
  * A hold is a listening socket on the wildcard address: it conflicts with every other bind of the

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
-import { tryRead } from '../host/pids.js';
+import { tryRead } from '../host/proc-read.js';
 import { leaseTable, listNames, type LeaseTable } from './lease-table.js';
 
 export { closeServer as closeName } from './hold-socket.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
-import { tryRead } from '../host/pids.js';
+import { tryRead } from '../host/proc-read.js';
 import { descriptorError } from './lease-domain.js';
 
 /*

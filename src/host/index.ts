@@ -12,7 +12,7 @@ export { formatReservedPorts, parsePortRange, parseReservedPorts, parseUnprivile
 export { formatIPv6 } from './proc-net-address.js';
 export { parseTcpTable, portsInUse, tcpStateName, type ParseTcpOptions } from './socket-table.js';
 export { findSocketOwners, parseCmdline, parseStatusUid, socketInode } from './owners.js';
-export { listPids } from './pids.js';
+export { listPids } from './proc-read.js';
 export { describeOwner, readHostMap, readNetns, socketsOnPort, udpStateName, type ReadHostOptions } from './read-host.js';
 export {
   readSockets,

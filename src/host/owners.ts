@@ -1,6 +1,6 @@
 import { readdirSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { allDigits, listPids, tryRead } from './pids.js';
+import { allDigits, listPids, tryRead } from './proc-read.js';
 import type { SocketOwner } from './host-map.js';
 
 /*

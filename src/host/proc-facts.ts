@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCmdline, parseStatusUid } from './owners.js';
-import { tryRead } from './pids.js';
+import { tryRead } from './proc-read.js';
 import { parseStatPpid, parseStatStartTime, statDead } from './proc-stat.js';
 
 /*

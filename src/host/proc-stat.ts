@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { tryRead } from './pids.js';
+import { tryRead } from './proc-read.js';
 
 /** Field 3 + `k` of /proc/<pid>/stat as a number: comm (field 2) may hold spaces and parentheses, so fields are counted after the last ')'. */
 function statField(stat: string, k: number): number | undefined {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { listPids, tryRead } from './pids.js';
+import { listPids, tryRead } from './proc-read.js';
 
 /*
  * /proc listed, and each stat read, at most once per turn of the event loop: a stack's launches

@@ -1,7 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { findSocketOwners } from './owners.js';
-import { tryRead } from './pids.js';
+import { tryRead } from './proc-read.js';
 import { readSockets, type ReaderChoice } from './socket-reader.js';
 import { readSysctls } from './sysctl.js';
 import type { HostMap, PortRange, SocketRow } from './host-map.js';

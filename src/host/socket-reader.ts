@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { normalizeRanges } from './intervals.js';
-import { tryRead } from './pids.js';
+import { tryRead } from './proc-read.js';
 import { readProcTables } from './read-tables.js';
 import { parseSsOutput, ssArgs } from './ss-output.js';
 import { killGroup, SsShell } from './ss-shell.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BerthError, EXIT } from '../errors.js';
 import { formatRange, normalizeRanges } from './intervals.js';
-import { allDigits } from './pids.js';
+import { allDigits } from './proc-read.js';
 import type { HostSysctls, PortRange } from './host-map.js';
 
 const RANGE_FILE = 'ip_local_port_range';

@@ -2,7 +2,7 @@ import { spawn as spawnChild, type ChildProcess } from 'node:child_process';
 import { portSetEnv, singles } from '../allocate/port-set.js';
 import { BerthError, EXIT } from '../errors.js';
 import { makeRunCgroup, runInCgroup } from '../host/cgroup.js';
-import { listPids } from '../host/pids.js';
+import { listPids } from '../host/proc-read.js';
 import { portVars } from './port-vars.js';
 import { ProcessTree } from './process-tree.js';
 import { childEnv, execPlan, findPerl, substitute } from './spawn-plan.js';

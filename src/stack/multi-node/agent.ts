@@ -37,7 +37,6 @@ export interface AgentOptions extends Pick<RunStackOptions, 'env' | 'procRoot' |
 
 /** Resolves with the exit status: 0 when stopped on request or done, its stack's status when it failed. */
 export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number> {
-  const { runDir: _d, follow: _f, control: _c, stderr: _s, env: _e, ...passed } = o;
   const env = o.env ?? process.env;
   const slurm = readSlurmEnv(env);
   if (!slurm || slurm.nodeList.length === 0 || slurm.nodeName === undefined) {
@@ -189,7 +188,9 @@ export async function runAgent(spec: StackSpec, o: AgentOptions): Promise<number
           } else publishSoon();
         },
         ...(local.length > 0 ? { externalServices: graphNodes(local) } : {}),
-        ...passed,
+        ...(o.procRoot !== undefined ? { procRoot: o.procRoot } : {}),
+        ...(o.stateDir !== undefined ? { stateDir: o.stateDir } : {}),
+        ...(o.probeTimeoutMs !== undefined ? { probeTimeoutMs: o.probeTimeoutMs } : {}),
       },
     );
   } catch (e) {

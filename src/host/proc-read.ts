@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
+// /proc read without failing: an entry may vanish (a process ends) or be another user's between listing and reading.
+
 /** Whether `s` is all ASCII digits (no regex: called for every entry of /proc). */
 export function allDigits(s: string): boolean {
   if (s.length === 0) return false;
